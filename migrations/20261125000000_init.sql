@@ -1,0 +1,1 @@
+-- Initial migration: the tables come in later migrations.

@@ -1,0 +1,82 @@
+//! Liveness, readiness and metrics.
+
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::api::error::{ApiError, Problem};
+use crate::startup::AppState;
+
+/// How long readiness waits for the database before answering 503.
+const READINESS_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct StatusBody {
+    pub ok: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ReadyBody {
+    pub ok: bool,
+    /// `up` when the database answered.
+    pub database: String,
+}
+
+/// The process is up (no database check, no authentication).
+#[utoipa::path(
+    get,
+    path = "/v1.0/status",
+    tag = "health",
+    responses((status = 200, description = "The service is running", body = StatusBody))
+)]
+pub async fn status() -> web::Json<StatusBody> {
+    web::Json(StatusBody { ok: true })
+}
+
+/// The service can serve requests: the database answers (no authentication).
+#[utoipa::path(
+    get,
+    path = "/v1.0/health/ready",
+    tag = "health",
+    responses(
+        (status = 200, description = "The database answers", body = ReadyBody),
+        (status = 503, description = "The database does not answer (`database_unavailable`)",
+         body = Problem, content_type = "application/problem+json")
+    )
+)]
+pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, ApiError> {
+    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
+    let cause = match tokio::time::timeout(READINESS_TIMEOUT, ping).await {
+        Ok(Ok(_)) => {
+            return Ok(web::Json(ReadyBody {
+                ok: true,
+                database: "up".into(),
+            }))
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {READINESS_TIMEOUT:?}"),
+    };
+    tracing::warn!(cause, "readiness: the database does not answer");
+    Err(ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "database_unavailable",
+        "The database does not answer.",
+    ))
+}
+
+/// Prometheus metrics: request counts and latency histograms per route pattern, method and
+/// status (no authentication). The body is written by the `PrometheusMetrics` middleware
+/// (`startup.rs`); this handler only gives the route a resource, so other methods answer 405.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "health",
+    responses((status = 200, description = "Prometheus text exposition format",
+               body = String, content_type = "text/plain"))
+)]
+pub async fn metrics() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}

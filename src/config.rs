@@ -1,0 +1,478 @@
+//! Settings from `WORKFLOW_BACKEND_*` environment variables.
+//!
+//! [`Settings::from_vars`] is pure (it reads only what it is given), so tests can build settings
+//! without touching the process environment. An empty value counts as unset. Every error names
+//! the variable, on one line.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use reqwest::Url;
+
+pub const PREFIX: &str = "WORKFLOW_BACKEND_";
+
+const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/workflow_backend";
+const DEFAULT_BIND: &str = "127.0.0.1:7000";
+const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+const DEFAULT_CALLBACK_TOKEN_TTL_SECONDS: u64 = 86_400;
+const DEFAULT_CONNECTOR_CONNECT_TIMEOUT_MS: u64 = 5_000;
+const DEFAULT_CONNECTOR_TIMEOUT_MS: u64 = 45_000;
+
+/// A configuration problem. `Display` is one line that names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var}: {problem}")]
+    Invalid { var: String, problem: String },
+    #[error(
+        "no JWT key configured: set WORKFLOW_BACKEND_JWT_SECRET (an HS256 shared secret) \
+         and/or WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE (a PEM public key, RS256 or ES256); \
+         the server never starts open to anonymous callers"
+    )]
+    NoJwtKey,
+}
+
+impl ConfigError {
+    /// `name` without the prefix, e.g. `invalid("BIND", ...)`.
+    pub fn invalid(name: &str, problem: impl Into<String>) -> Self {
+        ConfigError::Invalid {
+            var: format!("{PREFIX}{name}"),
+            problem: problem.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// How bearer tokens are verified (and, with a secret, minted). Secrets are redacted from `Debug`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct JwtSettings {
+    /// HS256 shared secret (`WORKFLOW_BACKEND_JWT_SECRET`).
+    pub secret: Option<String>,
+    /// PEM public key, RS256 or ES256 (`WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE`).
+    pub public_key_file: Option<PathBuf>,
+    /// Required `iss` when set (`WORKFLOW_BACKEND_JWT_ISSUER`).
+    pub issuer: Option<String>,
+    /// Required `aud` when set (`WORKFLOW_BACKEND_JWT_AUDIENCE`).
+    pub audience: Option<String>,
+}
+
+impl fmt::Debug for JwtSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwtSettings")
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("public_key_file", &self.public_key_file)
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub database_url: String,
+    /// Socket address to listen on (validated; port 0 picks a free port).
+    pub bind: String,
+    /// Public base URL without a trailing slash, used to build callback URLs.
+    pub public_url: String,
+    pub connector_proxy_url: Option<String>,
+    pub connector_proxy_api_key: Option<String>,
+    pub process_models_dir: Option<PathBuf>,
+    pub jwt: JwtSettings,
+    pub max_body_bytes: usize,
+    pub log_format: LogFormat,
+    pub callback_token_ttl_seconds: u64,
+    pub connector_connect_timeout_ms: u64,
+    pub connector_timeout_ms: u64,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("database_url", &redact_url(&self.database_url))
+            .field("bind", &self.bind)
+            .field("public_url", &self.public_url)
+            .field("connector_proxy_url", &self.connector_proxy_url)
+            .field(
+                "connector_proxy_api_key",
+                &self.connector_proxy_api_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("process_models_dir", &self.process_models_dir)
+            .field("jwt", &self.jwt)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("log_format", &self.log_format)
+            .field(
+                "callback_token_ttl_seconds",
+                &self.callback_token_ttl_seconds,
+            )
+            .field(
+                "connector_connect_timeout_ms",
+                &self.connector_connect_timeout_ms,
+            )
+            .field("connector_timeout_ms", &self.connector_timeout_ms)
+            .finish()
+    }
+}
+
+/// The URL with its password replaced, for logs.
+pub fn redact_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("redacted"));
+            parsed.to_string()
+        }
+        Ok(parsed) => parsed.to_string(),
+        Err(_) => "<unparsable>".to_string(),
+    }
+}
+
+impl Settings {
+    /// Reads the process environment (after loading `.env`, if present).
+    pub fn from_env() -> Result<Settings, ConfigError> {
+        // A missing .env is normal; a malformed one is reported.
+        match dotenvy::dotenv() {
+            Ok(_) => {}
+            Err(e) if e.not_found() => {}
+            Err(e) => {
+                return Err(ConfigError::Invalid {
+                    var: ".env".into(),
+                    problem: e.to_string(),
+                })
+            }
+        }
+        Settings::from_vars(std::env::vars())
+    }
+
+    /// Builds settings from the given variables only. Variables without the
+    /// `WORKFLOW_BACKEND_` prefix are ignored; empty values count as unset.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(PREFIX)?.to_string();
+                (!v.trim().is_empty()).then(|| (name, v.trim().to_string()))
+            })
+            .collect();
+        let get = |name: &str| vars.get(name).cloned();
+
+        let database_url = get("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        validate_database_url(&database_url)?;
+
+        let bind = get("BIND").unwrap_or_else(|| DEFAULT_BIND.into());
+        if bind.parse::<SocketAddr>().is_err() {
+            return Err(ConfigError::invalid(
+                "BIND",
+                format!(
+                    "invalid socket address {bind:?} (expected host:port, e.g. 127.0.0.1:7000)"
+                ),
+            ));
+        }
+
+        let public_url = match get("URL") {
+            Some(url) => http_url("URL", &url)?,
+            None => format!("http://{bind}"),
+        };
+
+        let connector_proxy_url = get("CONNECTOR_PROXY_URL")
+            .map(|url| http_url("CONNECTOR_PROXY_URL", &url))
+            .transpose()?;
+
+        let jwt = JwtSettings {
+            secret: get("JWT_SECRET"),
+            public_key_file: get("JWT_PUBLIC_KEY_FILE").map(PathBuf::from),
+            issuer: get("JWT_ISSUER"),
+            audience: get("JWT_AUDIENCE"),
+        };
+
+        let max_body_bytes = positive(
+            "MAX_BODY_BYTES",
+            get("MAX_BODY_BYTES"),
+            DEFAULT_MAX_BODY_BYTES as u64,
+        )?;
+        let max_body_bytes = usize::try_from(max_body_bytes)
+            .map_err(|_| ConfigError::invalid("MAX_BODY_BYTES", "too large"))?;
+
+        let log_format = match get("LOG_FORMAT").as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    "LOG_FORMAT",
+                    format!("invalid value {other:?} (expected \"text\" or \"json\")"),
+                ))
+            }
+        };
+
+        Ok(Settings {
+            database_url,
+            bind,
+            public_url,
+            connector_proxy_url,
+            connector_proxy_api_key: get("CONNECTOR_PROXY_API_KEY"),
+            process_models_dir: get("PROCESS_MODELS_DIR").map(PathBuf::from),
+            jwt,
+            max_body_bytes,
+            log_format,
+            callback_token_ttl_seconds: positive(
+                "CALLBACK_TOKEN_TTL_SECONDS",
+                get("CALLBACK_TOKEN_TTL_SECONDS"),
+                DEFAULT_CALLBACK_TOKEN_TTL_SECONDS,
+            )?,
+            connector_connect_timeout_ms: positive(
+                "CONNECTOR_CONNECT_TIMEOUT_MS",
+                get("CONNECTOR_CONNECT_TIMEOUT_MS"),
+                DEFAULT_CONNECTOR_CONNECT_TIMEOUT_MS,
+            )?,
+            connector_timeout_ms: positive(
+                "CONNECTOR_TIMEOUT_MS",
+                get("CONNECTOR_TIMEOUT_MS"),
+                DEFAULT_CONNECTOR_TIMEOUT_MS,
+            )?,
+        })
+    }
+
+    /// `database_url` with its database name replaced by `name` (test databases, the
+    /// `postgres` maintenance database).
+    pub fn with_database_name(&self, name: &str) -> String {
+        let mut url = Url::parse(&self.database_url).expect("database_url is validated");
+        url.set_path(&format!("/{name}"));
+        url.to_string()
+    }
+
+    /// The database name in `database_url`.
+    pub fn database_name(&self) -> String {
+        database_name(&self.database_url).expect("database_url is validated")
+    }
+}
+
+fn database_name(url: &str) -> Option<String> {
+    let url = Url::parse(url).ok()?;
+    let name = url.path().trim_start_matches('/');
+    (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
+}
+
+fn validate_database_url(url: &str) -> Result<(), ConfigError> {
+    let parsed = Url::parse(url).map_err(|e| {
+        ConfigError::invalid(
+            "DATABASE_URL",
+            format!("not a URL ({e}); expected postgres://user@host:port/database"),
+        )
+    })?;
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return Err(ConfigError::invalid(
+            "DATABASE_URL",
+            format!(
+                "unsupported scheme {:?} (expected postgres://)",
+                parsed.scheme()
+            ),
+        ));
+    }
+    if database_name(url).is_none() {
+        return Err(ConfigError::invalid(
+            "DATABASE_URL",
+            "no database name in the path (expected postgres://user@host:port/database)",
+        ));
+    }
+    Ok(())
+}
+
+/// An absolute http(s) URL, returned without a trailing slash.
+fn http_url(name: &str, value: &str) -> Result<String, ConfigError> {
+    match Url::parse(value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
+            Ok(value.trim_end_matches('/').to_string())
+        }
+        _ => Err(ConfigError::invalid(
+            name,
+            format!("invalid URL {value:?} (expected http:// or https:// with a host)"),
+        )),
+    }
+}
+
+fn positive(name: &str, value: Option<String>, default: u64) -> Result<u64, ConfigError> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ConfigError::invalid(
+            name,
+            format!("invalid value {value:?} (expected a positive integer)"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_work_on_this_machine() {
+        let s = Settings::from_vars(Vec::new()).unwrap();
+        assert_eq!(s.database_url, DEFAULT_DATABASE_URL);
+        assert_eq!(s.bind, "127.0.0.1:7000");
+        assert_eq!(s.public_url, "http://127.0.0.1:7000");
+        assert_eq!(s.max_body_bytes, 1024 * 1024);
+        assert_eq!(s.log_format, LogFormat::Text);
+        assert_eq!(s.callback_token_ttl_seconds, 86_400);
+        assert_eq!(s.connector_connect_timeout_ms, 5_000);
+        assert_eq!(s.connector_timeout_ms, 45_000);
+        assert_eq!(s.jwt, JwtSettings::default());
+    }
+
+    #[test]
+    fn reads_every_variable() {
+        let s = Settings::from_vars(vars(&[
+            ("DATABASE_URL", "postgres://u:p@db:5433/wf"),
+            ("BIND", "0.0.0.0:8080"),
+            ("URL", "https://wf.example.com/"),
+            ("CONNECTOR_PROXY_URL", "http://proxy:7004"),
+            ("CONNECTOR_PROXY_API_KEY", "k"),
+            ("PROCESS_MODELS_DIR", "/models"),
+            ("JWT_SECRET", "s"),
+            ("JWT_PUBLIC_KEY_FILE", "/key.pem"),
+            ("JWT_ISSUER", "iss"),
+            ("JWT_AUDIENCE", "aud"),
+            ("MAX_BODY_BYTES", "10"),
+            ("LOG_FORMAT", "json"),
+            ("CALLBACK_TOKEN_TTL_SECONDS", "60"),
+            ("CONNECTOR_CONNECT_TIMEOUT_MS", "1"),
+            ("CONNECTOR_TIMEOUT_MS", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(s.bind, "0.0.0.0:8080");
+        assert_eq!(s.public_url, "https://wf.example.com");
+        assert_eq!(s.connector_proxy_url.as_deref(), Some("http://proxy:7004"));
+        assert_eq!(s.connector_proxy_api_key.as_deref(), Some("k"));
+        assert_eq!(s.process_models_dir, Some(PathBuf::from("/models")));
+        assert_eq!(s.jwt.secret.as_deref(), Some("s"));
+        assert_eq!(s.jwt.public_key_file, Some(PathBuf::from("/key.pem")));
+        assert_eq!(s.jwt.issuer.as_deref(), Some("iss"));
+        assert_eq!(s.jwt.audience.as_deref(), Some("aud"));
+        assert_eq!(s.max_body_bytes, 10);
+        assert_eq!(s.log_format, LogFormat::Json);
+        assert_eq!(s.callback_token_ttl_seconds, 60);
+        assert_eq!(s.connector_connect_timeout_ms, 1);
+        assert_eq!(s.connector_timeout_ms, 2);
+        assert_eq!(s.database_name(), "wf");
+    }
+
+    #[test]
+    fn empty_values_count_as_unset_and_other_prefixes_are_ignored() {
+        let mut v = vars(&[("BIND", ""), ("JWT_SECRET", "  ")]);
+        v.push(("BIND".into(), "nonsense".into()));
+        let s = Settings::from_vars(v).unwrap();
+        assert_eq!(s.bind, DEFAULT_BIND);
+        assert_eq!(s.jwt.secret, None);
+    }
+
+    #[test]
+    fn errors_are_one_line_naming_the_variable() {
+        let cases = [
+            (
+                "BIND",
+                "x",
+                "WORKFLOW_BACKEND_BIND: invalid socket address \"x\"",
+            ),
+            (
+                "DATABASE_URL",
+                "mysql://h/db",
+                "WORKFLOW_BACKEND_DATABASE_URL: unsupported scheme",
+            ),
+            (
+                "DATABASE_URL",
+                "postgres://h",
+                "WORKFLOW_BACKEND_DATABASE_URL: no database name",
+            ),
+            (
+                "DATABASE_URL",
+                "nope",
+                "WORKFLOW_BACKEND_DATABASE_URL: not a URL",
+            ),
+            ("URL", "ftp://x", "WORKFLOW_BACKEND_URL: invalid URL"),
+            (
+                "CONNECTOR_PROXY_URL",
+                "proxy",
+                "WORKFLOW_BACKEND_CONNECTOR_PROXY_URL: invalid URL",
+            ),
+            (
+                "MAX_BODY_BYTES",
+                "0",
+                "WORKFLOW_BACKEND_MAX_BODY_BYTES: invalid value \"0\"",
+            ),
+            (
+                "MAX_BODY_BYTES",
+                "1k",
+                "WORKFLOW_BACKEND_MAX_BODY_BYTES: invalid value \"1k\"",
+            ),
+            (
+                "LOG_FORMAT",
+                "xml",
+                "WORKFLOW_BACKEND_LOG_FORMAT: invalid value \"xml\"",
+            ),
+            (
+                "CALLBACK_TOKEN_TTL_SECONDS",
+                "-1",
+                "WORKFLOW_BACKEND_CALLBACK_TOKEN_TTL_SECONDS: invalid value",
+            ),
+            (
+                "CONNECTOR_TIMEOUT_MS",
+                "fast",
+                "WORKFLOW_BACKEND_CONNECTOR_TIMEOUT_MS: invalid value",
+            ),
+        ];
+        for (name, value, expected) in cases {
+            let err = Settings::from_vars(vars(&[(name, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(expected), "{name}={value}: got {err:?}");
+            assert!(!err.contains('\n'), "{err:?} is not one line");
+        }
+    }
+
+    #[test]
+    fn database_name_is_replaced_in_the_url() {
+        let s = Settings::from_vars(vars(&[(
+            "DATABASE_URL",
+            "postgres://u:p@h:5432/wf?sslmode=disable",
+        )]))
+        .unwrap();
+        assert_eq!(
+            s.with_database_name("other"),
+            "postgres://u:p@h:5432/other?sslmode=disable"
+        );
+        assert_eq!(
+            s.with_database_name("postgres"),
+            "postgres://u:p@h:5432/postgres?sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn debug_output_redacts_secrets() {
+        let s = Settings::from_vars(vars(&[
+            ("DATABASE_URL", "postgres://u:hunter2@h/wf"),
+            ("JWT_SECRET", "topsecret"),
+            ("CONNECTOR_PROXY_API_KEY", "apikey123"),
+        ]))
+        .unwrap();
+        let debug = format!("{s:?}");
+        for secret in ["hunter2", "topsecret", "apikey123"] {
+            assert!(!debug.contains(secret), "{secret} leaked in {debug}");
+        }
+        assert!(debug.contains("<redacted>"));
+    }
+}

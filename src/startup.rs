@@ -1,0 +1,245 @@
+//! Pool, migrations, HTTP server, workers and graceful shutdown.
+
+use std::net::TcpListener;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
+use actix_web::middleware::{from_fn, ErrorHandlers, Next};
+use actix_web::{web, App, HttpServer};
+use actix_web_prom::PrometheusMetricsBuilder;
+use anyhow::Context;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, Executor, PgConnection, PgPool};
+use tokio::sync::watch;
+
+use crate::api;
+use crate::api::auth::JwtKeys;
+use crate::api::error::{
+    json_config, not_found, path_config, payload_config, problem_fallback, query_config,
+};
+use crate::config::{redact_url, Settings};
+use crate::workers;
+
+/// Shared by every handler and worker, as `web::Data<AppState>`.
+pub struct AppState {
+    pub pool: PgPool,
+    pub settings: Arc<Settings>,
+    /// For connector proxy calls: `User-Agent: workflow-backend`, the configured timeouts.
+    pub http: reqwest::Client,
+}
+
+/// A bound, not yet running server.
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: web::Data<AppState>,
+}
+
+impl Application {
+    /// Checks the JWT keys, creates the database if it is missing, migrates it and binds
+    /// (`bind` with port 0 picks a free port; see [`Application::port`]).
+    pub async fn build(settings: Settings) -> anyhow::Result<Application> {
+        Self::build_with(settings, |_| {}).await
+    }
+
+    /// [`Application::build`], with `extra_routes` registered before the API's (tests mount
+    /// probe handlers this way).
+    pub async fn build_with(
+        settings: Settings,
+        extra_routes: fn(&mut web::ServiceConfig),
+    ) -> anyhow::Result<Application> {
+        let keys = JwtKeys::from_settings(&settings.jwt)?;
+        let pool = prepare_database(&settings).await?;
+        Self::start(settings, pool, keys, extra_routes)
+    }
+
+    /// With a pool made by the caller, not migrated here (tests: a lazy pool to an unreachable
+    /// database).
+    pub async fn build_with_pool(settings: Settings, pool: PgPool) -> anyhow::Result<Application> {
+        let keys = JwtKeys::from_settings(&settings.jwt)?;
+        Self::start(settings, pool, keys, |_| {})
+    }
+
+    fn start(
+        settings: Settings,
+        pool: PgPool,
+        keys: JwtKeys,
+        extra_routes: fn(&mut web::ServiceConfig),
+    ) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(&settings.bind).with_context(|| {
+            format!("WORKFLOW_BACKEND_BIND: cannot listen on {}", settings.bind)
+        })?;
+        let port = listener.local_addr()?.port();
+        let http = reqwest::Client::builder()
+            .user_agent("workflow-backend")
+            .connect_timeout(Duration::from_millis(settings.connector_connect_timeout_ms))
+            .timeout(Duration::from_millis(settings.connector_timeout_ms))
+            .build()
+            .context("building the HTTP client")?;
+        let max_body_bytes = settings.max_body_bytes;
+        let state = web::Data::new(AppState {
+            pool,
+            settings: Arc::new(settings),
+            http,
+        });
+        let keys = web::Data::new(keys);
+        // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
+        // label value, so the number of series stays bounded.
+        let metrics = PrometheusMetricsBuilder::new("workflow_backend")
+            .endpoint("/metrics")
+            .mask_unmatched_patterns("UNMATCHED")
+            .build()
+            .map_err(|e| anyhow::anyhow!("building the metrics middleware: {e}"))?;
+
+        let app_state = state.clone();
+        let server = HttpServer::new(move || {
+            App::new()
+                .wrap(ErrorHandlers::new().default_handler(problem_fallback))
+                .wrap(from_fn(log_request))
+                .wrap(metrics.clone())
+                .app_data(app_state.clone())
+                .app_data(keys.clone())
+                .app_data(json_config(max_body_bytes))
+                .app_data(payload_config(max_body_bytes))
+                .app_data(query_config())
+                .app_data(path_config())
+                .configure(extra_routes)
+                .configure(api::configure)
+                .default_service(web::to(not_found))
+        })
+        .listen(listener)?
+        // Signals are handled in `run_until_stopped`, which also stops the workers.
+        .disable_signals()
+        .shutdown_timeout(30)
+        .run();
+        Ok(Application {
+            port,
+            server,
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Starts the workers and serves until SIGTERM or SIGINT; then finishes in-flight requests
+    /// (up to 30 s), stops the workers and returns.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let (stop_workers, shutdown) = watch::channel(false);
+        let worker_handles = workers::spawn_all(self.state.clone(), shutdown);
+        let handle = self.server.handle();
+        // The server future must keep being polled while it stops, hence its own task.
+        let mut server = tokio::spawn(self.server);
+        let result = tokio::select! {
+            result = &mut server => result,
+            signal = shutdown_signal() => {
+                tracing::info!(signal, "shutting down: finishing in-flight requests");
+                handle.stop(true).await;
+                server.await
+            }
+        };
+        let _ = stop_workers.send(true);
+        for worker in worker_handles {
+            if let Err(e) = worker.await {
+                tracing::error!(error = %e, "a worker ended abnormally");
+            }
+        }
+        tracing::info!("stopped");
+        result.context("HTTP server task")?.context("HTTP server")
+    }
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the server");
+            let _ = tokio::signal::ctrl_c().await;
+            return "SIGINT";
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    }
+}
+
+/// One log line per request: method, path (no query string: it may carry tokens), status, time.
+async fn log_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.path().to_owned();
+    let res = next.call(req).await?;
+    tracing::info!(
+        method = %method,
+        path,
+        status = res.status().as_u16(),
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    Ok(res)
+}
+
+/// Creates the database if it does not exist, connects a pool and runs the migrations.
+pub async fn prepare_database(settings: &Settings) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(&settings.database_url)
+        .context("WORKFLOW_BACKEND_DATABASE_URL")?;
+    let where_ = redact_url(&settings.database_url);
+    match PgConnection::connect_with(&options).await {
+        Ok(conn) => {
+            let _ = conn.close().await;
+        }
+        // 3D000: invalid_catalog_name, the database does not exist.
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => {
+            create_database(settings).await?;
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot connect to the database at {where_}"))
+        }
+    }
+    let pool = PgPoolOptions::new()
+        .max_connections(10)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(options)
+        .await
+        .with_context(|| format!("cannot connect to the database at {where_}"))?;
+    migrate(&pool).await?;
+    Ok(pool)
+}
+
+async fn create_database(settings: &Settings) -> anyhow::Result<()> {
+    let name = settings.database_name();
+    let maintenance = settings.with_database_name("postgres");
+    let mut conn = PgConnection::connect(&maintenance).await.with_context(|| {
+        format!(
+            "cannot connect to {} to create the database",
+            redact_url(&maintenance)
+        )
+    })?;
+    let sql = format!(r#"CREATE DATABASE "{}""#, name.replace('"', "\"\""));
+    match conn.execute(sqlx::AssertSqlSafe(sql)).await {
+        Ok(_) => tracing::info!(database = %name, "created the database"),
+        // 42P04 duplicate_database, 23505 unique_violation: another instance created it first.
+        Err(sqlx::Error::Database(e)) if matches!(e.code().as_deref(), Some("42P04" | "23505")) => {
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot create the database {name:?}")),
+    }
+    let _ = conn.close().await;
+    Ok(())
+}
+
+/// Applies the migrations in `migrations/` (concurrent runs are serialised by sqlx's lock).
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    sqlx::migrate!("./migrations")
+        .run(pool)
+        .await
+        .context("running the database migrations")
+}

@@ -1,0 +1,28 @@
+//! Background loops (service-task dispatcher, retry scheduler, buffer expiry), one module each.
+//!
+//! Each worker is a tokio task that stops when `shutdown` turns `true`, e.g.
+//!
+//! ```ignore
+//! loop {
+//!     tokio::select! {
+//!         _ = shutdown.changed() => break,
+//!         _ = tokio::time::sleep(interval) => do_one_round(&state).await,
+//!     }
+//! }
+//! ```
+
+use actix_web::web;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::startup::AppState;
+
+/// Starts every worker. `run_until_stopped` sends `true` on shutdown and awaits the handles.
+pub fn spawn_all(
+    state: web::Data<AppState>,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    // No workers yet.
+    let _ = (state, shutdown);
+    Vec::new()
+}
