@@ -1,0 +1,304 @@
+//! BPMN 2.0 XML as written by the SpiffArena modeler -> executable specs. Pure.
+//!
+//! `parse_file` reads one file (well-formedness, supported elements, references inside the
+//! file, expression syntax); `build_model` merges the files of one process model and resolves
+//! the references that may cross files (messages, errors, signals, correlation properties).
+//! Every expression and script is compiled here, once, and kept in the spec.
+
+mod model;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use crate::expr::{Expression, Script};
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use model::build_model;
+pub use parse::parse_file;
+
+pub const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
+pub const SPIFF_NS: &str = "http://spiffworkflow.org/bpmn/schema/1.0/core";
+
+/// A model the engine cannot load, with what a modeler needs to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError {
+    pub file: String,
+    pub element_id: Option<String>,
+    pub reason: String,
+}
+
+impl ModelError {
+    pub(crate) fn new(file: &str, element_id: Option<&str>, reason: impl Into<String>) -> Self {
+        ModelError {
+            file: file.to_string(),
+            element_id: element_id.map(str::to_string),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.element_id {
+            Some(id) => write!(f, "{}: element {}: {}", self.file, id, self.reason),
+            None => write!(f, "{}: {}", self.file, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// One parsed file. References to messages/errors/signals are still ids here
+/// (`message_name` etc. are filled by `build_model`).
+#[derive(Debug, Clone)]
+pub struct Definitions {
+    pub file: String,
+    pub processes: Vec<ProcessSpec>,
+    pub messages: Vec<MessageSpec>,
+    pub errors: Vec<ErrorSpec>,
+    pub signals: Vec<SignalSpec>,
+    pub correlation_properties: Vec<RawCorrelationProperty>,
+    pub correlation_keys: Vec<CorrelationKeySpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageSpec {
+    pub id: String,
+    /// The message name (what the API and correlation use); the id when the file has no name.
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorSpec {
+    pub id: String,
+    pub name: Option<String>,
+    pub error_code: Option<String>,
+    /// `spiffworkflow:variableName` on the `bpmn:error`: where a catching boundary stores the error.
+    pub variable: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalSpec {
+    pub id: String,
+    pub name: String,
+}
+
+/// A correlation property as written in one file (retrieval expressions by message **id**).
+#[derive(Debug, Clone)]
+pub struct RawCorrelationProperty {
+    pub id: String,
+    pub name: Option<String>,
+    pub retrieval: Vec<(String /* message id */, Expression)>,
+}
+
+/// A correlation property of the model: retrieval expressions by message **name**.
+#[derive(Debug, Clone)]
+pub struct CorrelationProperty {
+    pub id: String,
+    pub name: String,
+    pub retrieval: BTreeMap<String, Expression>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorrelationKeySpec {
+    pub name: String,
+    pub property_refs: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageStart {
+    pub message_name: String,
+    pub process_id: String,
+    pub start_event_id: String,
+}
+
+/// A whole process model (one or more files).
+#[derive(Debug, Clone)]
+pub struct ModelSpec {
+    pub processes: BTreeMap<String, ProcessSpec>,
+    pub primary_process_id: String,
+    pub messages: BTreeMap<String, MessageSpec>,
+    pub errors: BTreeMap<String, ErrorSpec>,
+    pub signals: BTreeMap<String, SignalSpec>,
+    pub correlation_properties: Vec<CorrelationProperty>,
+    pub correlation_keys: Vec<CorrelationKeySpec>,
+    pub message_starts: Vec<MessageStart>,
+    /// File names, sorted.
+    pub files: Vec<String>,
+}
+
+/// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with
+/// `parent` set to the subprocess id.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    pub id: String,
+    pub name: Option<String>,
+    pub file: String,
+    pub is_executable: bool,
+    pub elements: BTreeMap<String, ElementSpec>,
+    pub flows: BTreeMap<String, FlowSpec>,
+    /// Top-level start events, document order.
+    pub start_events: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowSpec {
+    pub id: String,
+    pub name: Option<String>,
+    pub source: String,
+    pub target: String,
+    pub condition: Option<Expression>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ElementSpec {
+    pub id: String,
+    pub name: Option<String>,
+    /// BPMN local name: "userTask", "intermediateCatchEvent", ...
+    pub element_type: String,
+    pub kind: ElementKind,
+    /// Enclosing embedded subprocess (element id), None at process level.
+    pub parent: Option<String>,
+    /// Sequence flow ids, in the document order of the `bpmn:sequenceFlow` elements.
+    pub incoming: Vec<String>,
+    pub outgoing: Vec<String>,
+    /// `default` attribute (gateways, and activities with conditional flows).
+    pub default_flow: Option<String>,
+    /// Boundary events attached to this activity, document order.
+    pub boundaries: Vec<String>,
+    pub pre_script: Option<Script>,
+    pub post_script: Option<Script>,
+}
+
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // built once per model load
+pub enum ElementKind {
+    /// None start event (`message` None) or message start event.
+    StartEvent {
+        message: Option<MessageCatchSpec>,
+    },
+    EndEvent(EndKind),
+    ExclusiveGateway,
+    ParallelGateway,
+    ScriptTask {
+        script: Option<Script>,
+    },
+    UserTask,
+    ManualTask,
+    /// `bpmn:task` and a none intermediate throw event: nothing to do.
+    PassThrough,
+    ServiceTask(ServiceTaskSpec),
+    /// sendTask, intermediateThrowEvent with a message.
+    MessageThrow(MessageThrowSpec),
+    /// receiveTask, intermediateCatchEvent with a message.
+    MessageCatch(MessageCatchSpec),
+    Boundary(BoundarySpec),
+    SubProcess {
+        start_events: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // built once per model load
+pub enum EndKind {
+    None,
+    Terminate,
+    Error(ErrorRef),
+    /// Message end event: sends, then ends.
+    Message(MessageThrowSpec),
+}
+
+/// A reference to a `bpmn:error` (resolved by `build_model`). `error_ref` None = catch-all.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorRef {
+    pub error_ref: Option<String>,
+    pub error_code: Option<String>,
+    pub error_name: Option<String>,
+    /// `spiffworkflow:variableName` of the bpmn:error, else of the event definition.
+    pub variable: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MessageThrowSpec {
+    pub message_ref: String,
+    /// Resolved by `build_model`.
+    pub message_name: String,
+    /// `spiffworkflow:messagePayload`; None = the whole task data is sent.
+    pub payload: Option<Expression>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MessageCatchSpec {
+    pub message_ref: String,
+    /// Resolved by `build_model`.
+    pub message_name: String,
+    /// `spiffworkflow:messageVariable`: `data[variable] = payload`.
+    pub variable: Option<String>,
+    /// `spiffworkflow:processVariableCorrelation`: property id -> expression over task data.
+    pub process_correlations: Vec<(String, Expression)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BoundarySpec {
+    pub attached_to: String,
+    /// Always true (non-interrupting boundary events are refused at load).
+    pub cancel_activity: bool,
+    pub trigger: BoundaryTrigger,
+}
+
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // built once per model load
+pub enum BoundaryTrigger {
+    Error(ErrorRef),
+    Message(MessageCatchSpec),
+    Signal {
+        signal_ref: String,
+        signal_name: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct ServiceTaskSpec {
+    /// `spiffworkflow:serviceTaskOperator id`, e.g. "http/GetRequest".
+    pub operator_id: String,
+    pub result_variable: Option<String>,
+    pub parameters: Vec<ServiceParameter>,
+    pub retries: u32,
+    pub backoff_base: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServiceParameter {
+    pub id: String,
+    pub type_name: Option<String>,
+    /// The `value` expression; None when the attribute is absent or empty (value null).
+    pub value: Option<Expression>,
+    pub required: bool,
+}
+
+impl ProcessSpec {
+    pub fn element(&self, id: &str) -> Option<&ElementSpec> {
+        self.elements.get(id)
+    }
+}
+
+impl ElementSpec {
+    /// Waits for a user (userTask, manualTask).
+    pub fn is_human_task(&self) -> bool {
+        matches!(self.kind, ElementKind::UserTask | ElementKind::ManualTask)
+    }
+
+    /// The message this element waits for (catch event, receive task, message boundary).
+    pub fn message_catch(&self) -> Option<&MessageCatchSpec> {
+        match &self.kind {
+            ElementKind::MessageCatch(m) => Some(m),
+            ElementKind::Boundary(BoundarySpec {
+                trigger: BoundaryTrigger::Message(m),
+                ..
+            }) => Some(m),
+            ElementKind::StartEvent { message: Some(m) } => Some(m),
+            _ => None,
+        }
+    }
+}
