@@ -1,6 +1,13 @@
 //! workflow-backend: the engine side of a BPMN workflow system (see DESIGN.md).
 
 pub mod api;
+pub mod bpmn;
+pub mod connector;
+pub mod correlation;
+pub mod engine;
+pub mod expr;
+pub mod services;
+pub mod store;
 pub mod config;
 pub mod startup;
 pub mod telemetry;

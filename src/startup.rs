@@ -21,6 +21,8 @@ use crate::api::error::{
     json_config, not_found, path_config, payload_config, problem_fallback, query_config,
 };
 use crate::config::{redact_url, Settings};
+use crate::connector::{ConnectorClient, ProxyConfig};
+use crate::services::ModelCache;
 use crate::workers;
 
 /// Shared by every handler and worker, as `web::Data<AppState>`.
@@ -29,6 +31,10 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// For connector proxy calls: `User-Agent: workflow-backend`, the configured timeouts.
     pub http: reqwest::Client,
+    /// Compiled process models, keyed by version.
+    pub models: ModelCache,
+    /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
+    pub connector: Option<ConnectorClient>,
 }
 
 /// A bound, not yet running server.
@@ -53,7 +59,14 @@ impl Application {
     ) -> anyhow::Result<Application> {
         let keys = JwtKeys::from_settings(&settings.jwt)?;
         let pool = prepare_database(&settings).await?;
-        Self::start(settings, pool, keys, extra_routes)
+        let app = Self::start(settings, pool, keys, extra_routes)?;
+        if let Some(dir) = &app.state.settings.process_models_dir {
+            let loaded = crate::services::models::load_directory(&app.state.pool, &app.state.models, dir)
+                .await
+                .with_context(|| format!("WORKFLOW_BACKEND_PROCESS_MODELS_DIR: cannot read {}", dir.display()))?;
+            tracing::info!(loaded, dir = %dir.display(), "process models loaded");
+        }
+        Ok(app)
     }
 
     /// With a pool made by the caller, not migrated here (tests: a lazy pool to an unreachable
@@ -64,7 +77,7 @@ impl Application {
     }
 
     fn start(
-        settings: Settings,
+        mut settings: Settings,
         pool: PgPool,
         keys: JwtKeys,
         extra_routes: fn(&mut web::ServiceConfig),
@@ -72,7 +85,12 @@ impl Application {
         let listener = TcpListener::bind(&settings.bind).with_context(|| {
             format!("WORKFLOW_BACKEND_BIND: cannot listen on {}", settings.bind)
         })?;
-        let port = listener.local_addr()?.port();
+        let local_addr = listener.local_addr()?;
+        let port = local_addr.port();
+        // The default public URL is `http://<BIND>`: with port 0, use the port actually bound.
+        if settings.public_url == format!("http://{}", settings.bind) {
+            settings.public_url = format!("http://{local_addr}");
+        }
         let http = reqwest::Client::builder()
             .user_agent("workflow-backend")
             .connect_timeout(Duration::from_millis(settings.connector_connect_timeout_ms))
@@ -80,10 +98,21 @@ impl Application {
             .build()
             .context("building the HTTP client")?;
         let max_body_bytes = settings.max_body_bytes;
+        let connector = settings.connector_proxy_url.as_ref().map(|url| {
+            ConnectorClient::new(ProxyConfig {
+                base_url: url.clone(),
+                api_key: settings.connector_proxy_api_key.clone(),
+                connect_timeout: Duration::from_millis(settings.connector_connect_timeout_ms),
+                timeout: Duration::from_millis(settings.connector_timeout_ms),
+                max_redirects: 5,
+            })
+        });
         let state = web::Data::new(AppState {
             pool,
             settings: Arc::new(settings),
             http,
+            models: ModelCache::new(),
+            connector,
         });
         let keys = web::Data::new(keys);
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
@@ -124,6 +153,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The settings in effect (`public_url` carries the bound port when it was defaulted).
+    pub fn settings(&self) -> Arc<Settings> {
+        self.state.settings.clone()
     }
 
     /// Starts the workers and serves until SIGTERM or SIGINT; then finishes in-flight requests

@@ -404,3 +404,22 @@ mod tests {
         );
     }
 }
+
+impl From<crate::services::Error> for ApiError {
+    fn from(err: crate::services::Error) -> Self {
+        match err {
+            crate::services::Error::Client { status, code, detail, extra } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+                let mut api = ApiError::new(status, code, detail);
+                if let Some(Value::Object(members)) = extra {
+                    for (key, value) in members {
+                        api = api.with_extra(key, value);
+                    }
+                }
+                api
+            }
+            crate::services::Error::Database(e) => ApiError::from(e),
+            crate::services::Error::Internal(e) => ApiError::from(e),
+        }
+    }
+}

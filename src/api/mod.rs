@@ -4,8 +4,12 @@
 //! `web::scope("/v1.0")`: such a scope would swallow `/v1.0/ui/` and `/v1.0/openapi.json`.
 
 pub mod auth;
+pub mod callbacks;
 pub mod error;
 pub mod health;
+pub mod messages;
+pub mod process_instances;
+pub mod process_models;
 
 use std::sync::OnceLock;
 
@@ -28,12 +32,24 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
                        (`Problem`); authenticated endpoints take a bearer JWT (`bearer`).",
         license(name = "MIT", identifier = "MIT")
     ),
-    paths(health::status, health::ready, health::metrics, openapi_json),
+    paths(
+        health::status, health::ready, health::metrics, openapi_json,
+        messages::send_message, messages::list_messages, messages::show_message,
+        process_models::put_file, process_models::list_models, process_models::show_model,
+        process_instances::start_instance, process_instances::show_instance,
+        process_instances::list_instances, process_instances::complete_task,
+        callbacks::callback, callbacks::service_tasks, callbacks::authentications,
+        callbacks::connector_logs,
+    ),
     components(schemas(Problem)),
     modifiers(&BearerSecurity),
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
-        (name = "meta", description = "This API's description")
+        (name = "meta", description = "This API's description"),
+        (name = "messages", description = "BPMN messages: start, correlate, buffer, audit"),
+        (name = "process models", description = "BPMN files and the models they make"),
+        (name = "process instances", description = "Running processes and their user tasks"),
+        (name = "service tasks", description = "Connector proxies and their callbacks")
     )
 )]
 pub struct ApiDoc;
@@ -91,6 +107,43 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/v1.0/health/ready").route(web::get().to(health::ready)))
         .service(web::resource("/metrics").route(web::get().to(health::metrics)))
         .service(web::resource(OPENAPI_PATH).route(web::get().to(openapi_json)))
+        .service(web::resource("/v1.0/messages").route(web::get().to(messages::list_messages)))
+        .service(
+            web::resource("/v1.0/messages/{modified_message_name}")
+                .route(web::post().to(messages::send_message))
+                .route(web::get().to(messages::show_message)),
+        )
+        .service(web::resource("/v1.0/process-models").route(web::get().to(process_models::list_models)))
+        .service(
+            web::resource("/v1.0/process-models/{modified_process_model_identifier}")
+                .route(web::get().to(process_models::show_model)),
+        )
+        .service(
+            web::resource("/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}")
+                .route(web::put().to(process_models::put_file)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances").route(web::get().to(process_instances::list_instances)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances/{id}")
+                .route(web::post().to(process_instances::start_instance))
+                .route(web::get().to(process_instances::show_instance)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances/{id}/connector-logs")
+                .route(web::get().to(callbacks::connector_logs)),
+        )
+        .service(
+            web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}")
+                .route(web::put().to(process_instances::complete_task)),
+        )
+        .service(
+            web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}/callback")
+                .route(web::put().to(callbacks::callback)),
+        )
+        .service(web::resource("/v1.0/service-tasks").route(web::get().to(callbacks::service_tasks)))
+        .service(web::resource("/v1.0/authentications").route(web::get().to(callbacks::authentications)))
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));
 }

@@ -11,6 +11,9 @@
 //! }
 //! ```
 
+pub mod connector_dispatcher;
+pub mod message_expiry;
+
 use actix_web::web;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -22,7 +25,8 @@ pub fn spawn_all(
     state: web::Data<AppState>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    // No workers yet.
-    let _ = (state, shutdown);
-    Vec::new()
+    vec![
+        tokio::spawn(message_expiry::run(state.pool.clone(), shutdown.clone())),
+        tokio::spawn(connector_dispatcher::run(state, shutdown)),
+    ]
 }

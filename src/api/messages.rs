@@ -1,0 +1,177 @@
+//! POST /v1.0/messages/{modified_message_name}, GET /v1.0/messages, GET /v1.0/messages/{id}.
+
+use super::auth::Principal;
+use super::error::{ApiError, Problem};
+use crate::services::{self, messages::SendAnswer, messages::SendRequest};
+use crate::startup::AppState;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SendQuery {
+    /// Buffering window when nothing waits for the message yet: 0 (default) to 300 seconds.
+    /// Above 0, `message_instance_uuid` is required.
+    time_to_live_in_seconds: Option<String>,
+    /// Idempotency key (canonical hyphenated UUID): a retry with the same key returns the
+    /// stored outcome and never delivers twice.
+    message_instance_uuid: Option<String>,
+    /// Accepted for compatibility with the reference; delivery is always synchronous.
+    #[allow(dead_code)]
+    execution_mode: Option<String>,
+}
+
+/// Delivered to a waiting instance, or started one: the instance after it ran on.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct InstanceAnswer {
+    /// Task data of the instance after the step.
+    task_data: Object,
+    /// `id`, `status`, `process_model_identifier`, `process_id`, `error`, timestamps.
+    process_instance: Object,
+}
+
+/// Buffered: nothing waits yet; the message waits until `expires_at`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct BufferedAnswer {
+    /// `id`, `name`, `message_type` (`send`), `status` (`ready`, or `cancelled` once expired),
+    /// `message_instance_uuid`, `expires_at`, `expires_at_in_seconds`, and every other column.
+    message_instance: Object,
+}
+
+/// A JSON object.
+#[derive(ToSchema)]
+#[schema(value_type = Object)]
+pub struct Object(#[allow(dead_code)] Value);
+
+/// Send a BPMN message.
+///
+/// Delivered to the oldest instance waiting for it with matching correlation values (200),
+/// else starts the model whose Message Start Event has this name (200), else is buffered
+/// when `time_to_live_in_seconds` > 0 (202), else is refused (400 `message_not_accepted`,
+/// kept for audit with its failure cause). A busy receiver is waited for, not refused.
+#[utoipa::path(
+    post,
+    path = "/v1.0/messages/{modified_message_name}",
+    tag = "messages",
+    params(
+        ("modified_message_name" = String, Path, description = "The message name (URL-encoded); a process-group prefix `group:sub:` is allowed and ignored"),
+        SendQuery,
+    ),
+    request_body(content = Object, description = "The payload: a JSON object", content_type = "application/json"),
+    responses(
+        (status = 200, description = "Delivered to a waiting instance or started one", body = InstanceAnswer),
+        (status = 202, description = "Buffered (or, on replay, buffered and since expired: status `cancelled`)", body = BufferedAnswer),
+        (status = 400, description = "`message_not_accepted`, `invalid_payload`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `messages:send` or `messages:send:<name>`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`message_instance_uuid_conflict`: the uuid was used with another name or payload", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: not application/json", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn send_message(
+    principal: Principal,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    query: web::Query<SendQuery>,
+    payload: web::Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let name = services::messages::message_name(&path).to_string();
+    principal.require(&format!("messages:send:{name}"))?;
+    let (ttl, uuid) = services::messages::validate_query(
+        query.time_to_live_in_seconds.as_deref(),
+        query.message_instance_uuid.as_deref(),
+    )?;
+    let request = SendRequest {
+        name,
+        payload: payload.into_inner(),
+        time_to_live_seconds: ttl,
+        message_instance_uuid: uuid,
+        sent_by: principal.subject.clone(),
+    };
+    Ok(match services::messages::send(&state.pool, &state.models, &request).await? {
+        SendAnswer::Instance(body) => HttpResponse::Ok().json(body),
+        SendAnswer::Buffered(body) => HttpResponse::Accepted().json(body),
+    })
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MessageListQuery {
+    process_instance_id: Option<i64>,
+    name: Option<String>,
+    /// `ready`, `running`, `completed`, `failed`, `cancelled`, `not_accepted`
+    status: Option<String>,
+    /// `send` or `receive`
+    message_type: Option<String>,
+    page: Option<i64>,
+    per_page: Option<i64>,
+}
+
+/// `{results, pagination: {count, total, pages}}`
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ListAnswer {
+    results: Vec<Object>,
+    pagination: Object,
+}
+
+/// List message instances, newest first (audit): every column, including payload,
+/// correlation keys, failure cause, counterpart, uuid and expiry.
+#[utoipa::path(
+    get,
+    path = "/v1.0/messages",
+    tag = "messages",
+    params(MessageListQuery),
+    responses(
+        (status = 200, description = "Message instances", body = ListAnswer),
+        (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `instances:read:*` or `admin`", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_messages(
+    principal: Principal,
+    state: web::Data<AppState>,
+    query: web::Query<MessageListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require("instances:read:*")?;
+    let filter = crate::store::messages::MessageFilter {
+        process_instance_id: query.process_instance_id,
+        name: query.name.as_deref(),
+        status: query.status.as_deref(),
+        message_type: query.message_type.as_deref(),
+    };
+    let page = crate::store::Page::new(query.page, query.per_page);
+    Ok(HttpResponse::Ok().json(services::messages::list(&state.pool, &filter, page).await?))
+}
+
+/// Show one message instance.
+#[utoipa::path(
+    get,
+    path = "/v1.0/messages/{id}",
+    tag = "messages",
+    params(("id" = i64, Path, description = "Message instance id")),
+    responses(
+        (status = 200, description = "The message instance", body = Object),
+        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `instances:read:*` or `admin`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`message_instance_not_found`", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn show_message(
+    principal: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require("instances:read:*")?;
+    Ok(HttpResponse::Ok().json(services::messages::find(&state.pool, id.into_inner()).await?))
+}

@@ -1,0 +1,106 @@
+//! Process models: upload a BPMN file, list, show.
+
+use super::auth::Principal;
+use super::error::{ApiError, Problem};
+use super::messages::ListAnswer;
+use crate::services;
+use crate::startup::AppState;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+/// Create or replace one BPMN file of a process model (the model is created if needed).
+///
+/// The whole model is validated: a file that is not well-formed BPMN, an element the engine
+/// cannot run, a broken reference or an expression with a syntax error is refused with the
+/// file, the element id and the reason.
+#[utoipa::path(
+    put,
+    path = "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
+    tag = "process models",
+    params(
+        ("modified_process_model_identifier" = String, Path, description = "`group:sub:model` (the model's path with `/` written `:`)"),
+        ("file_name" = String, Path, description = "NAME.bpmn"),
+    ),
+    request_body(content = String, description = "BPMN 2.0 XML", content_type = "application/xml"),
+    responses(
+        (status = 201, description = "Model created", body = Object),
+        (status = 200, description = "Model updated", body = Object),
+        (status = 400, description = "`invalid_process_model` (with `file_name`, `element_id`, `reason`), `message_start_conflict`, `invalid_file_name`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `models:write`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_file(
+    principal: Principal,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    principal.require("models:write")?;
+    let (modified, file_name) = path.into_inner();
+    let identifier = services::models::identifier_from_url(&modified)?;
+    let content = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::bad_request("invalid_process_model", "the file is not UTF-8 text"))?;
+    let (created, model) =
+        services::models::put_file(&state.pool, &state.models, &identifier, &file_name, content).await?;
+    Ok(if created { HttpResponse::Created() } else { HttpResponse::Ok() }.json(model))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    page: Option<i64>,
+    per_page: Option<i64>,
+}
+
+/// List process models.
+#[utoipa::path(
+    get,
+    path = "/v1.0/process-models",
+    tag = "process models",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "Process models", body = ListAnswer),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `models:read` or `models:write`", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_models(
+    principal: Principal,
+    state: web::Data<AppState>,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_any(&["models:read", "models:write"])?;
+    let page = crate::store::Page::new(query.page, query.per_page);
+    Ok(HttpResponse::Ok().json(services::models::list(&state.pool, page).await?))
+}
+
+/// Show a process model: files, processes, start events, the messages it starts with and
+/// waits for.
+#[utoipa::path(
+    get,
+    path = "/v1.0/process-models/{modified_process_model_identifier}",
+    tag = "process models",
+    params(("modified_process_model_identifier" = String, Path, description = "`group:sub:model`")),
+    responses(
+        (status = 200, description = "The process model", body = Object),
+        (status = 400, description = "`invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_model_not_found`", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn show_model(
+    principal: Principal,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_any(&["models:read", "models:write"])?;
+    let identifier = services::models::identifier_from_url(&path)?;
+    Ok(HttpResponse::Ok().json(services::models::show(&state.pool, &identifier).await?))
+}

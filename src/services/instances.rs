@@ -1,0 +1,160 @@
+//! Process instances: start, complete a user/manual task, show, list.
+
+use super::unit_of_work::InstanceAnswer;
+use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
+use crate::engine::{EngineError, Event};
+use crate::store::{self, instances::InstanceRow, instances::TaskRow};
+use serde_json::{json, Map, Value};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+/// Creates an instance of the model's primary process and runs it to its wait states.
+pub async fn start(pool: &PgPool, cache: &ModelCache, model: &str, data: &Map<String, Value>) -> Result<Value> {
+    retry_transaction!(start_once(pool, cache, model, data))
+}
+
+async fn start_once(pool: &PgPool, cache: &ModelCache, model: &str, data: &Map<String, Value>) -> Result<Value> {
+    let mut uow = UnitOfWork::begin(pool, cache).await?;
+    let id = uow.start_instance(model, None, None, data.clone(), None).await?;
+    uow.flush().await?;
+    let answer = uow.instance_answer(id).expect("started in this unit");
+    uow.commit().await?;
+    Ok(answer)
+}
+
+/// Completes a waiting user or manual task with `data` merged into the task data.
+pub async fn complete_task(
+    pool: &PgPool,
+    cache: &ModelCache,
+    instance_id: i64,
+    task_guid: Uuid,
+    data: &Map<String, Value>,
+) -> Result<Value> {
+    retry_transaction!(complete_task_once(pool, cache, instance_id, task_guid, data))
+}
+
+async fn complete_task_once(
+    pool: &PgPool,
+    cache: &ModelCache,
+    instance_id: i64,
+    task_guid: Uuid,
+    data: &Map<String, Value>,
+) -> Result<Value> {
+    let mut uow = UnitOfWork::begin(pool, cache).await?;
+    let event = Event::CompleteTask { task_guid, data: data.clone() };
+    if let Err(refused) = uow.apply(instance_id, event).await? {
+        return Err(task_refusal(uow.conn(), instance_id, task_guid, refused).await?);
+    }
+    uow.flush().await?;
+    let answer = uow.instance_answer(instance_id).expect("loaded by apply");
+    uow.commit().await?;
+    Ok(answer)
+}
+
+/// The engine only holds live tasks: a guid it does not know may be a finished task
+/// (`not_waiting`) or no task of this instance at all.
+pub async fn task_refusal(
+    conn: &mut PgConnection,
+    instance_id: i64,
+    task_guid: Uuid,
+    refused: EngineError,
+) -> Result<Error> {
+    let known = store::instances::task(conn, instance_id, task_guid).await?;
+    Ok(match (refused, known) {
+        (EngineError::UnknownTask { .. }, None) => Error::bad_request(
+            "task_not_found",
+            format!("process instance {instance_id} has no task {task_guid}"),
+        ),
+        (_, Some(task)) => Error::bad_request(
+            "not_waiting",
+            format!("task {task_guid} ({}) is {}, not waiting", task.element_id, task.state),
+        ),
+        (other, None) => Error::bad_request("not_waiting", other.to_string()),
+    })
+}
+
+/// `{process_instance, task_data}` of a stored instance (not locked).
+pub async fn answer(conn: &mut PgConnection, id: i64) -> Result<Option<Value>> {
+    let Some(row) = store::instances::find(conn, id).await? else { return Ok(None) };
+    Ok(Some(answer_from_row(&row)?))
+}
+
+fn answer_from_row(row: &InstanceRow) -> Result<Value> {
+    let answer = InstanceAnswer {
+        id: row.id,
+        process_model_identifier: &row.process_model_identifier,
+        process_id: &row.process_id,
+        status: &row.status,
+        error: row.error.as_ref().map(|e| e.0.clone()).unwrap_or(Value::Null),
+        data: row.data.0.clone(),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    };
+    Ok(answer.to_json())
+}
+
+fn task_json(task: &TaskRow) -> Value {
+    json!({
+        "guid": task.guid,
+        "element_id": task.element_id,
+        "element_type": task.element_type,
+        "name": task.name,
+        "state": task.state,
+        "scope": task.scope,
+        "data": task.data.as_ref().map(|d| &d.0),
+        "retries_attempted": task.retries_attempted,
+        "retry_at": task.retry_at,
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+    })
+}
+
+fn instance_json(row: &InstanceRow) -> Value {
+    json!({
+        "id": row.id,
+        "process_model_identifier": row.process_model_identifier,
+        "process_id": row.process_id,
+        "status": row.status,
+        "data": row.data.0,
+        "correlations": row.correlations.0,
+        "error": row.error.as_ref().map(|e| &e.0),
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    })
+}
+
+/// An instance with its status, data, error and every task.
+pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
+    let mut conn = pool.acquire().await?;
+    let row = store::instances::find(&mut conn, id).await?.ok_or_else(|| {
+        Error::not_found("process_instance_not_found", format!("process instance {id} does not exist"))
+    })?;
+    let tasks = store::instances::all_tasks(&mut conn, id).await?;
+    let mut shown = instance_json(&row);
+    shown["tasks"] = Value::Array(tasks.iter().map(task_json).collect());
+    Ok(shown)
+}
+
+pub async fn list(
+    pool: &PgPool,
+    filter: &store::instances::InstanceFilter<'_>,
+    page: store::Page,
+) -> Result<Value> {
+    let mut conn = pool.acquire().await?;
+    let (rows, total) = store::instances::list(&mut conn, filter, page.per_page, page.offset()).await?;
+    Ok(json!({
+        "results": rows.iter().map(instance_json).collect::<Vec<_>>(),
+        "pagination": page.pagination(total, rows.len()),
+    }))
+}
+
+/// The model of an instance, for authorisation before a step.
+pub async fn model_of(pool: &PgPool, id: i64) -> Result<String> {
+    sqlx::query_scalar("SELECT process_model_identifier FROM process_instances WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| {
+            Error::bad_request("process_instance_cannot_be_found", format!("process instance {id} does not exist"))
+        })
+}

@@ -1,0 +1,265 @@
+//! POST /v1.0/messages: validation, idempotency by uuid, correlation, buffering, audit.
+
+use super::unit_of_work::{Routed, Unmatched};
+use super::{instances, retry_transaction, Error, ModelCache, Result, UnitOfWork};
+use crate::store::{self, messages::MessageRow, messages::NewMessage};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// The longest a message may wait for a receiver (the reference's bound).
+pub const MAX_TIME_TO_LIVE_SECONDS: i64 = 300;
+
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub name: String,
+    pub payload: Value,
+    pub time_to_live_seconds: i64,
+    pub message_instance_uuid: Option<Uuid>,
+    pub sent_by: String,
+}
+
+/// A message's outcome as the API answers it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendAnswer {
+    /// Delivered to, or started, a process instance: `{task_data, process_instance}`.
+    Instance(Value),
+    /// Buffered (or buffered and since expired): `{message_instance}`.
+    Buffered(Value),
+}
+
+/// `modified_message_name` with its process-group prefix removed (`group:sub:name` -> `name`).
+pub fn message_name(modified: &str) -> &str {
+    modified.rsplit(':').next().unwrap_or(modified)
+}
+
+/// Checks the query parameters in the reference's order: TTL range, uuid required with a
+/// TTL, uuid format. Returns the TTL and the uuid (lower-cased by parsing).
+pub fn validate_query(ttl: Option<&str>, uuid: Option<&str>) -> Result<(i64, Option<Uuid>)> {
+    let ttl = match ttl {
+        None | Some("") => 0,
+        Some(text) => text.trim().parse::<i64>().map_err(|_| {
+            Error::bad_request(
+                "invalid_time_to_live",
+                format!("time_to_live_in_seconds must be an integer from 0 to {MAX_TIME_TO_LIVE_SECONDS}, got '{text}'"),
+            )
+        })?,
+    };
+    if !(0..=MAX_TIME_TO_LIVE_SECONDS).contains(&ttl) {
+        return Err(Error::bad_request(
+            "invalid_time_to_live",
+            format!("time_to_live_in_seconds must be from 0 to {MAX_TIME_TO_LIVE_SECONDS}, got {ttl}"),
+        ));
+    }
+    let uuid = uuid.filter(|u| !u.is_empty());
+    if ttl > 0 && uuid.is_none() {
+        return Err(Error::bad_request(
+            "message_instance_uuid_required",
+            "message_instance_uuid is required when time_to_live_in_seconds is greater than 0",
+        ));
+    }
+    let uuid = match uuid {
+        None => None,
+        Some(text) => Some(parse_canonical_uuid(text).ok_or_else(|| {
+            Error::bad_request(
+                "invalid_message_instance_uuid",
+                format!("message_instance_uuid must be a hyphenated UUID, got '{text}'"),
+            )
+        })?),
+    };
+    Ok((ttl, uuid))
+}
+
+/// Only the canonical 8-4-4-4-12 form; `Uuid::parse_str` also takes braces, URNs and no hyphens.
+fn parse_canonical_uuid(text: &str) -> Option<Uuid> {
+    let hyphens_at = [8, 13, 18, 23];
+    let well_formed = text.len() == 36
+        && text.char_indices().all(|(i, c)| {
+            if hyphens_at.contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        });
+    well_formed.then(|| Uuid::parse_str(text).ok()).flatten()
+}
+
+pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
+    if !request.payload.is_object() {
+        return Err(Error::bad_request("invalid_payload", "the message payload must be a JSON object"));
+    }
+    retry_transaction!(send_once(pool, cache, request))
+}
+
+async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
+    let mut uow = UnitOfWork::begin(pool, cache).await?;
+    // With a uuid, the row is claimed first: a concurrent request with the same uuid waits
+    // here for this transaction, then answers from what it stored.
+    let inserted = store::messages::insert(
+        uow.conn(),
+        &NewMessage {
+            name: &request.name,
+            message_type: "send",
+            status: "running",
+            payload: Some(&request.payload),
+            correlation_keys: &json!({}),
+            correlation_key: "{}",
+            process_instance_id: None,
+            task_guid: None,
+            message_instance_uuid: request.message_instance_uuid,
+            ttl_seconds: None,
+            created_by: Some(&request.sent_by),
+        },
+    )
+    .await?;
+    let Some(send_id) = inserted else {
+        let uuid = request.message_instance_uuid.expect("only a uuid can conflict");
+        return replay(uow, request, uuid).await;
+    };
+
+    let values = uow.correlation_values(&request.name, &request.payload).await?;
+    let unmatched = if request.time_to_live_seconds > 0 { Unmatched::Buffer } else { Unmatched::Reject };
+    let routed = uow
+        .route_send(send_id, &request.name, &request.payload, &values, unmatched)
+        .await?;
+    uow.drain().await?;
+    let ttl = (request.time_to_live_seconds > 0).then_some(request.time_to_live_seconds);
+    uow.record_send(send_id, &values, &routed, ttl).await?;
+    uow.flush().await?;
+    let answer = match &routed {
+        Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => {
+            uow.instance_answer(*instance_id).map(SendAnswer::Instance)
+        }
+        Routed::Buffered => store::messages::find(uow.conn(), send_id)
+            .await?
+            .map(|row| SendAnswer::Buffered(json!({ "message_instance": message_json(&row) }))),
+        Routed::NotAccepted { .. } => None,
+    };
+    uow.commit().await?;
+    match (routed, answer) {
+        (Routed::NotAccepted { cause }, _) => Err(not_accepted(cause, send_id)),
+        (_, Some(answer)) => Ok(answer),
+        (_, None) => Err(Error::Internal(anyhow::anyhow!("message {send_id} lost its answer"))),
+    }
+}
+
+fn not_accepted(cause: String, message_id: i64) -> Error {
+    Error::bad_request("message_not_accepted", cause).with_extra(json!({ "message_instance_id": message_id }))
+}
+
+/// Answers a repeated uuid from the stored message's current state; never delivers again.
+async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> Result<SendAnswer> {
+    let (row, same_payload) = store::messages::find_by_uuid(uow.conn(), uuid, &request.payload)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("message {uuid} conflicted but cannot be found"))?;
+    if row.name != request.name || !same_payload {
+        return Err(Error::conflict(
+            "message_instance_uuid_conflict",
+            format!(
+                "message_instance_uuid {uuid} was already used for message '{}' with another {}",
+                row.name,
+                if row.name != request.name { "name" } else { "payload" }
+            ),
+        ));
+    }
+    match (row.status.as_str(), row.process_instance_id) {
+        ("completed", Some(instance_id)) => {
+            let answer = instances::answer(uow.conn(), instance_id).await?;
+            answer.map(SendAnswer::Instance).ok_or_else(|| {
+                Error::Internal(anyhow::anyhow!("message {} points at a missing instance", row.id))
+            })
+        }
+        ("not_accepted", _) => Err(not_accepted(row.failure_cause.clone().unwrap_or_default(), row.id)),
+        _ => Ok(SendAnswer::Buffered(json!({ "message_instance": message_json(&row) }))),
+    }
+}
+
+/// Every column of a message instance, as the audit list and the 202 answer show it.
+pub fn message_json(row: &MessageRow) -> Value {
+    json!({
+        "id": row.id,
+        "name": row.name,
+        "message_type": row.message_type,
+        "status": row.status,
+        "payload": row.payload.as_ref().map(|p| &p.0),
+        "correlation_keys": row.correlation_keys.0,
+        "correlation_key": row.correlation_key,
+        "process_instance_id": row.process_instance_id,
+        "process_model_identifier": row.process_model_identifier,
+        "task_guid": row.task_guid,
+        "message_instance_uuid": row.message_instance_uuid,
+        "expires_at": row.expires_at,
+        "expires_at_in_seconds": row.expires_at.map(|t| t.timestamp()),
+        "counterpart_id": row.counterpart_id,
+        "failure_cause": row.failure_cause,
+        "created_by": row.created_by,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "created_at_in_seconds": row.created_at.timestamp(),
+        "updated_at_in_seconds": row.updated_at.timestamp(),
+    })
+}
+
+pub async fn find(pool: &PgPool, id: i64) -> Result<Value> {
+    let mut conn = pool.acquire().await?;
+    let row = store::messages::find(&mut conn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("message_instance_not_found", format!("message instance {id} does not exist")))?;
+    Ok(message_json(&row))
+}
+
+pub async fn list(
+    pool: &PgPool,
+    filter: &store::messages::MessageFilter<'_>,
+    page: store::Page,
+) -> Result<Value> {
+    let mut conn = pool.acquire().await?;
+    let (rows, total) = store::messages::list(&mut conn, filter, page.per_page, page.offset()).await?;
+    Ok(json!({
+        "results": rows.iter().map(message_json).collect::<Vec<_>>(),
+        "pagination": page.pagination(total, rows.len()),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(result: Result<(i64, Option<Uuid>)>) -> &'static str {
+        match result {
+            Err(Error::Client { code, .. }) => code,
+            Ok(_) => "ok",
+            Err(_) => "other",
+        }
+    }
+
+    const UUID: &str = "0b5bd9b0-3d4a-4f4b-9d0f-6a2b3c4d5e6f";
+
+    #[test]
+    fn query_validation_follows_the_reference_order() {
+        assert_eq!(code(validate_query(None, None)), "ok");
+        assert_eq!(code(validate_query(Some("0"), None)), "ok");
+        assert_eq!(code(validate_query(Some("-1"), None)), "invalid_time_to_live");
+        assert_eq!(code(validate_query(Some("301"), Some("nope"))), "invalid_time_to_live");
+        assert_eq!(code(validate_query(Some("ten"), None)), "invalid_time_to_live");
+        assert_eq!(code(validate_query(Some("300"), None)), "message_instance_uuid_required");
+        assert_eq!(code(validate_query(Some("30"), Some("nope"))), "invalid_message_instance_uuid");
+        assert_eq!(code(validate_query(None, Some("nope"))), "invalid_message_instance_uuid");
+        assert_eq!(code(validate_query(Some("30"), Some(UUID))), "ok");
+    }
+
+    #[test]
+    fn only_canonical_uuids_are_accepted() {
+        assert!(parse_canonical_uuid(UUID).is_some());
+        assert!(parse_canonical_uuid(&UUID.to_uppercase()).is_some());
+        assert!(parse_canonical_uuid(&UUID.replace('-', "")).is_none());
+        assert!(parse_canonical_uuid(&format!("{{{UUID}}}")).is_none());
+        assert!(parse_canonical_uuid(&format!("urn:uuid:{UUID}")).is_none());
+    }
+
+    #[test]
+    fn group_prefix_is_dropped_from_the_message_name() {
+        assert_eq!(message_name("Approval Result"), "Approval Result");
+        assert_eq!(message_name("finance:invoices:paid"), "paid");
+    }
+}

@@ -1,0 +1,64 @@
+//! Compiled models and retrieval expressions, kept per process. Keyed by content (the
+//! model's `version_sha`, the expression's source), so replicas never serve a stale model.
+
+use super::Result;
+use crate::bpmn::{build_model, ModelSpec};
+use crate::expr::Expression;
+use crate::store;
+use anyhow::anyhow;
+use sqlx::PgConnection;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+#[derive(Default)]
+pub struct ModelCache {
+    specs: RwLock<HashMap<String, Arc<ModelSpec>>>,
+    expressions: RwLock<HashMap<String, Arc<Expression>>>,
+}
+
+impl ModelCache {
+    pub fn new() -> ModelCache {
+        ModelCache::default()
+    }
+
+    /// The compiled model for this identifier at this version, built from the stored files
+    /// on a miss.
+    pub async fn spec(
+        &self,
+        conn: &mut PgConnection,
+        identifier: &str,
+        version_sha: &str,
+    ) -> Result<Arc<ModelSpec>> {
+        if let Some(spec) = self.specs.read().expect("cache lock").get(version_sha) {
+            return Ok(spec.clone());
+        }
+        let model = store::models::find(conn, identifier)
+            .await?
+            .ok_or_else(|| anyhow!("process model {identifier} is gone"))?;
+        let files = store::models::files(conn, identifier).await?;
+        let files: Vec<(String, String)> =
+            files.into_iter().map(|f| (f.file_name, f.content)).collect();
+        let spec = build_model(&files, Some(&model.primary_process_id))
+            .map_err(|e| anyhow!("stored model {identifier} no longer builds: {e}"))?;
+        let spec = Arc::new(spec);
+        self.insert(&model.version_sha, spec.clone());
+        Ok(spec)
+    }
+
+    pub fn insert(&self, version_sha: &str, spec: Arc<ModelSpec>) {
+        self.specs.write().expect("cache lock").insert(version_sha.to_string(), spec);
+    }
+
+    /// A retrieval expression compiled once per process.
+    pub fn expression(&self, source: &str) -> Option<Arc<Expression>> {
+        if let Some(e) = self.expressions.read().expect("cache lock").get(source) {
+            return Some(e.clone());
+        }
+        let compiled = Arc::new(Expression::compile(source).ok()?);
+        self.expressions
+            .write()
+            .expect("cache lock")
+            .insert(source.to_string(), compiled.clone());
+        Some(compiled)
+    }
+}

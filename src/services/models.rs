@@ -1,0 +1,312 @@
+//! Process models: upload a file, load a folder of models at startup, list and show.
+
+use super::{Error, ModelCache, Result};
+use crate::bpmn::{build_model, ModelError, ModelSpec};
+use crate::store::{self, models::Retrieval, models::Trigger};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `group:sub:model` (URL form) -> `group/sub/model`, checked segment by segment.
+pub fn identifier_from_url(modified: &str) -> Result<String> {
+    let identifier = modified.replace(':', "/");
+    let valid = !identifier.is_empty()
+        && identifier.split('/').all(|segment| {
+            !segment.is_empty()
+                && segment != "."
+                && segment != ".."
+                && segment.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        });
+    if !valid {
+        return Err(Error::bad_request(
+            "invalid_process_model_identifier",
+            format!(
+                "'{modified}' is not a process model identifier: segments of letters, digits, \
+                 '-', '_' and '.', separated by ':'"
+            ),
+        ));
+    }
+    Ok(identifier)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The version of a model: its primary process and every file's content.
+fn version_sha(primary_process_id: &str, files: &[(String, String)]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(primary_process_id.as_bytes());
+    for (name, content) in files {
+        hasher.update([0]);
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update(sha256_hex(content.as_bytes()).as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
+fn invalid_model(error: ModelError) -> Error {
+    Error::bad_request("invalid_process_model", error.to_string()).with_extra(json!({
+        "file_name": error.file,
+        "element_id": error.element_id,
+        "reason": error.reason,
+    }))
+}
+
+/// What `process_model.json` may say about a model (as SpiffArena writes it).
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+pub struct ModelMetadata {
+    pub display_name: Option<String>,
+    pub primary_file_name: Option<String>,
+    pub primary_process_id: Option<String>,
+}
+
+/// Builds, validates and stores a model from its complete set of files (one transaction).
+async fn save_model(
+    conn: &mut sqlx::PgConnection,
+    cache: &ModelCache,
+    identifier: &str,
+    metadata: &ModelMetadata,
+    files: &[(String, String)],
+) -> Result<Arc<ModelSpec>> {
+    let primary_process_id = match (&metadata.primary_process_id, &metadata.primary_file_name) {
+        (Some(id), _) => Some(id.clone()),
+        // a primary file without a process id: its first process
+        (None, Some(file)) => files
+            .iter()
+            .find(|(name, _)| name == file)
+            .and_then(|(name, xml)| crate::bpmn::parse_file(name, xml).ok())
+            .and_then(|d| d.processes.first().map(|p| p.id.clone())),
+        (None, None) => None,
+    };
+    let spec = build_model(files, primary_process_id.as_deref()).map_err(invalid_model)?;
+    for start in &spec.message_starts {
+        if let Some(owner) = store::models::trigger_owner(conn, &start.message_name, identifier).await? {
+            return Err(Error::bad_request(
+                "message_start_conflict",
+                format!(
+                    "message '{}' already starts process model '{owner}'; one model owns a start message",
+                    start.message_name
+                ),
+            )
+            .with_extra(json!({ "message_name": start.message_name, "process_model_identifier": owner })));
+        }
+    }
+    let sha = version_sha(&spec.primary_process_id, files);
+    let display_name = metadata
+        .display_name
+        .clone()
+        .unwrap_or_else(|| identifier.rsplit('/').next().unwrap_or(identifier).to_string());
+    store::models::upsert(
+        conn,
+        &store::models::NewModel {
+            identifier,
+            display_name: &display_name,
+            primary_file_name: metadata.primary_file_name.as_deref(),
+            primary_process_id: &spec.primary_process_id,
+            summary: &spec.summary(),
+            version_sha: &sha,
+        },
+    )
+    .await?;
+    for (name, content) in files {
+        store::models::upsert_file(conn, identifier, name, content, &sha256_hex(content.as_bytes())).await?;
+    }
+    let triggers: Vec<Trigger> = spec
+        .message_starts
+        .iter()
+        .map(|s| Trigger {
+            message_name: &s.message_name,
+            process_id: &s.process_id,
+            start_event_id: &s.start_event_id,
+        })
+        .collect();
+    let retrievals: Vec<Retrieval> = spec
+        .correlation_properties
+        .iter()
+        .flat_map(|property| {
+            property.retrieval.iter().map(move |(message_name, expression)| Retrieval {
+                message_name,
+                property_id: &property.id,
+                expression: expression.source(),
+            })
+        })
+        .collect();
+    store::models::replace_routing(conn, identifier, &triggers, &retrievals).await?;
+    let spec = Arc::new(spec);
+    cache.insert(&sha, spec.clone());
+    Ok(spec)
+}
+
+/// Creates or replaces one file of a model, creating the model if needed. `Ok(true)` when
+/// the model was created.
+pub async fn put_file(
+    pool: &PgPool,
+    cache: &ModelCache,
+    identifier: &str,
+    file_name: &str,
+    content: &str,
+) -> Result<(bool, Value)> {
+    if !file_name.ends_with(".bpmn") || file_name.contains('/') || file_name.starts_with('.') {
+        return Err(Error::bad_request(
+            "invalid_file_name",
+            format!("'{file_name}' is not a BPMN file name (NAME.bpmn)"),
+        ));
+    }
+    let mut tx = pool.begin().await?;
+    store::models::lock_identifier(&mut tx, identifier).await?;
+    let existing = store::models::find(&mut tx, identifier).await?;
+    let mut files: Vec<(String, String)> = store::models::files(&mut tx, identifier)
+        .await?
+        .into_iter()
+        .filter(|f| f.file_name != file_name)
+        .map(|f| (f.file_name, f.content))
+        .collect();
+    files.push((file_name.to_string(), content.to_string()));
+    files.sort();
+    let metadata = ModelMetadata {
+        display_name: existing.as_ref().map(|m| m.display_name.clone()),
+        primary_file_name: existing.as_ref().and_then(|m| m.primary_file_name.clone()),
+        // a stored primary process stays primary while it exists
+        primary_process_id: None,
+    };
+    let metadata = match &existing {
+        Some(model) if defines_process(&files, &model.primary_process_id) => {
+            ModelMetadata { primary_process_id: Some(model.primary_process_id.clone()), ..metadata }
+        }
+        _ => metadata,
+    };
+    save_model(&mut tx, cache, identifier, &metadata, &files).await?;
+    tx.commit().await?;
+    Ok((existing.is_none(), show(pool, identifier).await?))
+}
+
+fn defines_process(files: &[(String, String)], process_id: &str) -> bool {
+    files.iter().any(|(name, xml)| {
+        crate::bpmn::parse_file(name, xml).is_ok_and(|d| d.processes.iter().any(|p| p.id == process_id))
+    })
+}
+
+/// Loads every model under `root` (a folder holding `.bpmn` files is a model; its path
+/// below `root` is its identifier). A model that does not load is logged and skipped.
+pub async fn load_directory(pool: &PgPool, cache: &ModelCache, root: &Path) -> anyhow::Result<usize> {
+    let mut folders = Vec::new();
+    collect_model_folders(root, &mut folders)?;
+    let mut loaded = 0;
+    for folder in folders {
+        let identifier = folder
+            .strip_prefix(root)
+            .unwrap_or(&folder)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        match load_folder(pool, cache, &identifier, &folder).await {
+            Ok(()) => loaded += 1,
+            Err(e) => tracing::error!(model = %identifier, error = %e, "process model not loaded"),
+        }
+    }
+    Ok(loaded)
+}
+
+fn collect_model_folders(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    if entries.iter().any(|p| p.extension().is_some_and(|e| e == "bpmn")) {
+        out.push(dir.to_path_buf());
+    }
+    for entry in entries {
+        if entry.is_dir() {
+            collect_model_folders(&entry, out)?;
+        }
+    }
+    Ok(())
+}
+
+async fn load_folder(pool: &PgPool, cache: &ModelCache, identifier: &str, folder: &Path) -> Result<()> {
+    let identifier = identifier_from_url(identifier)?;
+    let metadata: ModelMetadata = match std::fs::read_to_string(folder.join("process_model.json")) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}/process_model.json: {e}", folder.display()))?,
+        Err(_) => ModelMetadata::default(),
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(folder).map_err(anyhow::Error::from)? {
+        let path = entry.map_err(anyhow::Error::from)?.path();
+        if path.extension().is_some_and(|e| e == "bpmn") {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            files.push((name, std::fs::read_to_string(&path).map_err(anyhow::Error::from)?));
+        }
+    }
+    files.sort();
+    let mut tx = pool.begin().await?;
+    store::models::lock_identifier(&mut tx, &identifier).await?;
+    save_model(&mut tx, cache, &identifier, &metadata, &files).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+fn model_json(row: &store::models::ModelRow) -> Value {
+    json!({
+        "id": row.identifier,
+        "identifier": row.identifier,
+        "modified_process_model_identifier": row.identifier.replace('/', ":"),
+        "display_name": row.display_name,
+        "primary_file_name": row.primary_file_name,
+        "primary_process_id": row.primary_process_id,
+        "summary": row.summary.0,
+        "version_sha": row.version_sha,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    })
+}
+
+pub async fn show(pool: &PgPool, identifier: &str) -> Result<Value> {
+    let mut conn = pool.acquire().await?;
+    let row = store::models::find(&mut conn, identifier).await?.ok_or_else(|| {
+        Error::not_found("process_model_not_found", format!("process model '{identifier}' does not exist"))
+    })?;
+    let files = store::models::files(&mut conn, identifier).await?;
+    let mut shown = model_json(&row);
+    shown["files"] = files
+        .iter()
+        .map(|f| json!({ "name": f.file_name, "sha256": f.sha256, "size": f.content.len() }))
+        .collect();
+    Ok(shown)
+}
+
+pub async fn list(pool: &PgPool, page: store::Page) -> Result<Value> {
+    let mut conn = pool.acquire().await?;
+    let rows = store::models::list(&mut conn, page.per_page, page.offset()).await?;
+    let total = store::models::count(&mut conn).await?;
+    Ok(json!({
+        "results": rows.iter().map(model_json).collect::<Vec<_>>(),
+        "pagination": page.pagination(total, rows.len()),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_use_colons_in_urls() {
+        assert_eq!(identifier_from_url("finance:invoices:approve").unwrap(), "finance/invoices/approve");
+        assert_eq!(identifier_from_url("single").unwrap(), "single");
+        for bad in ["", "a::b", "a:..:b", "a:b c", "a:/b"] {
+            assert!(identifier_from_url(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn version_changes_with_any_file_or_the_primary_process() {
+        let files = vec![("a.bpmn".to_string(), "<x/>".to_string())];
+        let v1 = version_sha("p", &files);
+        assert_eq!(v1, version_sha("p", &files));
+        assert_ne!(v1, version_sha("q", &files));
+        assert_ne!(v1, version_sha("p", &[("a.bpmn".to_string(), "<y/>".to_string())]));
+    }
+}

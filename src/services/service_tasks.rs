@@ -1,0 +1,329 @@
+//! Service tasks: the dispatcher's job (prepare in one transaction, call the proxy outside
+//! any transaction, apply the outcome in another) and the worker's callback.
+
+use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
+use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
+use crate::engine::{self, EngineError, Event, TaskState};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// What the dispatcher and the callback need besides the database.
+pub struct ServiceTaskContext<'a> {
+    pub pool: &'a PgPool,
+    pub cache: &'a ModelCache,
+    pub client: Option<&'a ConnectorClient>,
+    /// `{WORKFLOW_BACKEND_URL}` for callback URLs.
+    pub public_url: &'a str,
+    /// HS256 secret for per-task callback tokens; without one no token is sent.
+    pub callback_secret: Option<&'a str>,
+    pub callback_token_ttl: Duration,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Job {
+    pub id: i64,
+    pub process_instance_id: i64,
+    pub task_guid: Uuid,
+}
+
+/// Leases due jobs (`FOR UPDATE SKIP LOCKED`): replicas never take the same one; a job whose
+/// worker died is taken again when its lease runs out.
+pub async fn claim_jobs(pool: &PgPool, limit: i64, lease: Duration) -> Result<Vec<Job>> {
+    Ok(sqlx::query_as(
+        "UPDATE jobs SET locked_until = now() + make_interval(secs => $2) \
+         WHERE id IN (SELECT id FROM jobs WHERE kind = 'connector_call' AND run_at <= now() \
+                        AND (locked_until IS NULL OR locked_until < now()) \
+                      ORDER BY run_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
+         RETURNING id, process_instance_id, task_guid",
+    )
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(pool)
+    .await?)
+}
+
+async fn delete_job(conn: &mut sqlx::PgConnection, task_guid: Uuid) -> Result<()> {
+    crate::store::jobs::cancel_for_task(conn, task_guid).await?;
+    Ok(())
+}
+
+async fn store_logs(conn: &mut sqlx::PgConnection, instance_id: i64, task_guid: Uuid, logs: &[String]) -> Result<()> {
+    if logs.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO connector_logs (process_instance_id, task_guid, line) \
+         SELECT $1, $2, line FROM UNNEST($3::text[]) AS line",
+    )
+    .bind(instance_id)
+    .bind(task_guid)
+    .bind(logs)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The request the proxy gets: the evaluated parameters plus the reserved `wf__*` fields.
+struct PreparedCall {
+    operator_id: String,
+    body: Value,
+}
+
+/// Runs one job: prepare, call, apply.
+pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+    let Some(prepared) = retry_transaction!(prepare(ctx, job))? else {
+        return Ok(());
+    };
+    let outcome = match ctx.client {
+        Some(client) => client.call(&prepared.operator_id, &prepared.body).await,
+        None => Outcome::ProxyFailure {
+            error_code: "connector_proxy_not_configured".into(),
+            message: "WORKFLOW_BACKEND_CONNECTOR_PROXY_URL is not set".into(),
+            status: None,
+            transient: false,
+            logs: Vec::new(),
+        },
+    };
+    retry_transaction!(apply_outcome(ctx, job, &prepared.operator_id, &outcome))
+}
+
+async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<PreparedCall>> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if !uow.load(id).await? {
+        return Ok(None);
+    }
+    let (call, data, model) = {
+        let state = uow.state(id).expect("loaded");
+        let ready = state.task(job.task_guid).is_some_and(|t| t.state == TaskState::Ready);
+        if !ready {
+            delete_job(uow.conn(), job.task_guid).await?;
+            uow.commit().await?;
+            return Ok(None);
+        }
+        let spec = uow.spec(id).expect("loaded");
+        (
+            engine::service_call(&spec, state, job.task_guid),
+            Value::Object(state.data.clone()),
+            uow.process_model_identifier(id).unwrap_or_default().to_string(),
+        )
+    };
+    let call = match call {
+        Ok(call) => call,
+        Err(error) => {
+            // e.g. a required parameter evaluated to nothing: the task fails before any call
+            uow.fail_task(id, job.task_guid, error).await?;
+            delete_job(uow.conn(), job.task_guid).await?;
+            uow.commit().await?;
+            return Ok(None);
+        }
+    };
+    let mut body = call.params.clone();
+    body.insert("wf__process_instance_id".into(), json!(id));
+    body.insert("wf__process_model_identifier".into(), json!(model));
+    body.insert("wf__task_id".into(), json!(job.task_guid));
+    body.insert("wf__task_data".into(), data);
+    body.insert("wf__callback_url".into(), json!(callback_url(ctx.public_url, id, job.task_guid)));
+    if let Some(secret) = ctx.callback_secret {
+        let scope = callback_scope(id, job.task_guid);
+        let token = crate::api::auth::mint_token(secret, &format!("task:{}", job.task_guid), &scope, ctx.callback_token_ttl);
+        body.insert("wf__callback_token".into(), json!(token));
+    }
+    uow.commit().await?;
+    Ok(Some(PreparedCall { operator_id: call.operator_id, body: Value::Object(body) }))
+}
+
+pub fn callback_url(public_url: &str, instance_id: i64, task_guid: Uuid) -> String {
+    format!("{}/v1.0/tasks/{instance_id}/{task_guid}/callback", public_url.trim_end_matches('/'))
+}
+
+/// The scope of a per-task callback token.
+pub fn callback_scope(instance_id: i64, task_guid: Uuid) -> String {
+    format!("callback:{instance_id}/{task_guid}")
+}
+
+async fn apply_outcome(ctx: &ServiceTaskContext<'_>, job: &Job, operator_id: &str, outcome: &Outcome) -> Result<()> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if !uow.load(id).await? {
+        return Ok(());
+    }
+    store_logs(uow.conn(), id, job.task_guid, outcome.logs()).await?;
+    let event = match outcome {
+        Outcome::Success { command_response, .. } => Some(Event::ServiceSucceeded {
+            task_guid: job.task_guid,
+            result: connector::result_with_operator(command_response.clone(), operator_id),
+        }),
+        Outcome::Accepted { .. } => Some(Event::ServiceAccepted { task_guid: job.task_guid }),
+        Outcome::CommandFailure { error_code, message, transient, .. }
+        | Outcome::ProxyFailure { error_code, message, transient, .. } => {
+            if *transient && schedule_retry(&mut uow, id, job.task_guid).await?.is_some() {
+                None
+            } else {
+                Some(Event::ServiceFailed { task_guid: job.task_guid, error_code: error_code.clone(), message: message.clone() })
+            }
+        }
+    };
+    if let Some(event) = event {
+        if let Err(refused) = uow.apply(id, event).await? {
+            // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
+            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
+        }
+        // done, or waiting for its callback: either way the call is no longer due
+        delete_job(uow.conn(), job.task_guid).await?;
+    }
+    uow.commit().await?;
+    Ok(())
+}
+
+/// What the callback answers when a retry was scheduled.
+#[derive(Debug, Clone)]
+pub struct RetryScheduled {
+    pub retry_at: chrono::DateTime<chrono::Utc>,
+    pub retries_attempted: i32,
+    pub max_retries: u32,
+}
+
+/// Schedules the next attempt of a failed service task if its retry configuration allows.
+async fn schedule_retry(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> Result<Option<RetryScheduled>> {
+    let call = {
+        let (Some(state), Some(spec)) = (uow.state(id), uow.spec(id)) else { return Ok(None) };
+        match engine::service_call(&spec, state, task_guid) {
+            Ok(call) => call,
+            Err(_) => return Ok(None),
+        }
+    };
+    let attempted: i32 = sqlx::query_scalar("SELECT retries_attempted FROM tasks WHERE guid = $1")
+        .bind(task_guid)
+        .fetch_optional(&mut *uow.conn())
+        .await?
+        .unwrap_or(0);
+    if attempted as u32 >= call.retries {
+        return Ok(None);
+    }
+    let delay = connector::retry_delay(call.backoff_base, attempted as u32);
+    let retry_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "UPDATE tasks SET retries_attempted = retries_attempted + 1, state = 'READY', \
+         retry_at = now() + make_interval(secs => $2), updated_at = now() WHERE guid = $1 RETURNING retry_at",
+    )
+    .bind(task_guid)
+    .bind(delay.as_secs_f64())
+    .fetch_one(&mut *uow.conn())
+    .await?;
+    sqlx::query(
+        "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) VALUES ('connector_call', $1, $2, $3) \
+         ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL, \
+         attempts = jobs.attempts + 1",
+    )
+    .bind(id)
+    .bind(task_guid)
+    .bind(retry_at)
+    .execute(&mut *uow.conn())
+    .await?;
+    Ok(Some(RetryScheduled { retry_at, retries_attempted: attempted + 1, max_retries: call.retries }))
+}
+
+/// Applies a worker's callback. The caller has been authorised for the instance or task.
+pub async fn callback(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, outcome: &CallbackOutcome) -> Result<Value> {
+    retry_transaction!(callback_once(ctx, id, task_guid, outcome))
+}
+
+async fn callback_once(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, outcome: &CallbackOutcome) -> Result<Value> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    if !uow.load(id).await? {
+        return Err(Error::bad_request("process_instance_cannot_be_found", format!("process instance {id} does not exist")));
+    }
+    let waiting = uow
+        .state(id)
+        .and_then(|s| s.task(task_guid))
+        .map(|t| t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started));
+    match waiting {
+        Some(true) => {}
+        Some(false) => return Err(not_waiting(task_guid)),
+        None => {
+            let known = crate::store::instances::task(uow.conn(), id, task_guid).await?;
+            return Err(match known {
+                Some(_) => not_waiting(task_guid),
+                None => callback_not_found(id, task_guid),
+            });
+        }
+    }
+    let model = uow.process_model_identifier(id).unwrap_or_default().to_string();
+    let logs = match outcome {
+        CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
+    };
+    store_logs(uow.conn(), id, task_guid, logs).await?;
+    let event = match outcome {
+        CallbackOutcome::Success { result, .. } => Event::ServiceSucceeded { task_guid, result: result.clone() },
+        CallbackOutcome::Failure { error_code, message, transient, .. } => {
+            if *transient {
+                if let Some(retry) = schedule_retry(&mut uow, id, task_guid).await? {
+                    uow.commit().await?;
+                    return Ok(json!({
+                        "ok": true,
+                        "status": "retry_scheduled",
+                        "process_instance_id": id,
+                        "process_model_identifier": model,
+                        "task_guid": task_guid,
+                        "retry_at": retry.retry_at,
+                        "retries_attempted": retry.retries_attempted,
+                        "retries_remaining": retry.max_retries as i32 - retry.retries_attempted,
+                        "max_retries": retry.max_retries,
+                    }));
+                }
+            }
+            Event::ServiceFailed { task_guid, error_code: error_code.clone(), message: message.clone() }
+        }
+    };
+    let failed = matches!(event, Event::ServiceFailed { .. });
+    if let Err(refused) = uow.apply(id, event).await? {
+        return Err(match refused {
+            EngineError::UnknownTask { .. } => callback_not_found(id, task_guid),
+            _ => not_waiting(task_guid),
+        });
+    }
+    delete_job(uow.conn(), task_guid).await?;
+    uow.flush().await?;
+    let instance_error = uow.state(id).and_then(|s| s.error.clone());
+    uow.commit().await?;
+    match (failed, instance_error) {
+        (true, Some(error)) => Err(Error::bad_request("service_task_error", error.message.clone()).with_extra(json!({
+            "process_instance_id": id,
+            "process_model_identifier": model,
+            "task_guid": task_guid,
+            "status": "error",
+            "command_error_code": error.error_code,
+            "element_id": error.element_id,
+        }))),
+        (true, None) => Ok(json!({
+            "ok": true, "status": "error_handled", "process_instance_id": id, "process_model_identifier": model,
+        })),
+        (false, _) => Ok(json!({
+            "ok": true, "status": "completed", "process_instance_id": id, "process_model_identifier": model,
+        })),
+    }
+}
+
+fn not_waiting(task_guid: Uuid) -> Error {
+    Error::bad_request("not_waiting_for_callback", format!("task {task_guid} is not waiting for a callback"))
+}
+
+fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
+    Error::bad_request("callback_not_found", format!("process instance {id} has no service task {task_guid}"))
+}
+
+/// `wf__logs` lines of an instance, oldest first.
+pub async fn connector_logs(pool: &PgPool, id: i64) -> Result<Value> {
+    let rows: Vec<(i64, Uuid, String, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT id, task_guid, line, created_at FROM connector_logs WHERE process_instance_id = $1 ORDER BY id",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(json!({
+        "results": rows.iter().map(|(id, guid, line, at)| json!({"id": id, "task_guid": guid, "line": line, "created_at": at})).collect::<Vec<_>>(),
+    }))
+}
+

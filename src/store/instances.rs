@@ -1,0 +1,195 @@
+//! process_instances and tasks.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{types::Json, PgConnection};
+use uuid::Uuid;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InstanceRow {
+    pub id: i64,
+    pub process_model_identifier: String,
+    pub process_id: String,
+    pub status: String,
+    pub data: Json<Value>,
+    pub correlations: Json<Value>,
+    pub internal: Json<Value>,
+    pub error: Option<Json<Value>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An instance row locked for this transaction, with the version of its model's files.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LockedInstance {
+    #[sqlx(flatten)]
+    pub row: InstanceRow,
+    pub version_sha: String,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TaskRow {
+    pub guid: Uuid,
+    pub element_id: String,
+    pub element_type: String,
+    pub name: Option<String>,
+    pub state: String,
+    pub scope: Option<Uuid>,
+    pub data: Option<Json<Value>>,
+    pub retries_attempted: i32,
+    pub retry_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+
+pub async fn insert(
+    conn: &mut PgConnection,
+    process_model_identifier: &str,
+    process_id: &str,
+) -> sqlx::Result<InstanceRow> {
+    sqlx::query_as(
+        "INSERT INTO process_instances (process_model_identifier, process_id, status) \
+         VALUES ($1, $2, 'running') RETURNING id, process_model_identifier, process_id, status, \
+         data, correlations, internal, error, created_at, updated_at",
+    )
+    .bind(process_model_identifier)
+    .bind(process_id)
+    .fetch_one(conn)
+    .await
+}
+
+/// `SELECT ... FOR UPDATE`: every step of an instance holds its row lock.
+pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<LockedInstance>> {
+    sqlx::query_as(
+        "SELECT pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
+         pi.correlations, pi.internal, pi.error, pi.created_at, pi.updated_at, pm.version_sha \
+         FROM process_instances pi \
+         JOIN process_models pm ON pm.identifier = pi.process_model_identifier \
+         WHERE pi.id = $1 FOR UPDATE OF pi",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<InstanceRow>> {
+    sqlx::query_as(
+        "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
+         error, created_at, updated_at FROM process_instances WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+pub struct InstanceUpdate<'a> {
+    pub id: i64,
+    pub status: &'a str,
+    pub data: &'a Value,
+    pub correlations: &'a Value,
+    pub internal: &'a Value,
+    pub error: Option<&'a Value>,
+}
+
+pub async fn update(conn: &mut PgConnection, update: &InstanceUpdate<'_>) -> sqlx::Result<DateTime<Utc>> {
+    sqlx::query_scalar(
+        "UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
+         error = $6, updated_at = now() WHERE id = $1 RETURNING updated_at",
+    )
+    .bind(update.id)
+    .bind(update.status)
+    .bind(Json(update.data))
+    .bind(Json(update.correlations))
+    .bind(Json(update.internal))
+    .bind(update.error.map(Json))
+    .fetch_one(conn)
+    .await
+}
+
+/// Inserts or updates the given tasks in one statement. `tasks` is a JSON array of objects
+/// with the columns of `tasks` (guid, element_id, element_type, name, state, scope, data).
+pub async fn upsert_tasks(conn: &mut PgConnection, instance_id: i64, tasks: &Value) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data) \
+         SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data \
+         FROM jsonb_to_recordset($2) AS t(guid uuid, element_id text, element_type text, \
+              name text, state text, scope uuid, data jsonb) \
+         ON CONFLICT (guid) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data, \
+              updated_at = now()",
+    )
+    .bind(instance_id)
+    .bind(Json(tasks))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+
+pub async fn live_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {
+    sqlx::query_as(
+        "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
+         retry_at, created_at, updated_at FROM tasks \
+         WHERE process_instance_id = $1 AND state IN ('READY', 'WAITING', 'STARTED') ORDER BY seq",
+    )
+    .bind(instance_id)
+    .fetch_all(conn)
+    .await
+}
+
+pub async fn all_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {
+    sqlx::query_as(
+        "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
+         retry_at, created_at, updated_at FROM tasks WHERE process_instance_id = $1 ORDER BY seq",
+    )
+    .bind(instance_id)
+    .fetch_all(conn)
+    .await
+}
+
+pub async fn task(conn: &mut PgConnection, instance_id: i64, guid: Uuid) -> sqlx::Result<Option<TaskRow>> {
+    sqlx::query_as(
+        "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
+         retry_at, created_at, updated_at FROM tasks WHERE process_instance_id = $1 AND guid = $2",
+    )
+    .bind(instance_id)
+    .bind(guid)
+    .fetch_optional(conn)
+    .await
+}
+
+pub struct InstanceFilter<'a> {
+    pub process_model_identifier: Option<&'a str>,
+    pub status: Option<&'a str>,
+}
+
+pub async fn list(
+    conn: &mut PgConnection,
+    filter: &InstanceFilter<'_>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<InstanceRow>, i64)> {
+    let rows = sqlx::query_as(
+        "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
+         error, created_at, updated_at FROM process_instances \
+         WHERE ($1::text IS NULL OR process_model_identifier = $1) \
+           AND ($2::text IS NULL OR status = $2) \
+         ORDER BY id DESC LIMIT $3 OFFSET $4",
+    )
+    .bind(filter.process_model_identifier)
+    .bind(filter.status)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(&mut *conn)
+    .await?;
+    let total = sqlx::query_scalar(
+        "SELECT count(*) FROM process_instances \
+         WHERE ($1::text IS NULL OR process_model_identifier = $1) \
+           AND ($2::text IS NULL OR status = $2)",
+    )
+    .bind(filter.process_model_identifier)
+    .bind(filter.status)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok((rows, total))
+}

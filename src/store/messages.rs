@@ -1,0 +1,299 @@
+//! message_instances: sends (API or engine) and receives (waiting catch elements).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{types::Json, PgConnection};
+use uuid::Uuid;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MessageRow {
+    pub id: i64,
+    pub name: String,
+    pub message_type: String,
+    pub status: String,
+    pub payload: Option<Json<Value>>,
+    pub correlation_keys: Json<Value>,
+    pub correlation_key: String,
+    pub process_instance_id: Option<i64>,
+    pub process_model_identifier: Option<String>,
+    pub task_guid: Option<Uuid>,
+    pub message_instance_uuid: Option<Uuid>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub counterpart_id: Option<i64>,
+    pub failure_cause: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub struct NewMessage<'a> {
+    pub name: &'a str,
+    pub message_type: &'a str,
+    pub status: &'a str,
+    pub payload: Option<&'a Value>,
+    pub correlation_keys: &'a Value,
+    pub correlation_key: &'a str,
+    pub process_instance_id: Option<i64>,
+    pub task_guid: Option<Uuid>,
+    pub message_instance_uuid: Option<Uuid>,
+    pub ttl_seconds: Option<i64>,
+    pub created_by: Option<&'a str>,
+}
+
+/// Inserts a message. With a uuid that is already taken it returns `None` (after waiting for
+/// the transaction that took it to finish, as `ON CONFLICT` does).
+pub async fn insert(conn: &mut PgConnection, m: &NewMessage<'_>) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar(
+        "INSERT INTO message_instances (name, message_type, status, payload, correlation_keys, \
+         correlation_key, process_instance_id, task_guid, message_instance_uuid, expires_at, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                 CASE WHEN $10::bigint IS NULL THEN NULL \
+                      ELSE clock_timestamp() + make_interval(secs => $10::bigint) END, $11) \
+         ON CONFLICT (message_instance_uuid) DO NOTHING RETURNING id",
+    )
+    .bind(m.name)
+    .bind(m.message_type)
+    .bind(m.status)
+    .bind(m.payload.map(Json))
+    .bind(Json(m.correlation_keys))
+    .bind(m.correlation_key)
+    .bind(m.process_instance_id)
+    .bind(m.task_guid)
+    .bind(m.message_instance_uuid)
+    .bind(m.ttl_seconds)
+    .bind(m.created_by)
+    .fetch_optional(conn)
+    .await
+}
+
+pub struct SendOutcome<'a> {
+    pub id: i64,
+    pub status: &'a str,
+    pub correlation_keys: &'a Value,
+    pub correlation_key: &'a str,
+    pub process_instance_id: Option<i64>,
+    pub counterpart_id: Option<i64>,
+    pub failure_cause: Option<&'a str>,
+    pub ttl_seconds: Option<i64>,
+}
+
+pub async fn record_outcome(conn: &mut PgConnection, o: &SendOutcome<'_>) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE message_instances SET status = $2, correlation_keys = $3, correlation_key = $4, \
+         process_instance_id = COALESCE(process_instance_id, $5), counterpart_id = $6, \
+         failure_cause = $7, \
+         expires_at = CASE WHEN $8::bigint IS NULL THEN NULL \
+                           ELSE clock_timestamp() + make_interval(secs => $8::bigint) END, \
+         updated_at = now() WHERE id = $1",
+    )
+    .bind(o.id)
+    .bind(o.status)
+    .bind(Json(o.correlation_keys))
+    .bind(o.correlation_key)
+    .bind(o.process_instance_id)
+    .bind(o.counterpart_id)
+    .bind(o.failure_cause)
+    .bind(o.ttl_seconds)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct WaitingReceive {
+    pub id: i64,
+    pub process_instance_id: i64,
+    pub task_guid: Uuid,
+}
+
+/// The oldest waiting receive stored under one of `keys` (an index lookup). Not locked: the
+/// caller locks the instance first, then claims the receive with [`claim_receive`].
+pub async fn oldest_waiting_receive(
+    conn: &mut PgConnection,
+    name: &str,
+    keys: &[String],
+) -> sqlx::Result<Option<WaitingReceive>> {
+    sqlx::query_as(
+        "SELECT id, process_instance_id, task_guid FROM message_instances \
+         WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
+           AND correlation_key = ANY($2) ORDER BY id LIMIT 1",
+    )
+    .bind(name)
+    .bind(keys)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Marks a waiting receive completed by `send_id`; false if it is no longer waiting.
+pub async fn claim_receive(conn: &mut PgConnection, receive_id: i64, send_id: i64) -> sqlx::Result<bool> {
+    let claimed = sqlx::query(
+        "UPDATE message_instances SET status = 'completed', counterpart_id = $2, updated_at = now() \
+         WHERE id = $1 AND status = 'ready'",
+    )
+    .bind(receive_id)
+    .bind(send_id)
+    .execute(conn)
+    .await?;
+    Ok(claimed.rows_affected() == 1)
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct BufferedSend {
+    pub id: i64,
+    pub payload: Option<Json<Value>>,
+}
+
+/// Claims the oldest buffered, unexpired send of `name` whose values contain `expected`,
+/// marking it delivered to the receive `receive_id` of `instance_id`.
+pub async fn claim_buffered_send(
+    conn: &mut PgConnection,
+    name: &str,
+    expected: &Value,
+    receive_id: i64,
+    instance_id: i64,
+) -> sqlx::Result<Option<BufferedSend>> {
+    sqlx::query_as(
+        "UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
+             process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
+         WHERE id = (SELECT id FROM message_instances \
+                     WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
+                       AND correlation_keys @> $2 \
+                       AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
+                     ORDER BY id LIMIT 1 FOR UPDATE) \
+           AND status = 'ready' \
+         RETURNING id, payload",
+    )
+    .bind(name)
+    .bind(Json(expected))
+    .bind(receive_id)
+    .bind(instance_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Points a receive at the send that completed it.
+pub async fn complete_receive(conn: &mut PgConnection, receive_id: i64, send_id: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE message_instances SET status = 'completed', counterpart_id = $2, updated_at = now() \
+         WHERE id = $1",
+    )
+    .bind(receive_id)
+    .bind(send_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
+         WHERE task_guid = $1 AND message_type = 'receive' AND status = 'ready'",
+    )
+    .bind(task_guid)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Serialises the two paths that can miss each other (DESIGN.md, Correlation): a send about
+/// to be buffered takes the lock exclusively, a receive about to wait takes it shared. Receives
+/// don't block each other; a buffering send sees every receive committed before it.
+pub async fn lock_name(conn: &mut PgConnection, name: &str, exclusive: bool) -> sqlx::Result<()> {
+    let sql = if exclusive {
+        "SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))"
+    } else {
+        "SELECT pg_advisory_xact_lock_shared(hashtextextended('message:' || $1, 0))"
+    };
+    sqlx::query(sql).bind(name).execute(conn).await?;
+    Ok(())
+}
+
+const MESSAGE_COLUMNS: &str = "m.id, m.name, m.message_type, m.status, m.payload, \
+     m.correlation_keys, m.correlation_key, m.process_instance_id, \
+     pi.process_model_identifier, m.task_guid, m.message_instance_uuid, m.expires_at, \
+     m.counterpart_id, m.failure_cause, m.created_by, m.created_at, m.updated_at";
+const MESSAGE_FROM: &str =
+    " FROM message_instances m LEFT JOIN process_instances pi ON pi.id = m.process_instance_id";
+
+pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<MessageRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM} WHERE m.id = $1"
+    )))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The stored message for an idempotency key, and whether `payload` equals its payload
+/// (compared as jsonb, so key order and number spelling don't matter).
+pub async fn find_by_uuid(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    payload: &Value,
+) -> sqlx::Result<Option<(MessageRow, bool)>> {
+    #[derive(sqlx::FromRow)]
+    struct Found {
+        #[sqlx(flatten)]
+        row: MessageRow,
+        same_payload: bool,
+    }
+    let found: Option<Found> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS}, (m.payload = $2) AS same_payload{MESSAGE_FROM} \
+         WHERE m.message_instance_uuid = $1"
+    )))
+    .bind(uuid)
+    .bind(Json(payload))
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.map(|f| (f.row, f.same_payload)))
+}
+
+pub struct MessageFilter<'a> {
+    pub process_instance_id: Option<i64>,
+    pub name: Option<&'a str>,
+    pub status: Option<&'a str>,
+    pub message_type: Option<&'a str>,
+}
+
+pub async fn list(
+    conn: &mut PgConnection,
+    filter: &MessageFilter<'_>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<MessageRow>, i64)> {
+    const WHERE: &str = " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
+         AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
+         AND ($4::text IS NULL OR m.message_type = $4)";
+    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM}{WHERE} ORDER BY m.id DESC LIMIT $5 OFFSET $6"
+    )))
+    .bind(filter.process_instance_id)
+    .bind(filter.name)
+    .bind(filter.status)
+    .bind(filter.message_type)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(&mut *conn)
+    .await?;
+    let total = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM message_instances m{WHERE}"
+    )))
+    .bind(filter.process_instance_id)
+    .bind(filter.name)
+    .bind(filter.status)
+    .bind(filter.message_type)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok((rows, total))
+}
+
+/// Marks buffered messages whose time to live has passed; returns how many.
+pub async fn expire_due(conn: &mut PgConnection) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
+         updated_at = now() WHERE status = 'ready' AND expires_at <= clock_timestamp()",
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,226 @@
+//! process_models, process_model_files, message_triggers, correlation_retrievals.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{types::Json, PgConnection};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ModelRow {
+    pub identifier: String,
+    pub display_name: String,
+    pub primary_file_name: Option<String>,
+    pub primary_process_id: String,
+    pub summary: Json<Value>,
+    pub version_sha: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FileRow {
+    pub file_name: String,
+    pub content: String,
+    pub sha256: String,
+}
+
+pub struct NewModel<'a> {
+    pub identifier: &'a str,
+    pub display_name: &'a str,
+    pub primary_file_name: Option<&'a str>,
+    pub primary_process_id: &'a str,
+    pub summary: &'a Value,
+    pub version_sha: &'a str,
+}
+
+pub async fn find(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Option<ModelRow>> {
+    sqlx::query_as(
+        "SELECT identifier, display_name, primary_file_name, primary_process_id, summary, \
+         version_sha, created_at, updated_at FROM process_models WHERE identifier = $1",
+    )
+    .bind(identifier)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn list(conn: &mut PgConnection, limit: i64, offset: i64) -> sqlx::Result<Vec<ModelRow>> {
+    sqlx::query_as(
+        "SELECT identifier, display_name, primary_file_name, primary_process_id, summary, \
+         version_sha, created_at, updated_at FROM process_models \
+         ORDER BY identifier LIMIT $1 OFFSET $2",
+    )
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(conn)
+    .await
+}
+
+pub async fn count(conn: &mut PgConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM process_models").fetch_one(conn).await
+}
+
+/// Serialises writers of one model (file uploads, startup loading) for the transaction.
+pub async fn lock_identifier(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('model:' || $1, 0))")
+        .bind(identifier)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn files(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Vec<FileRow>> {
+    sqlx::query_as(
+        "SELECT file_name, content, sha256 FROM process_model_files \
+         WHERE process_model_identifier = $1 ORDER BY file_name",
+    )
+    .bind(identifier)
+    .fetch_all(conn)
+    .await
+}
+
+pub async fn upsert(conn: &mut PgConnection, model: &NewModel<'_>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO process_models \
+         (identifier, display_name, primary_file_name, primary_process_id, summary, version_sha) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (identifier) DO UPDATE SET display_name = EXCLUDED.display_name, \
+         primary_file_name = EXCLUDED.primary_file_name, \
+         primary_process_id = EXCLUDED.primary_process_id, summary = EXCLUDED.summary, \
+         version_sha = EXCLUDED.version_sha, updated_at = now()",
+    )
+    .bind(model.identifier)
+    .bind(model.display_name)
+    .bind(model.primary_file_name)
+    .bind(model.primary_process_id)
+    .bind(Json(model.summary))
+    .bind(model.version_sha)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn upsert_file(
+    conn: &mut PgConnection,
+    identifier: &str,
+    file_name: &str,
+    content: &str,
+    sha256: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO process_model_files (process_model_identifier, file_name, content, sha256) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (process_model_identifier, file_name) \
+         DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, updated_at = now()",
+    )
+    .bind(identifier)
+    .bind(file_name)
+    .bind(content)
+    .bind(sha256)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The model that already owns a start message name, if another one does.
+pub async fn trigger_owner(
+    conn: &mut PgConnection,
+    message_name: &str,
+    except_identifier: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT process_model_identifier FROM message_triggers \
+         WHERE message_name = $1 AND process_model_identifier <> $2",
+    )
+    .bind(message_name)
+    .bind(except_identifier)
+    .fetch_optional(conn)
+    .await
+}
+
+pub struct Trigger<'a> {
+    pub message_name: &'a str,
+    pub process_id: &'a str,
+    pub start_event_id: &'a str,
+}
+
+pub struct Retrieval<'a> {
+    pub message_name: &'a str,
+    pub property_id: &'a str,
+    pub expression: &'a str,
+}
+
+/// Replaces the model's start triggers and retrieval expressions.
+pub async fn replace_routing(
+    conn: &mut PgConnection,
+    identifier: &str,
+    triggers: &[Trigger<'_>],
+    retrievals: &[Retrieval<'_>],
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM message_triggers WHERE process_model_identifier = $1")
+        .bind(identifier)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM correlation_retrievals WHERE process_model_identifier = $1")
+        .bind(identifier)
+        .execute(&mut *conn)
+        .await?;
+    for trigger in triggers {
+        sqlx::query(
+            "INSERT INTO message_triggers \
+             (message_name, process_model_identifier, process_id, start_event_id) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(trigger.message_name)
+        .bind(identifier)
+        .bind(trigger.process_id)
+        .bind(trigger.start_event_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    for retrieval in retrievals {
+        sqlx::query(
+            "INSERT INTO correlation_retrievals \
+             (message_name, property_id, process_model_identifier, expression) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(retrieval.message_name)
+        .bind(retrieval.property_id)
+        .bind(identifier)
+        .bind(retrieval.expression)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TriggerRow {
+    pub process_model_identifier: String,
+    pub process_id: String,
+    pub start_event_id: String,
+}
+
+pub async fn trigger_for(
+    conn: &mut PgConnection,
+    message_name: &str,
+) -> sqlx::Result<Option<TriggerRow>> {
+    sqlx::query_as(
+        "SELECT process_model_identifier, process_id, start_event_id FROM message_triggers \
+         WHERE message_name = $1",
+    )
+    .bind(message_name)
+    .fetch_optional(conn)
+    .await
+}
+
+/// (property id, expression) for every model that knows this message name.
+pub async fn retrievals_for(
+    conn: &mut PgConnection,
+    message_name: &str,
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT property_id, expression FROM correlation_retrievals WHERE message_name = $1 \
+         ORDER BY property_id, process_model_identifier",
+    )
+    .bind(message_name)
+    .fetch_all(conn)
+    .await
+}
