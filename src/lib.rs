@@ -2,13 +2,13 @@
 
 pub mod api;
 pub mod bpmn;
+pub mod config;
 pub mod connector;
 pub mod correlation;
 pub mod engine;
 pub mod expr;
 pub mod services;
-pub mod store;
-pub mod config;
 pub mod startup;
+pub mod store;
 pub mod telemetry;
 pub mod workers;

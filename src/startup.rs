@@ -61,9 +61,15 @@ impl Application {
         let pool = prepare_database(&settings).await?;
         let app = Self::start(settings, pool, keys, extra_routes)?;
         if let Some(dir) = &app.state.settings.process_models_dir {
-            let loaded = crate::services::models::load_directory(&app.state.pool, &app.state.models, dir)
-                .await
-                .with_context(|| format!("WORKFLOW_BACKEND_PROCESS_MODELS_DIR: cannot read {}", dir.display()))?;
+            let loaded =
+                crate::services::models::load_directory(&app.state.pool, &app.state.models, dir)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "WORKFLOW_BACKEND_PROCESS_MODELS_DIR: cannot read {}",
+                            dir.display()
+                        )
+                    })?;
             tracing::info!(loaded, dir = %dir.display(), "process models loaded");
         }
         Ok(app)

@@ -340,6 +340,30 @@ fn snake_case_reason(status: StatusCode) -> String {
     }
 }
 
+impl From<crate::services::Error> for ApiError {
+    fn from(err: crate::services::Error) -> Self {
+        match err {
+            crate::services::Error::Client {
+                status,
+                code,
+                detail,
+                extra,
+            } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+                let mut api = ApiError::new(status, code, detail);
+                if let Some(Value::Object(members)) = extra {
+                    for (key, value) in members {
+                        api = api.with_extra(key, value);
+                    }
+                }
+                api
+            }
+            crate::services::Error::Database(e) => ApiError::from(e),
+            crate::services::Error::Internal(e) => ApiError::from(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,24 +426,5 @@ mod tests {
             snake_case_reason(StatusCode::SERVICE_UNAVAILABLE),
             "service_unavailable"
         );
-    }
-}
-
-impl From<crate::services::Error> for ApiError {
-    fn from(err: crate::services::Error) -> Self {
-        match err {
-            crate::services::Error::Client { status, code, detail, extra } => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-                let mut api = ApiError::new(status, code, detail);
-                if let Some(Value::Object(members)) = extra {
-                    for (key, value) in members {
-                        api = api.with_extra(key, value);
-                    }
-                }
-                api
-            }
-            crate::services::Error::Database(e) => ApiError::from(e),
-            crate::services::Error::Internal(e) => ApiError::from(e),
-        }
     }
 }

@@ -113,17 +113,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(messages::send_message))
                 .route(web::get().to(messages::show_message)),
         )
-        .service(web::resource("/v1.0/process-models").route(web::get().to(process_models::list_models)))
+        .service(
+            web::resource("/v1.0/process-models").route(web::get().to(process_models::list_models)),
+        )
         .service(
             web::resource("/v1.0/process-models/{modified_process_model_identifier}")
                 .route(web::get().to(process_models::show_model)),
         )
         .service(
-            web::resource("/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}")
-                .route(web::put().to(process_models::put_file)),
+            web::resource(
+                "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
+            )
+            .route(web::put().to(process_models::put_file)),
         )
         .service(
-            web::resource("/v1.0/process-instances").route(web::get().to(process_instances::list_instances)),
+            web::resource("/v1.0/process-instances")
+                .route(web::get().to(process_instances::list_instances)),
         )
         .service(
             web::resource("/v1.0/process-instances/{id}")
@@ -142,8 +147,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}/callback")
                 .route(web::put().to(callbacks::callback)),
         )
-        .service(web::resource("/v1.0/service-tasks").route(web::get().to(callbacks::service_tasks)))
-        .service(web::resource("/v1.0/authentications").route(web::get().to(callbacks::authentications)))
+        .service(
+            web::resource("/v1.0/service-tasks").route(web::get().to(callbacks::service_tasks)),
+        )
+        .service(
+            web::resource("/v1.0/authentications").route(web::get().to(callbacks::authentications)),
+        )
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));
 }

@@ -1,0 +1,222 @@
+//! The binary: configuration errors, the key requirement, `openapi`, `token`, `migrate`, and a
+//! graceful stop on SIGTERM. Each run gets a clean environment and an empty working directory
+//! (no `.env`).
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlx::{Connection, Executor, PgConnection};
+use uuid::Uuid;
+
+use crate::helpers::{test_settings, TEST_JWT_SECRET};
+use workflow_backend::api::auth::JwtKeys;
+use workflow_backend::api::openapi_document;
+use workflow_backend::config::JwtSettings;
+
+fn binary(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let dir: PathBuf = std::env::temp_dir().join(format!("wfb-test-{}", Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_workflow-backend"));
+    command.args(args).env_clear().current_dir(dir);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    binary(args, env).output().expect("the binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn an_invalid_variable_stops_the_process_with_one_line_naming_it() {
+    let cases = [
+        ("WORKFLOW_BACKEND_BIND", "x"),
+        ("WORKFLOW_BACKEND_DATABASE_URL", "mysql://localhost/db"),
+        ("WORKFLOW_BACKEND_URL", "not a url"),
+        ("WORKFLOW_BACKEND_CONNECTOR_PROXY_URL", "localhost:7004"),
+        ("WORKFLOW_BACKEND_MAX_BODY_BYTES", "lots"),
+        ("WORKFLOW_BACKEND_LOG_FORMAT", "yaml"),
+        ("WORKFLOW_BACKEND_CALLBACK_TOKEN_TTL_SECONDS", "0"),
+        ("RUST_LOG", "info,[[["),
+    ];
+    for (var, value) in cases {
+        let output = run(&[], &[("WORKFLOW_BACKEND_JWT_SECRET", "s"), (var, value)]);
+        assert!(!output.status.success(), "{var}={value} started");
+        let err = stderr(&output);
+        assert_eq!(err.trim_end().lines().count(), 1, "{var}={value}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {var}: ")),
+            "{var}={value}: {err}"
+        );
+    }
+}
+
+#[test]
+fn without_a_jwt_key_the_server_refuses_to_start_and_says_how_to_configure_one() {
+    // The key is checked before the database is touched: this database does not answer.
+    let output = run(
+        &["serve"],
+        &[(
+            "WORKFLOW_BACKEND_DATABASE_URL",
+            "postgres://postgres@127.0.0.1:1/x",
+        )],
+    );
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: no JWT key configured"), "{err}");
+    assert!(
+        last.contains("WORKFLOW_BACKEND_JWT_SECRET")
+            && last.contains("WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE"),
+        "{err}"
+    );
+}
+
+#[test]
+fn openapi_prints_the_document() {
+    let output = run(&["openapi"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        openapi_document()
+    );
+}
+
+#[test]
+fn token_prints_a_token_the_server_accepts() {
+    let output = run(
+        &[
+            "token",
+            "--sub",
+            "me",
+            "--scope",
+            "admin messages:send",
+            "--ttl",
+            "120",
+        ],
+        &[("WORKFLOW_BACKEND_JWT_SECRET", TEST_JWT_SECRET)],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let token = String::from_utf8(output.stdout).unwrap();
+    let keys = JwtKeys::from_settings(&JwtSettings {
+        secret: Some(TEST_JWT_SECRET.into()),
+        ..JwtSettings::default()
+    })
+    .unwrap();
+    let principal = keys.verify(token.trim()).unwrap();
+    assert_eq!(principal.subject, "me");
+    assert_eq!(principal.scopes, vec!["admin", "messages:send"]);
+
+    let output = run(&["token", "--sub", "me", "--scope", "admin"], &[]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).starts_with("error: WORKFLOW_BACKEND_JWT_SECRET: not set"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+async fn drop_database(database_url: &str, name: &str) {
+    let mut conn = PgConnection::connect(database_url).await.unwrap();
+    let sql = format!(r#"DROP DATABASE IF EXISTS "{name}" WITH (FORCE)"#);
+    conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
+}
+
+#[tokio::test]
+async fn migrate_creates_and_migrates_the_database() {
+    let settings = test_settings();
+    let output = run(
+        &["migrate"],
+        &[("WORKFLOW_BACKEND_DATABASE_URL", &settings.database_url)],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let mut conn = PgConnection::connect(&settings.database_url).await.unwrap();
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        .unwrap()
+        .count();
+    assert_eq!(applied as usize, files);
+    conn.close().await.unwrap();
+    drop_database(
+        &settings.with_database_name("postgres"),
+        &settings.database_name(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_gracefully() {
+    let settings = test_settings();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut child = binary(
+        &[],
+        &[
+            ("WORKFLOW_BACKEND_DATABASE_URL", &settings.database_url),
+            ("WORKFLOW_BACKEND_BIND", &bind),
+            ("WORKFLOW_BACKEND_JWT_SECRET", TEST_JWT_SECRET),
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+
+    let status_url = format!("http://{bind}/v1.0/status");
+    let started = Instant::now();
+    loop {
+        if let Ok(response) = reqwest::get(&status_url).await {
+            assert_eq!(response.status(), reqwest::StatusCode::OK);
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the server exited before answering"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let stopping = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < Duration::from_secs(20),
+            "the server did not stop"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(status.success(), "exit status {status}: {err}");
+    assert!(err.contains("SIGTERM") && err.contains("stopped"), "{err}");
+    drop_database(
+        &settings.with_database_name("postgres"),
+        &settings.database_name(),
+    )
+    .await;
+}

@@ -1,0 +1,95 @@
+//! The OpenAPI document (committed, served, complete) and the Swagger UI.
+
+use reqwest::header::{CONTENT_TYPE, LOCATION};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::spawn_app;
+use workflow_backend::api::openapi_document;
+
+const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json");
+
+#[test]
+fn the_committed_document_matches_the_code() {
+    let committed = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+    assert!(
+        committed == openapi_document(),
+        "openapi/openapi.json differs from the code's OpenAPI document; regenerate it with \
+         `cargo run -- openapi > openapi/openapi.json` and commit it"
+    );
+}
+
+#[test]
+fn the_document_describes_the_service() {
+    let doc: Value = serde_json::from_str(&openapi_document()).unwrap();
+    assert_eq!(doc["info"]["title"], "workflow-backend");
+    assert!(!doc["info"]["description"].as_str().unwrap().is_empty());
+    assert_eq!(doc["info"]["license"]["name"], "MIT");
+    let bearer = &doc["components"]["securitySchemes"]["bearer"];
+    assert_eq!(bearer["type"], "http");
+    assert_eq!(bearer["scheme"], "bearer");
+    let problem = &doc["components"]["schemas"]["Problem"]["properties"];
+    for member in ["type", "title", "status", "detail", "error_code", "message"] {
+        assert!(problem.get(member).is_some(), "Problem lacks {member}");
+    }
+    for path in [
+        "/v1.0/status",
+        "/v1.0/health/ready",
+        "/v1.0/openapi.json",
+        "/metrics",
+    ] {
+        assert!(
+            doc["paths"][path]["get"].is_object(),
+            "{path} is not documented"
+        );
+    }
+    let unavailable = &doc["paths"]["/v1.0/health/ready"]["get"]["responses"]["503"];
+    assert!(
+        unavailable["content"]["application/problem+json"].is_object(),
+        "{unavailable}"
+    );
+}
+
+#[tokio::test]
+async fn the_document_is_served() {
+    let app = spawn_app().await;
+    let response = app.get("/v1.0/openapi.json").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
+    assert_eq!(response.text().await.unwrap(), openapi_document());
+}
+
+#[tokio::test]
+async fn the_ui_and_its_assets_are_served() {
+    let app = spawn_app().await;
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = no_redirects.get(app.url("/v1.0/ui")).send().await.unwrap();
+    assert!(response.status().is_redirection(), "{}", response.status());
+    assert_eq!(response.headers()[LOCATION], "/v1.0/ui/");
+
+    let page = app.get("/v1.0/ui").await; // follows the redirect
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.headers()[CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("swagger-ui-bundle.js"), "{html}");
+
+    let js = app.get("/v1.0/ui/swagger-ui-bundle.js").await;
+    assert_eq!(js.status(), StatusCode::OK);
+    let content_type = js.headers()[CONTENT_TYPE].to_str().unwrap().to_string();
+    assert!(content_type.contains("javascript"), "{content_type}");
+    assert!(js.bytes().await.unwrap().len() > 100_000);
+
+    let initializer = app
+        .get("/v1.0/ui/swagger-initializer.js")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(initializer.contains("/v1.0/openapi.json"), "{initializer}");
+}
