@@ -9,13 +9,25 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 /// Creates an instance of the model's primary process and runs it to its wait states.
-pub async fn start(pool: &PgPool, cache: &ModelCache, model: &str, data: &Map<String, Value>) -> Result<Value> {
+pub async fn start(
+    pool: &PgPool,
+    cache: &ModelCache,
+    model: &str,
+    data: &Map<String, Value>,
+) -> Result<Value> {
     retry_transaction!(start_once(pool, cache, model, data))
 }
 
-async fn start_once(pool: &PgPool, cache: &ModelCache, model: &str, data: &Map<String, Value>) -> Result<Value> {
+async fn start_once(
+    pool: &PgPool,
+    cache: &ModelCache,
+    model: &str,
+    data: &Map<String, Value>,
+) -> Result<Value> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
-    let id = uow.start_instance(model, None, None, data.clone(), None).await?;
+    let id = uow
+        .start_instance(model, None, None, data.clone(), None)
+        .await?;
     uow.flush().await?;
     let answer = uow.instance_answer(id).expect("started in this unit");
     uow.commit().await?;
@@ -30,7 +42,13 @@ pub async fn complete_task(
     task_guid: Uuid,
     data: &Map<String, Value>,
 ) -> Result<Value> {
-    retry_transaction!(complete_task_once(pool, cache, instance_id, task_guid, data))
+    retry_transaction!(complete_task_once(
+        pool,
+        cache,
+        instance_id,
+        task_guid,
+        data
+    ))
 }
 
 async fn complete_task_once(
@@ -41,7 +59,10 @@ async fn complete_task_once(
     data: &Map<String, Value>,
 ) -> Result<Value> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
-    let event = Event::CompleteTask { task_guid, data: data.clone() };
+    let event = Event::CompleteTask {
+        task_guid,
+        data: data.clone(),
+    };
     if let Err(refused) = uow.apply(instance_id, event).await? {
         return Err(task_refusal(uow.conn(), instance_id, task_guid, refused).await?);
     }
@@ -60,22 +81,26 @@ pub async fn task_refusal(
     refused: EngineError,
 ) -> Result<Error> {
     let known = store::instances::task(conn, instance_id, task_guid).await?;
-    Ok(match (refused, known) {
-        (EngineError::UnknownTask { .. }, None) => Error::bad_request(
+    Ok(match known {
+        None => Error::bad_request(
             "task_not_found",
             format!("process instance {instance_id} has no task {task_guid}"),
         ),
-        (_, Some(task)) => Error::bad_request(
+        Some(task) => Error::bad_request(
             "not_waiting",
-            format!("task {task_guid} ({}) is {}, not waiting", task.element_id, task.state),
+            format!(
+                "task {task_guid} ({}) is {}, not waiting: {refused}",
+                task.element_id, task.state
+            ),
         ),
-        (other, None) => Error::bad_request("not_waiting", other.to_string()),
     })
 }
 
 /// `{process_instance, task_data}` of a stored instance (not locked).
 pub async fn answer(conn: &mut PgConnection, id: i64) -> Result<Option<Value>> {
-    let Some(row) = store::instances::find(conn, id).await? else { return Ok(None) };
+    let Some(row) = store::instances::find(conn, id).await? else {
+        return Ok(None);
+    };
     Ok(Some(answer_from_row(&row)?))
 }
 
@@ -85,7 +110,11 @@ fn answer_from_row(row: &InstanceRow) -> Result<Value> {
         process_model_identifier: &row.process_model_identifier,
         process_id: &row.process_id,
         status: &row.status,
-        error: row.error.as_ref().map(|e| e.0.clone()).unwrap_or(Value::Null),
+        error: row
+            .error
+            .as_ref()
+            .map(|e| e.0.clone())
+            .unwrap_or(Value::Null),
         data: row.data.0.clone(),
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -126,9 +155,14 @@ fn instance_json(row: &InstanceRow) -> Value {
 /// An instance with its status, data, error and every task.
 pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let row = store::instances::find(&mut conn, id).await?.ok_or_else(|| {
-        Error::not_found("process_instance_not_found", format!("process instance {id} does not exist"))
-    })?;
+    let row = store::instances::find(&mut conn, id)
+        .await?
+        .ok_or_else(|| {
+            Error::not_found(
+                "process_instance_not_found",
+                format!("process instance {id} does not exist"),
+            )
+        })?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
     let mut shown = instance_json(&row);
     shown["tasks"] = Value::Array(tasks.iter().map(task_json).collect());
@@ -141,7 +175,8 @@ pub async fn list(
     page: store::Page,
 ) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let (rows, total) = store::instances::list(&mut conn, filter, page.per_page, page.offset()).await?;
+    let (rows, total) =
+        store::instances::list(&mut conn, filter, page.per_page, page.offset()).await?;
     Ok(json!({
         "results": rows.iter().map(instance_json).collect::<Vec<_>>(),
         "pagination": page.pagination(total, rows.len()),
@@ -155,6 +190,9 @@ pub async fn model_of(pool: &PgPool, id: i64) -> Result<String> {
         .fetch_optional(pool)
         .await?
         .ok_or_else(|| {
-            Error::bad_request("process_instance_cannot_be_found", format!("process instance {id} does not exist"))
+            Error::bad_request(
+                "process_instance_cannot_be_found",
+                format!("process instance {id} does not exist"),
+            )
         })
 }

@@ -48,7 +48,9 @@ pub fn validate_query(ttl: Option<&str>, uuid: Option<&str>) -> Result<(i64, Opt
     if !(0..=MAX_TIME_TO_LIVE_SECONDS).contains(&ttl) {
         return Err(Error::bad_request(
             "invalid_time_to_live",
-            format!("time_to_live_in_seconds must be from 0 to {MAX_TIME_TO_LIVE_SECONDS}, got {ttl}"),
+            format!(
+                "time_to_live_in_seconds must be from 0 to {MAX_TIME_TO_LIVE_SECONDS}, got {ttl}"
+            ),
         ));
     }
     let uuid = uuid.filter(|u| !u.is_empty());
@@ -86,7 +88,10 @@ fn parse_canonical_uuid(text: &str) -> Option<Uuid> {
 
 pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
     if !request.payload.is_object() {
-        return Err(Error::bad_request("invalid_payload", "the message payload must be a JSON object"));
+        return Err(Error::bad_request(
+            "invalid_payload",
+            "the message payload must be a JSON object",
+        ));
     }
     retry_transaction!(send_once(pool, cache, request))
 }
@@ -113,12 +118,20 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     )
     .await?;
     let Some(send_id) = inserted else {
-        let uuid = request.message_instance_uuid.expect("only a uuid can conflict");
+        let uuid = request
+            .message_instance_uuid
+            .expect("only a uuid can conflict");
         return replay(uow, request, uuid).await;
     };
 
-    let values = uow.correlation_values(&request.name, &request.payload).await?;
-    let unmatched = if request.time_to_live_seconds > 0 { Unmatched::Buffer } else { Unmatched::Reject };
+    let values = uow
+        .correlation_values(&request.name, &request.payload)
+        .await?;
+    let unmatched = if request.time_to_live_seconds > 0 {
+        Unmatched::Buffer
+    } else {
+        Unmatched::Reject
+    };
     let routed = uow
         .route_send(send_id, &request.name, &request.payload, &values, unmatched)
         .await?;
@@ -139,12 +152,15 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     match (routed, answer) {
         (Routed::NotAccepted { cause }, _) => Err(not_accepted(cause, send_id)),
         (_, Some(answer)) => Ok(answer),
-        (_, None) => Err(Error::Internal(anyhow::anyhow!("message {send_id} lost its answer"))),
+        (_, None) => Err(Error::Internal(anyhow::anyhow!(
+            "message {send_id} lost its answer"
+        ))),
     }
 }
 
 fn not_accepted(cause: String, message_id: i64) -> Error {
-    Error::bad_request("message_not_accepted", cause).with_extra(json!({ "message_instance_id": message_id }))
+    Error::bad_request("message_not_accepted", cause)
+        .with_extra(json!({ "message_instance_id": message_id }))
 }
 
 /// Answers a repeated uuid from the stored message's current state; never delivers again.
@@ -158,7 +174,11 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
             format!(
                 "message_instance_uuid {uuid} was already used for message '{}' with another {}",
                 row.name,
-                if row.name != request.name { "name" } else { "payload" }
+                if row.name != request.name {
+                    "name"
+                } else {
+                    "payload"
+                }
             ),
         ));
     }
@@ -166,11 +186,19 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
         ("completed", Some(instance_id)) => {
             let answer = instances::answer(uow.conn(), instance_id).await?;
             answer.map(SendAnswer::Instance).ok_or_else(|| {
-                Error::Internal(anyhow::anyhow!("message {} points at a missing instance", row.id))
+                Error::Internal(anyhow::anyhow!(
+                    "message {} points at a missing instance",
+                    row.id
+                ))
             })
         }
-        ("not_accepted", _) => Err(not_accepted(row.failure_cause.clone().unwrap_or_default(), row.id)),
-        _ => Ok(SendAnswer::Buffered(json!({ "message_instance": message_json(&row) }))),
+        ("not_accepted", _) => Err(not_accepted(
+            row.failure_cause.clone().unwrap_or_default(),
+            row.id,
+        )),
+        _ => Ok(SendAnswer::Buffered(
+            json!({ "message_instance": message_json(&row) }),
+        )),
     }
 }
 
@@ -202,9 +230,12 @@ pub fn message_json(row: &MessageRow) -> Value {
 
 pub async fn find(pool: &PgPool, id: i64) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let row = store::messages::find(&mut conn, id)
-        .await?
-        .ok_or_else(|| Error::not_found("message_instance_not_found", format!("message instance {id} does not exist")))?;
+    let row = store::messages::find(&mut conn, id).await?.ok_or_else(|| {
+        Error::not_found(
+            "message_instance_not_found",
+            format!("message instance {id} does not exist"),
+        )
+    })?;
     Ok(message_json(&row))
 }
 
@@ -214,7 +245,8 @@ pub async fn list(
     page: store::Page,
 ) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let (rows, total) = store::messages::list(&mut conn, filter, page.per_page, page.offset()).await?;
+    let (rows, total) =
+        store::messages::list(&mut conn, filter, page.per_page, page.offset()).await?;
     Ok(json!({
         "results": rows.iter().map(message_json).collect::<Vec<_>>(),
         "pagination": page.pagination(total, rows.len()),
@@ -239,12 +271,30 @@ mod tests {
     fn query_validation_follows_the_reference_order() {
         assert_eq!(code(validate_query(None, None)), "ok");
         assert_eq!(code(validate_query(Some("0"), None)), "ok");
-        assert_eq!(code(validate_query(Some("-1"), None)), "invalid_time_to_live");
-        assert_eq!(code(validate_query(Some("301"), Some("nope"))), "invalid_time_to_live");
-        assert_eq!(code(validate_query(Some("ten"), None)), "invalid_time_to_live");
-        assert_eq!(code(validate_query(Some("300"), None)), "message_instance_uuid_required");
-        assert_eq!(code(validate_query(Some("30"), Some("nope"))), "invalid_message_instance_uuid");
-        assert_eq!(code(validate_query(None, Some("nope"))), "invalid_message_instance_uuid");
+        assert_eq!(
+            code(validate_query(Some("-1"), None)),
+            "invalid_time_to_live"
+        );
+        assert_eq!(
+            code(validate_query(Some("301"), Some("nope"))),
+            "invalid_time_to_live"
+        );
+        assert_eq!(
+            code(validate_query(Some("ten"), None)),
+            "invalid_time_to_live"
+        );
+        assert_eq!(
+            code(validate_query(Some("300"), None)),
+            "message_instance_uuid_required"
+        );
+        assert_eq!(
+            code(validate_query(Some("30"), Some("nope"))),
+            "invalid_message_instance_uuid"
+        );
+        assert_eq!(
+            code(validate_query(None, Some("nope"))),
+            "invalid_message_instance_uuid"
+        );
         assert_eq!(code(validate_query(Some("30"), Some(UUID))), "ok");
     }
 

@@ -32,23 +32,46 @@ pub enum Error {
 
 impl Error {
     pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Error {
-        Error::Client { status: 400, code, detail: detail.into(), extra: None }
+        Error::Client {
+            status: 400,
+            code,
+            detail: detail.into(),
+            extra: None,
+        }
     }
 
     pub fn not_found(code: &'static str, detail: impl Into<String>) -> Error {
-        Error::Client { status: 404, code, detail: detail.into(), extra: None }
+        Error::Client {
+            status: 404,
+            code,
+            detail: detail.into(),
+            extra: None,
+        }
     }
 
     pub fn conflict(code: &'static str, detail: impl Into<String>) -> Error {
-        Error::Client { status: 409, code, detail: detail.into(), extra: None }
+        Error::Client {
+            status: 409,
+            code,
+            detail: detail.into(),
+            extra: None,
+        }
     }
 
     /// Adds members to the problem body (merged into it by the API layer).
     pub fn with_extra(self, value: Value) -> Error {
         match self {
-            Error::Client { status, code, detail, .. } => {
-                Error::Client { status, code, detail, extra: Some(value) }
-            }
+            Error::Client {
+                status,
+                code,
+                detail,
+                ..
+            } => Error::Client {
+                status,
+                code,
+                detail,
+                extra: Some(value),
+            },
             other => other,
         }
     }

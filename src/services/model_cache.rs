@@ -36,8 +36,10 @@ impl ModelCache {
             .await?
             .ok_or_else(|| anyhow!("process model {identifier} is gone"))?;
         let files = store::models::files(conn, identifier).await?;
-        let files: Vec<(String, String)> =
-            files.into_iter().map(|f| (f.file_name, f.content)).collect();
+        let files: Vec<(String, String)> = files
+            .into_iter()
+            .map(|f| (f.file_name, f.content))
+            .collect();
         let spec = build_model(&files, Some(&model.primary_process_id))
             .map_err(|e| anyhow!("stored model {identifier} no longer builds: {e}"))?;
         let spec = Arc::new(spec);
@@ -46,7 +48,10 @@ impl ModelCache {
     }
 
     pub fn insert(&self, version_sha: &str, spec: Arc<ModelSpec>) {
-        self.specs.write().expect("cache lock").insert(version_sha.to_string(), spec);
+        self.specs
+            .write()
+            .expect("cache lock")
+            .insert(version_sha.to_string(), spec);
     }
 
     /// A retrieval expression compiled once per process.

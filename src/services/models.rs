@@ -17,7 +17,9 @@ pub fn identifier_from_url(modified: &str) -> Result<String> {
             !segment.is_empty()
                 && segment != "."
                 && segment != ".."
-                && segment.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                && segment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         });
     if !valid {
         return Err(Error::bad_request(
@@ -84,7 +86,9 @@ async fn save_model(
     };
     let spec = build_model(files, primary_process_id.as_deref()).map_err(invalid_model)?;
     for start in &spec.message_starts {
-        if let Some(owner) = store::models::trigger_owner(conn, &start.message_name, identifier).await? {
+        if let Some(owner) =
+            store::models::trigger_owner(conn, &start.message_name, identifier).await?
+        {
             return Err(Error::bad_request(
                 "message_start_conflict",
                 format!(
@@ -96,10 +100,13 @@ async fn save_model(
         }
     }
     let sha = version_sha(&spec.primary_process_id, files);
-    let display_name = metadata
-        .display_name
-        .clone()
-        .unwrap_or_else(|| identifier.rsplit('/').next().unwrap_or(identifier).to_string());
+    let display_name = metadata.display_name.clone().unwrap_or_else(|| {
+        identifier
+            .rsplit('/')
+            .next()
+            .unwrap_or(identifier)
+            .to_string()
+    });
     store::models::upsert(
         conn,
         &store::models::NewModel {
@@ -113,7 +120,14 @@ async fn save_model(
     )
     .await?;
     for (name, content) in files {
-        store::models::upsert_file(conn, identifier, name, content, &sha256_hex(content.as_bytes())).await?;
+        store::models::upsert_file(
+            conn,
+            identifier,
+            name,
+            content,
+            &sha256_hex(content.as_bytes()),
+        )
+        .await?;
     }
     let triggers: Vec<Trigger> = spec
         .message_starts
@@ -128,11 +142,14 @@ async fn save_model(
         .correlation_properties
         .iter()
         .flat_map(|property| {
-            property.retrieval.iter().map(move |(message_name, expression)| Retrieval {
-                message_name,
-                property_id: &property.id,
-                expression: expression.source(),
-            })
+            property
+                .retrieval
+                .iter()
+                .map(move |(message_name, expression)| Retrieval {
+                    message_name,
+                    property_id: &property.id,
+                    expression: expression.source(),
+                })
         })
         .collect();
     store::models::replace_routing(conn, identifier, &triggers, &retrievals).await?;
@@ -170,29 +187,21 @@ pub async fn put_file(
     let metadata = ModelMetadata {
         display_name: existing.as_ref().map(|m| m.display_name.clone()),
         primary_file_name: existing.as_ref().and_then(|m| m.primary_file_name.clone()),
-        // a stored primary process stays primary while it exists
+        // derived again from the primary file (process_model.json) or the rule in build_model
         primary_process_id: None,
-    };
-    let metadata = match &existing {
-        Some(model) if defines_process(&files, &model.primary_process_id) => {
-            ModelMetadata { primary_process_id: Some(model.primary_process_id.clone()), ..metadata }
-        }
-        _ => metadata,
     };
     save_model(&mut tx, cache, identifier, &metadata, &files).await?;
     tx.commit().await?;
     Ok((existing.is_none(), show(pool, identifier).await?))
 }
 
-fn defines_process(files: &[(String, String)], process_id: &str) -> bool {
-    files.iter().any(|(name, xml)| {
-        crate::bpmn::parse_file(name, xml).is_ok_and(|d| d.processes.iter().any(|p| p.id == process_id))
-    })
-}
-
 /// Loads every model under `root` (a folder holding `.bpmn` files is a model; its path
 /// below `root` is its identifier). A model that does not load is logged and skipped.
-pub async fn load_directory(pool: &PgPool, cache: &ModelCache, root: &Path) -> anyhow::Result<usize> {
+pub async fn load_directory(
+    pool: &PgPool,
+    cache: &ModelCache,
+    root: &Path,
+) -> anyhow::Result<usize> {
     let mut folders = Vec::new();
     collect_model_folders(root, &mut folders)?;
     let mut loaded = 0;
@@ -213,9 +222,14 @@ pub async fn load_directory(pool: &PgPool, cache: &ModelCache, root: &Path) -> a
 }
 
 fn collect_model_folders(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
     entries.sort();
-    if entries.iter().any(|p| p.extension().is_some_and(|e| e == "bpmn")) {
+    if entries
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "bpmn"))
+    {
         out.push(dir.to_path_buf());
     }
     for entry in entries {
@@ -226,7 +240,12 @@ fn collect_model_folders(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<
     Ok(())
 }
 
-async fn load_folder(pool: &PgPool, cache: &ModelCache, identifier: &str, folder: &Path) -> Result<()> {
+async fn load_folder(
+    pool: &PgPool,
+    cache: &ModelCache,
+    identifier: &str,
+    folder: &Path,
+) -> Result<()> {
     let identifier = identifier_from_url(identifier)?;
     let metadata: ModelMetadata = match std::fs::read_to_string(folder.join("process_model.json")) {
         Ok(text) => serde_json::from_str(&text)
@@ -237,8 +256,15 @@ async fn load_folder(pool: &PgPool, cache: &ModelCache, identifier: &str, folder
     for entry in std::fs::read_dir(folder).map_err(anyhow::Error::from)? {
         let path = entry.map_err(anyhow::Error::from)?.path();
         if path.extension().is_some_and(|e| e == "bpmn") {
-            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            files.push((name, std::fs::read_to_string(&path).map_err(anyhow::Error::from)?));
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            files.push((
+                name,
+                std::fs::read_to_string(&path).map_err(anyhow::Error::from)?,
+            ));
         }
     }
     files.sort();
@@ -266,9 +292,14 @@ fn model_json(row: &store::models::ModelRow) -> Value {
 
 pub async fn show(pool: &PgPool, identifier: &str) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let row = store::models::find(&mut conn, identifier).await?.ok_or_else(|| {
-        Error::not_found("process_model_not_found", format!("process model '{identifier}' does not exist"))
-    })?;
+    let row = store::models::find(&mut conn, identifier)
+        .await?
+        .ok_or_else(|| {
+            Error::not_found(
+                "process_model_not_found",
+                format!("process model '{identifier}' does not exist"),
+            )
+        })?;
     let files = store::models::files(&mut conn, identifier).await?;
     let mut shown = model_json(&row);
     shown["files"] = files
@@ -294,7 +325,10 @@ mod tests {
 
     #[test]
     fn identifiers_use_colons_in_urls() {
-        assert_eq!(identifier_from_url("finance:invoices:approve").unwrap(), "finance/invoices/approve");
+        assert_eq!(
+            identifier_from_url("finance:invoices:approve").unwrap(),
+            "finance/invoices/approve"
+        );
         assert_eq!(identifier_from_url("single").unwrap(), "single");
         for bad in ["", "a::b", "a:..:b", "a:b c", "a:/b"] {
             assert!(identifier_from_url(bad).is_err(), "{bad} accepted");
@@ -307,6 +341,9 @@ mod tests {
         let v1 = version_sha("p", &files);
         assert_eq!(v1, version_sha("p", &files));
         assert_ne!(v1, version_sha("q", &files));
-        assert_ne!(v1, version_sha("p", &[("a.bpmn".to_string(), "<y/>".to_string())]));
+        assert_ne!(
+            v1,
+            version_sha("p", &[("a.bpmn".to_string(), "<y/>".to_string())])
+        );
     }
 }

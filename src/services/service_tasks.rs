@@ -49,7 +49,12 @@ async fn delete_job(conn: &mut sqlx::PgConnection, task_guid: Uuid) -> Result<()
     Ok(())
 }
 
-async fn store_logs(conn: &mut sqlx::PgConnection, instance_id: i64, task_guid: Uuid, logs: &[String]) -> Result<()> {
+async fn store_logs(
+    conn: &mut sqlx::PgConnection,
+    instance_id: i64,
+    task_guid: Uuid,
+    logs: &[String],
+) -> Result<()> {
     if logs.is_empty() {
         return Ok(());
     }
@@ -97,7 +102,9 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
     }
     let (call, data, model) = {
         let state = uow.state(id).expect("loaded");
-        let ready = state.task(job.task_guid).is_some_and(|t| t.state == TaskState::Ready);
+        let ready = state
+            .task(job.task_guid)
+            .is_some_and(|t| t.state == TaskState::Ready);
         if !ready {
             delete_job(uow.conn(), job.task_guid).await?;
             uow.commit().await?;
@@ -107,7 +114,9 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
         (
             engine::service_call(&spec, state, job.task_guid),
             Value::Object(state.data.clone()),
-            uow.process_model_identifier(id).unwrap_or_default().to_string(),
+            uow.process_model_identifier(id)
+                .unwrap_or_default()
+                .to_string(),
         )
     };
     let call = match call {
@@ -125,18 +134,32 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
     body.insert("wf__process_model_identifier".into(), json!(model));
     body.insert("wf__task_id".into(), json!(job.task_guid));
     body.insert("wf__task_data".into(), data);
-    body.insert("wf__callback_url".into(), json!(callback_url(ctx.public_url, id, job.task_guid)));
+    body.insert(
+        "wf__callback_url".into(),
+        json!(callback_url(ctx.public_url, id, job.task_guid)),
+    );
     if let Some(secret) = ctx.callback_secret {
         let scope = callback_scope(id, job.task_guid);
-        let token = crate::api::auth::mint_token(secret, &format!("task:{}", job.task_guid), &scope, ctx.callback_token_ttl);
+        let token = crate::api::auth::mint_token(
+            secret,
+            &format!("task:{}", job.task_guid),
+            &scope,
+            ctx.callback_token_ttl,
+        );
         body.insert("wf__callback_token".into(), json!(token));
     }
     uow.commit().await?;
-    Ok(Some(PreparedCall { operator_id: call.operator_id, body: Value::Object(body) }))
+    Ok(Some(PreparedCall {
+        operator_id: call.operator_id,
+        body: Value::Object(body),
+    }))
 }
 
 pub fn callback_url(public_url: &str, instance_id: i64, task_guid: Uuid) -> String {
-    format!("{}/v1.0/tasks/{instance_id}/{task_guid}/callback", public_url.trim_end_matches('/'))
+    format!(
+        "{}/v1.0/tasks/{instance_id}/{task_guid}/callback",
+        public_url.trim_end_matches('/')
+    )
 }
 
 /// The scope of a per-task callback token.
@@ -144,7 +167,12 @@ pub fn callback_scope(instance_id: i64, task_guid: Uuid) -> String {
     format!("callback:{instance_id}/{task_guid}")
 }
 
-async fn apply_outcome(ctx: &ServiceTaskContext<'_>, job: &Job, operator_id: &str, outcome: &Outcome) -> Result<()> {
+async fn apply_outcome(
+    ctx: &ServiceTaskContext<'_>,
+    job: &Job,
+    operator_id: &str,
+    outcome: &Outcome,
+) -> Result<()> {
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
     let id = job.process_instance_id;
     if !uow.load(id).await? {
@@ -152,17 +180,35 @@ async fn apply_outcome(ctx: &ServiceTaskContext<'_>, job: &Job, operator_id: &st
     }
     store_logs(uow.conn(), id, job.task_guid, outcome.logs()).await?;
     let event = match outcome {
-        Outcome::Success { command_response, .. } => Some(Event::ServiceSucceeded {
+        Outcome::Success {
+            command_response, ..
+        } => Some(Event::ServiceSucceeded {
             task_guid: job.task_guid,
             result: connector::result_with_operator(command_response.clone(), operator_id),
         }),
-        Outcome::Accepted { .. } => Some(Event::ServiceAccepted { task_guid: job.task_guid }),
-        Outcome::CommandFailure { error_code, message, transient, .. }
-        | Outcome::ProxyFailure { error_code, message, transient, .. } => {
+        Outcome::Accepted { .. } => Some(Event::ServiceAccepted {
+            task_guid: job.task_guid,
+        }),
+        Outcome::CommandFailure {
+            error_code,
+            message,
+            transient,
+            ..
+        }
+        | Outcome::ProxyFailure {
+            error_code,
+            message,
+            transient,
+            ..
+        } => {
             if *transient && schedule_retry(&mut uow, id, job.task_guid).await?.is_some() {
                 None
             } else {
-                Some(Event::ServiceFailed { task_guid: job.task_guid, error_code: error_code.clone(), message: message.clone() })
+                Some(Event::ServiceFailed {
+                    task_guid: job.task_guid,
+                    error_code: error_code.clone(),
+                    message: message.clone(),
+                })
             }
         }
     };
@@ -187,9 +233,15 @@ pub struct RetryScheduled {
 }
 
 /// Schedules the next attempt of a failed service task if its retry configuration allows.
-async fn schedule_retry(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> Result<Option<RetryScheduled>> {
+async fn schedule_retry(
+    uow: &mut UnitOfWork<'_>,
+    id: i64,
+    task_guid: Uuid,
+) -> Result<Option<RetryScheduled>> {
     let call = {
-        let (Some(state), Some(spec)) = (uow.state(id), uow.spec(id)) else { return Ok(None) };
+        let (Some(state), Some(spec)) = (uow.state(id), uow.spec(id)) else {
+            return Ok(None);
+        };
         match engine::service_call(&spec, state, task_guid) {
             Ok(call) => call,
             Err(_) => return Ok(None),
@@ -222,23 +274,39 @@ async fn schedule_retry(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> R
     .bind(retry_at)
     .execute(&mut *uow.conn())
     .await?;
-    Ok(Some(RetryScheduled { retry_at, retries_attempted: attempted + 1, max_retries: call.retries }))
+    Ok(Some(RetryScheduled {
+        retry_at,
+        retries_attempted: attempted + 1,
+        max_retries: call.retries,
+    }))
 }
 
 /// Applies a worker's callback. The caller has been authorised for the instance or task.
-pub async fn callback(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, outcome: &CallbackOutcome) -> Result<Value> {
+pub async fn callback(
+    ctx: &ServiceTaskContext<'_>,
+    id: i64,
+    task_guid: Uuid,
+    outcome: &CallbackOutcome,
+) -> Result<Value> {
     retry_transaction!(callback_once(ctx, id, task_guid, outcome))
 }
 
-async fn callback_once(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, outcome: &CallbackOutcome) -> Result<Value> {
+async fn callback_once(
+    ctx: &ServiceTaskContext<'_>,
+    id: i64,
+    task_guid: Uuid,
+    outcome: &CallbackOutcome,
+) -> Result<Value> {
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
     if !uow.load(id).await? {
-        return Err(Error::bad_request("process_instance_cannot_be_found", format!("process instance {id} does not exist")));
+        return Err(Error::bad_request(
+            "process_instance_cannot_be_found",
+            format!("process instance {id} does not exist"),
+        ));
     }
-    let waiting = uow
-        .state(id)
-        .and_then(|s| s.task(task_guid))
-        .map(|t| t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started));
+    let waiting = uow.state(id).and_then(|s| s.task(task_guid)).map(|t| {
+        t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started)
+    });
     match waiting {
         Some(true) => {}
         Some(false) => return Err(not_waiting(task_guid)),
@@ -250,14 +318,25 @@ async fn callback_once(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, o
             });
         }
     }
-    let model = uow.process_model_identifier(id).unwrap_or_default().to_string();
+    let model = uow
+        .process_model_identifier(id)
+        .unwrap_or_default()
+        .to_string();
     let logs = match outcome {
         CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
     };
     store_logs(uow.conn(), id, task_guid, logs).await?;
     let event = match outcome {
-        CallbackOutcome::Success { result, .. } => Event::ServiceSucceeded { task_guid, result: result.clone() },
-        CallbackOutcome::Failure { error_code, message, transient, .. } => {
+        CallbackOutcome::Success { result, .. } => Event::ServiceSucceeded {
+            task_guid,
+            result: result.clone(),
+        },
+        CallbackOutcome::Failure {
+            error_code,
+            message,
+            transient,
+            ..
+        } => {
             if *transient {
                 if let Some(retry) = schedule_retry(&mut uow, id, task_guid).await? {
                     uow.commit().await?;
@@ -274,7 +353,11 @@ async fn callback_once(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, o
                     }));
                 }
             }
-            Event::ServiceFailed { task_guid, error_code: error_code.clone(), message: message.clone() }
+            Event::ServiceFailed {
+                task_guid,
+                error_code: error_code.clone(),
+                message: message.clone(),
+            }
         }
     };
     let failed = matches!(event, Event::ServiceFailed { .. });
@@ -289,14 +372,16 @@ async fn callback_once(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, o
     let instance_error = uow.state(id).and_then(|s| s.error.clone());
     uow.commit().await?;
     match (failed, instance_error) {
-        (true, Some(error)) => Err(Error::bad_request("service_task_error", error.message.clone()).with_extra(json!({
-            "process_instance_id": id,
-            "process_model_identifier": model,
-            "task_guid": task_guid,
-            "status": "error",
-            "command_error_code": error.error_code,
-            "element_id": error.element_id,
-        }))),
+        (true, Some(error)) => Err(
+            Error::bad_request("service_task_error", error.message.clone()).with_extra(json!({
+                "process_instance_id": id,
+                "process_model_identifier": model,
+                "task_guid": task_guid,
+                "status": "error",
+                "command_error_code": error.error_code,
+                "element_id": error.element_id,
+            })),
+        ),
         (true, None) => Ok(json!({
             "ok": true, "status": "error_handled", "process_instance_id": id, "process_model_identifier": model,
         })),
@@ -307,11 +392,17 @@ async fn callback_once(ctx: &ServiceTaskContext<'_>, id: i64, task_guid: Uuid, o
 }
 
 fn not_waiting(task_guid: Uuid) -> Error {
-    Error::bad_request("not_waiting_for_callback", format!("task {task_guid} is not waiting for a callback"))
+    Error::bad_request(
+        "not_waiting_for_callback",
+        format!("task {task_guid} is not waiting for a callback"),
+    )
 }
 
 fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
-    Error::bad_request("callback_not_found", format!("process instance {id} has no service task {task_guid}"))
+    Error::bad_request(
+        "callback_not_found",
+        format!("process instance {id} has no service task {task_guid}"),
+    )
 }
 
 /// `wf__logs` lines of an instance, oldest first.
@@ -326,4 +417,3 @@ pub async fn connector_logs(pool: &PgPool, id: i64) -> Result<Value> {
         "results": rows.iter().map(|(id, guid, line, at)| json!({"id": id, "task_guid": guid, "line": line, "created_at": at})).collect::<Vec<_>>(),
     }))
 }
-

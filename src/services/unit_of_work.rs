@@ -100,7 +100,11 @@ impl<'c> UnitOfWork<'c> {
         };
         let spec = self
             .cache
-            .spec(&mut self.tx, &locked.row.process_model_identifier, &locked.version_sha)
+            .spec(
+                &mut self.tx,
+                &locked.row.process_model_identifier,
+                &locked.version_sha,
+            )
             .await?;
         let tasks = store::instances::live_tasks(&mut self.tx, id).await?;
         let state = state_from_rows(&locked.row, tasks)?;
@@ -108,7 +112,13 @@ impl<'c> UnitOfWork<'c> {
         Ok(true)
     }
 
-    fn insert_loaded(&mut self, id: i64, row: InstanceRow, spec: Arc<ModelSpec>, state: InstanceState) {
+    fn insert_loaded(
+        &mut self,
+        id: i64,
+        row: InstanceRow,
+        spec: Arc<ModelSpec>,
+        state: InstanceState,
+    ) {
         self.order.push(id);
         self.instances.insert(
             id,
@@ -133,7 +143,12 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Puts an instance in `error` from outside a step (a service call that cannot be made).
-    pub async fn fail_task(&mut self, id: i64, task_guid: Uuid, error: engine::InstanceError) -> Result<()> {
+    pub async fn fail_task(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        error: engine::InstanceError,
+    ) -> Result<()> {
         if !self.load(id).await? {
             return Ok(());
         }
@@ -145,7 +160,9 @@ impl<'c> UnitOfWork<'c> {
     }
 
     pub fn process_model_identifier(&self, id: i64) -> Option<&str> {
-        self.instances.get(&id).map(|l| l.process_model_identifier.as_str())
+        self.instances
+            .get(&id)
+            .map(|l| l.process_model_identifier.as_str())
     }
 
     /// Creates an instance of a model and runs it (and whatever it starts) to its wait states.
@@ -158,7 +175,13 @@ impl<'c> UnitOfWork<'c> {
         message: Option<(String, Value)>,
     ) -> Result<i64> {
         let id = self
-            .create_instance(process_model_identifier, process_id, start_event_id, data, message)
+            .create_instance(
+                process_model_identifier,
+                process_id,
+                start_event_id,
+                data,
+                message,
+            )
             .await?;
         self.drain().await?;
         Ok(id)
@@ -180,14 +203,20 @@ impl<'c> UnitOfWork<'c> {
                     format!("process model '{process_model_identifier}' does not exist"),
                 )
             })?;
-        let spec = self.cache.spec(&mut self.tx, &model.identifier, &model.version_sha).await?;
+        let spec = self
+            .cache
+            .spec(&mut self.tx, &model.identifier, &model.version_sha)
+            .await?;
         let process_id = process_id.unwrap_or(&spec.primary_process_id).to_string();
         let row = store::instances::insert(&mut self.tx, &model.identifier, &process_id).await?;
         let id = row.id;
-        let start = Event::Start { start_event_id, data, message };
-        let (state, effects) = engine::start(&spec, &process_id, start).map_err(|e| {
-            Error::bad_request("process_instance_cannot_start", e.to_string())
-        })?;
+        let start = Event::Start {
+            start_event_id,
+            data,
+            message,
+        };
+        let (state, effects) = engine::start(&spec, &process_id, start)
+            .map_err(|e| Error::bad_request("process_instance_cannot_start", e.to_string()))?;
         self.insert_loaded(id, row, spec, state);
         self.mark_stepped(id)?;
         self.queue.push_back(Work::Effects(id, effects));
@@ -197,7 +226,11 @@ impl<'c> UnitOfWork<'c> {
     /// Applies a caller's event (task completion, callback) to an instance and runs on.
     /// A caller mistake (task not waiting, unknown task) comes back as `Ok(Err(..))` with
     /// nothing changed.
-    pub async fn apply(&mut self, id: i64, event: Event) -> Result<std::result::Result<(), EngineError>> {
+    pub async fn apply(
+        &mut self,
+        id: i64,
+        event: Event,
+    ) -> Result<std::result::Result<(), EngineError>> {
         if !self.load(id).await? {
             return Err(Error::bad_request(
                 "process_instance_cannot_be_found",
@@ -228,7 +261,11 @@ impl<'c> UnitOfWork<'c> {
             for task in loaded.state.dirty_tasks() {
                 let row = task_row_json(task);
                 // in creation order, so the task list reads as the instance ran
-                match loaded.changed_tasks.iter_mut().find(|(guid, _)| *guid == task.guid) {
+                match loaded
+                    .changed_tasks
+                    .iter_mut()
+                    .find(|(guid, _)| *guid == task.guid)
+                {
                     Some(entry) => entry.1 = row,
                     None => loaded.changed_tasks.push((task.guid, row)),
                 }
@@ -265,7 +302,12 @@ impl<'c> UnitOfWork<'c> {
 
     async fn handle_effect(&mut self, id: i64, effect: Effect) -> Result<()> {
         match effect {
-            Effect::SendMessage { task_guid, name, payload, .. } => {
+            Effect::SendMessage {
+                task_guid,
+                name,
+                payload,
+                ..
+            } => {
                 let values = self.correlation_values(&name, &payload).await?;
                 let send_id = store::messages::insert(
                     &mut self.tx,
@@ -285,11 +327,18 @@ impl<'c> UnitOfWork<'c> {
                 )
                 .await?
                 .ok_or_else(|| anyhow!("message insert without uuid conflicted"))?;
-                let routed = self.route_send(send_id, &name, &payload, &values, Unmatched::Buffer).await?;
+                let routed = self
+                    .route_send(send_id, &name, &payload, &values, Unmatched::Buffer)
+                    .await?;
                 self.record_send(send_id, &values, &routed, None).await?;
             }
-            Effect::WaitForMessage { task_guid, name, expected } => {
-                self.wait_for_message(id, task_guid, &name, &expected).await?;
+            Effect::WaitForMessage {
+                task_guid,
+                name,
+                expected,
+            } => {
+                self.wait_for_message(id, task_guid, &name, &expected)
+                    .await?;
             }
             Effect::CancelMessageWait { task_guid } => {
                 store::messages::cancel_receives_of_task(&mut self.tx, task_guid).await?;
@@ -332,15 +381,24 @@ impl<'c> UnitOfWork<'c> {
         )
         .await?
         .ok_or_else(|| anyhow!("message insert without uuid conflicted"))?;
-        let buffered =
-            store::messages::claim_buffered_send(&mut self.tx, name, &expected_json, receive_id, id)
-                .await?;
+        let buffered = store::messages::claim_buffered_send(
+            &mut self.tx,
+            name,
+            &expected_json,
+            receive_id,
+            id,
+        )
+        .await?;
         if let Some(send) = buffered {
             store::messages::complete_receive(&mut self.tx, receive_id, send.id).await?;
             let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
             self.queue.push_back(Work::Step(
                 id,
-                Event::MessageDelivered { task_guid, name: name.to_string(), payload },
+                Event::MessageDelivered {
+                    task_guid,
+                    name: name.to_string(),
+                    payload,
+                },
             ));
         }
         Ok(())
@@ -348,7 +406,11 @@ impl<'c> UnitOfWork<'c> {
 
     /// Property id -> value of a payload, by the retrieval expressions every loaded model
     /// declares for this message name. A property whose expression fails is left out.
-    pub async fn correlation_values(&mut self, name: &str, payload: &Value) -> Result<CorrelationValues> {
+    pub async fn correlation_values(
+        &mut self,
+        name: &str,
+        payload: &Value,
+    ) -> Result<CorrelationValues> {
         let retrievals = store::models::retrievals_for(&mut self.tx, name).await?;
         let vars = match payload {
             Value::Object(map) => map.clone(),
@@ -359,7 +421,9 @@ impl<'c> UnitOfWork<'c> {
             if values.contains_key(&property_id) {
                 continue;
             }
-            let Some(expression) = self.cache.expression(&source) else { continue };
+            let Some(expression) = self.cache.expression(&source) else {
+                continue;
+            };
             if let Ok(value) = expression.eval(&vars) {
                 if !value.is_null() {
                     values.insert(property_id, value);
@@ -382,7 +446,10 @@ impl<'c> UnitOfWork<'c> {
         unmatched: Unmatched,
     ) -> Result<Routed> {
         let keys = candidate_keys(values);
-        if let Some(routed) = self.deliver_to_receive(send_id, name, payload, &keys).await? {
+        if let Some(routed) = self
+            .deliver_to_receive(send_id, name, payload, &keys)
+            .await?
+        {
             return Ok(routed);
         }
         if let Some(trigger) = store::models::trigger_for(&mut self.tx, name).await? {
@@ -398,11 +465,16 @@ impl<'c> UnitOfWork<'c> {
             return Ok(Routed::Started { instance_id });
         }
         match unmatched {
-            Unmatched::Reject => Ok(Routed::NotAccepted { cause: self.why_unmatched(name, values).await? }),
+            Unmatched::Reject => Ok(Routed::NotAccepted {
+                cause: self.why_unmatched(name, values).await?,
+            }),
             Unmatched::Buffer => {
                 // A receive created concurrently has committed once we hold the lock.
                 store::messages::lock_name(&mut self.tx, name, true).await?;
-                if let Some(routed) = self.deliver_to_receive(send_id, name, payload, &keys).await? {
+                if let Some(routed) = self
+                    .deliver_to_receive(send_id, name, payload, &keys)
+                    .await?
+                {
                     return Ok(routed);
                 }
                 Ok(Routed::Buffered)
@@ -482,12 +554,21 @@ impl<'c> UnitOfWork<'c> {
         ttl_seconds: Option<i64>,
     ) -> Result<()> {
         let (status, instance, counterpart, cause, ttl) = match routed {
-            Routed::Delivered { instance_id, receive_id } => {
-                ("completed", Some(*instance_id), Some(*receive_id), None, None)
-            }
+            Routed::Delivered {
+                instance_id,
+                receive_id,
+            } => (
+                "completed",
+                Some(*instance_id),
+                Some(*receive_id),
+                None,
+                None,
+            ),
             Routed::Started { instance_id } => ("completed", Some(*instance_id), None, None, None),
             Routed::Buffered => ("ready", None, None, None, ttl_seconds),
-            Routed::NotAccepted { cause } => ("not_accepted", None, None, Some(cause.as_str()), None),
+            Routed::NotAccepted { cause } => {
+                ("not_accepted", None, None, Some(cause.as_str()), None)
+            }
         };
         store::messages::record_outcome(
             &mut self.tx,
@@ -620,7 +701,10 @@ fn task_row_json(task: &Task) -> Value {
 }
 
 /// Rebuilds the engine's state of an instance from its row and live tasks.
-fn state_from_rows(row: &InstanceRow, tasks: Vec<store::instances::TaskRow>) -> Result<InstanceState> {
+fn state_from_rows(
+    row: &InstanceRow,
+    tasks: Vec<store::instances::TaskRow>,
+) -> Result<InstanceState> {
     let tasks = tasks
         .into_iter()
         .map(|t| {
@@ -646,7 +730,10 @@ fn state_from_rows(row: &InstanceRow, tasks: Vec<store::instances::TaskRow>) -> 
             _ => Map::new(),
         },
         correlations: serde_json::from_value(row.correlations.0.clone()).unwrap_or_default(),
-        error: row.error.as_ref().and_then(|e| serde_json::from_value(e.0.clone()).ok()),
+        error: row
+            .error
+            .as_ref()
+            .and_then(|e| serde_json::from_value(e.0.clone()).ok()),
         tasks,
         internal: serde_json::from_value(row.internal.0.clone())
             .map_err(|e| anyhow!("stored engine state of instance {}: {e}", row.id))?,
