@@ -45,11 +45,15 @@ pub async fn callback(
 ) -> Result<HttpResponse, ApiError> {
     let (instance, guid) = path.into_inner();
     let id: i64 = instance.parse().map_err(|_| {
-        ApiError::bad_request("process_instance_cannot_be_found", format!("'{instance}' is not a process instance id"))
+        ApiError::bad_request(
+            "process_instance_cannot_be_found",
+            format!("'{instance}' is not a process instance id"),
+        )
     })?;
     let model = services::instances::model_of(&state.pool, id).await?;
-    let task_guid = Uuid::parse_str(&guid)
-        .map_err(|_| ApiError::bad_request("callback_not_found", format!("'{guid}' is not a task guid")))?;
+    let task_guid = Uuid::parse_str(&guid).map_err(|_| {
+        ApiError::bad_request("callback_not_found", format!("'{guid}' is not a task guid"))
+    })?;
     if !principal.allows(&format!("instances:update:{model}"))
         && !principal.allows(&service_tasks::callback_scope(id, task_guid))
     {
@@ -58,7 +62,8 @@ pub async fn callback(
             service_tasks::callback_scope(id, task_guid)
         )));
     }
-    let outcome = connector::parse_callback(&body).map_err(|e| ApiError::bad_request("invalid_callback_body", e))?;
+    let outcome = connector::parse_callback(&body)
+        .map_err(|e| ApiError::bad_request("invalid_callback_body", e))?;
     let settings = &state.settings;
     let ctx = service_tasks::ServiceTaskContext {
         pool: &state.pool,
@@ -84,7 +89,10 @@ pub async fn callback(
     ),
     security(("bearer" = []))
 )]
-pub async fn service_tasks(principal: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn service_tasks(
+    principal: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
     let proxy = match &state.connector {
         Some(client) => client.commands().await,
@@ -106,7 +114,10 @@ pub async fn service_tasks(principal: Principal, state: web::Data<AppState>) -> 
     ),
     security(("bearer" = []))
 )]
-pub async fn authentications(principal: Principal, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn authentications(
+    principal: Principal,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
     let auths = match &state.connector {
         Some(client) => client.auths().await,

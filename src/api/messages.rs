@@ -94,10 +94,12 @@ pub async fn send_message(
         message_instance_uuid: uuid,
         sent_by: principal.subject.clone(),
     };
-    Ok(match services::messages::send(&state.pool, &state.models, &request).await? {
-        SendAnswer::Instance(body) => HttpResponse::Ok().json(body),
-        SendAnswer::Buffered(body) => HttpResponse::Accepted().json(body),
-    })
+    Ok(
+        match services::messages::send(&state.pool, &state.models, &request).await? {
+            SendAnswer::Instance(body) => HttpResponse::Ok().json(body),
+            SendAnswer::Buffered(body) => HttpResponse::Accepted().json(body),
+        },
+    )
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

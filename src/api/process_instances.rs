@@ -40,8 +40,18 @@ pub async fn start_instance(
     } else {
         match serde_json::from_slice::<Value>(&body) {
             Ok(Value::Object(map)) => map,
-            Ok(_) => return Err(ApiError::bad_request("invalid_payload", "the initial data must be a JSON object")),
-            Err(e) => return Err(ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}"))),
+            Ok(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_payload",
+                    "the initial data must be a JSON object",
+                ))
+            }
+            Err(e) => {
+                return Err(ApiError::bad_request(
+                    "invalid_json",
+                    format!("the body is not JSON: {e}"),
+                ))
+            }
         }
     };
     let answer = services::instances::start(&state.pool, &state.models, &model, &data).await?;
@@ -69,7 +79,9 @@ pub async fn show_instance(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let instance = services::instances::show(&state.pool, id.into_inner()).await?;
-    let model = instance["process_model_identifier"].as_str().unwrap_or_default();
+    let model = instance["process_model_identifier"]
+        .as_str()
+        .unwrap_or_default();
     principal.require(&format!("instances:read:{model}"))?;
     Ok(HttpResponse::Ok().json(instance))
 }
@@ -108,7 +120,10 @@ pub async fn list_instances(
         Some(m) => Some(services::models::identifier_from_url(m)?),
         None => None,
     };
-    principal.require(&format!("instances:read:{}", model.as_deref().unwrap_or("*")))?;
+    principal.require(&format!(
+        "instances:read:{}",
+        model.as_deref().unwrap_or("*")
+    ))?;
     let filter = crate::store::instances::InstanceFilter {
         process_model_identifier: model.as_deref(),
         status: query.status.as_deref(),
@@ -145,10 +160,20 @@ pub async fn complete_task(
 ) -> Result<HttpResponse, ApiError> {
     let (instance_id, task_guid) = path.into_inner();
     let Value::Object(data) = body.into_inner() else {
-        return Err(ApiError::bad_request("invalid_payload", "the task data must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "invalid_payload",
+            "the task data must be a JSON object",
+        ));
     };
     let model = services::instances::model_of(&state.pool, instance_id).await?;
     principal.require(&format!("instances:update:{model}"))?;
-    let answer = services::instances::complete_task(&state.pool, &state.models, instance_id, task_guid, &data).await?;
+    let answer = services::instances::complete_task(
+        &state.pool,
+        &state.models,
+        instance_id,
+        task_guid,
+        &data,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(answer))
 }

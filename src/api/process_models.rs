@@ -42,11 +42,18 @@ pub async fn put_file(
     principal.require("models:write")?;
     let (modified, file_name) = path.into_inner();
     let identifier = services::models::identifier_from_url(&modified)?;
-    let content = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::bad_request("invalid_process_model", "the file is not UTF-8 text"))?;
+    let content = std::str::from_utf8(&body).map_err(|_| {
+        ApiError::bad_request("invalid_process_model", "the file is not UTF-8 text")
+    })?;
     let (created, model) =
-        services::models::put_file(&state.pool, &state.models, &identifier, &file_name, content).await?;
-    Ok(if created { HttpResponse::Created() } else { HttpResponse::Ok() }.json(model))
+        services::models::put_file(&state.pool, &state.models, &identifier, &file_name, content)
+            .await?;
+    Ok(if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    }
+    .json(model))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -20,8 +20,10 @@ pub const MAX_PROPERTIES: usize = 8;
 /// Canonical JSON text of the values: sorted keys, integral floats written as integers,
 /// no whitespace. Equal values give equal text.
 pub fn canonical_key(values: &CorrelationValues) -> String {
-    let canonical: BTreeMap<&String, Value> =
-        values.iter().map(|(k, v)| (k, canonical_value(v))).collect();
+    let canonical: BTreeMap<&String, Value> = values
+        .iter()
+        .map(|(k, v)| (k, canonical_value(v)))
+        .collect();
     serde_json::to_string(&canonical).expect("JSON values always serialise")
 }
 
@@ -34,9 +36,11 @@ fn canonical_value(value: &Value) -> Value {
         },
         Value::Array(items) => Value::Array(items.iter().map(canonical_value).collect()),
         // serde_json's Map is ordered by key, so objects serialise canonically
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), canonical_value(v))).collect())
-        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), canonical_value(v)))
+                .collect(),
+        ),
         _ => value.clone(),
     }
 }
@@ -72,7 +76,10 @@ mod tests {
         let a = values(json!({"po_number": 1001, "customer_id": "sartography"}));
         let b = values(json!({"customer_id": "sartography", "po_number": 1001.0}));
         assert_eq!(canonical_key(&a), canonical_key(&b));
-        assert_eq!(canonical_key(&a), r#"{"customer_id":"sartography","po_number":1001}"#);
+        assert_eq!(
+            canonical_key(&a),
+            r#"{"customer_id":"sartography","po_number":1001}"#
+        );
     }
 
     #[test]
@@ -85,7 +92,10 @@ mod tests {
     #[test]
     fn empty_values_give_the_empty_object() {
         assert_eq!(canonical_key(&CorrelationValues::new()), "{}");
-        assert_eq!(candidate_keys(&CorrelationValues::new()), vec!["{}".to_string()]);
+        assert_eq!(
+            candidate_keys(&CorrelationValues::new()),
+            vec!["{}".to_string()]
+        );
     }
 
     #[test]
@@ -93,7 +103,10 @@ mod tests {
         let v = values(json!({"a": 1, "b": 2}));
         let mut keys = candidate_keys(&v);
         keys.sort();
-        assert_eq!(keys, vec![r#"{"a":1,"b":2}"#, r#"{"a":1}"#, r#"{"b":2}"#, "{}"]);
+        assert_eq!(
+            keys,
+            vec![r#"{"a":1,"b":2}"#, r#"{"a":1}"#, r#"{"b":2}"#, "{}"]
+        );
     }
 
     #[test]

@@ -42,7 +42,6 @@ pub struct TaskRow {
     pub updated_at: DateTime<Utc>,
 }
 
-
 pub async fn insert(
     conn: &mut PgConnection,
     process_model_identifier: &str,
@@ -92,7 +91,10 @@ pub struct InstanceUpdate<'a> {
     pub error: Option<&'a Value>,
 }
 
-pub async fn update(conn: &mut PgConnection, update: &InstanceUpdate<'_>) -> sqlx::Result<DateTime<Utc>> {
+pub async fn update(
+    conn: &mut PgConnection,
+    update: &InstanceUpdate<'_>,
+) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
         "UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
          error = $6, updated_at = now() WHERE id = $1 RETURNING updated_at",
@@ -109,7 +111,11 @@ pub async fn update(conn: &mut PgConnection, update: &InstanceUpdate<'_>) -> sql
 
 /// Inserts or updates the given tasks in one statement. `tasks` is a JSON array of objects
 /// with the columns of `tasks` (guid, element_id, element_type, name, state, scope, data).
-pub async fn upsert_tasks(conn: &mut PgConnection, instance_id: i64, tasks: &Value) -> sqlx::Result<()> {
+pub async fn upsert_tasks(
+    conn: &mut PgConnection,
+    instance_id: i64,
+    tasks: &Value,
+) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data) \
          SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data \
@@ -124,7 +130,6 @@ pub async fn upsert_tasks(conn: &mut PgConnection, instance_id: i64, tasks: &Val
     .await?;
     Ok(())
 }
-
 
 pub async fn live_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {
     sqlx::query_as(
@@ -147,7 +152,11 @@ pub async fn all_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Resul
     .await
 }
 
-pub async fn task(conn: &mut PgConnection, instance_id: i64, guid: Uuid) -> sqlx::Result<Option<TaskRow>> {
+pub async fn task(
+    conn: &mut PgConnection,
+    instance_id: i64,
+    guid: Uuid,
+) -> sqlx::Result<Option<TaskRow>> {
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
          retry_at, created_at, updated_at FROM tasks WHERE process_instance_id = $1 AND guid = $2",

@@ -125,7 +125,11 @@ pub async fn oldest_waiting_receive(
 }
 
 /// Marks a waiting receive completed by `send_id`; false if it is no longer waiting.
-pub async fn claim_receive(conn: &mut PgConnection, receive_id: i64, send_id: i64) -> sqlx::Result<bool> {
+pub async fn claim_receive(
+    conn: &mut PgConnection,
+    receive_id: i64,
+    send_id: i64,
+) -> sqlx::Result<bool> {
     let claimed = sqlx::query(
         "UPDATE message_instances SET status = 'completed', counterpart_id = $2, updated_at = now() \
          WHERE id = $1 AND status = 'ready'",
@@ -172,7 +176,11 @@ pub async fn claim_buffered_send(
 }
 
 /// Points a receive at the send that completed it.
-pub async fn complete_receive(conn: &mut PgConnection, receive_id: i64, send_id: i64) -> sqlx::Result<()> {
+pub async fn complete_receive(
+    conn: &mut PgConnection,
+    receive_id: i64,
+    send_id: i64,
+) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE message_instances SET status = 'completed', counterpart_id = $2, updated_at = now() \
          WHERE id = $1",
@@ -219,9 +227,9 @@ pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Messa
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM} WHERE m.id = $1"
     )))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    .bind(id)
+    .fetch_optional(conn)
+    .await
 }
 
 /// The stored message for an idempotency key, and whether `payload` equals its payload

@@ -55,7 +55,9 @@ pub async fn list(conn: &mut PgConnection, limit: i64, offset: i64) -> sqlx::Res
 }
 
 pub async fn count(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM process_models").fetch_one(conn).await
+    sqlx::query_scalar("SELECT count(*) FROM process_models")
+        .fetch_one(conn)
+        .await
 }
 
 /// Serialises writers of one model (file uploads, startup loading) for the transaction.

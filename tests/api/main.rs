@@ -2,7 +2,11 @@
 
 mod auth;
 mod cli;
+mod domain;
 mod errors;
 mod health;
 mod helpers;
+mod instances;
+mod messages;
+mod models;
 mod openapi;
