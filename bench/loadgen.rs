@@ -1,0 +1,166 @@
+//! Load generator for the messages API. Against a running server it measures messages/s and
+//! latency percentiles for (a) message start of a one-step process and (b) correlation to
+//! already-waiting instances, at 1 and 16 concurrent clients, and prints one line per case.
+//!
+//! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE]
+
+use reqwest::Client;
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use workflow_backend::api::auth::mint_token;
+
+const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:spiffworkflow="http://spiffworkflow.org/bpmn/schema/1.0/core" id="d" targetNamespace="http://bpmn.io/schema/bpmn">"#;
+
+fn one_step(name: &str) -> String {
+    format!(
+        r#"{HEADER}<bpmn:message id="m" name="{name}" />
+<bpmn:process id="bench_start" isExecutable="true">
+  <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
+  <bpmn:sequenceFlow id="f" sourceRef="start" targetRef="done" /><bpmn:endEvent id="done" />
+</bpmn:process></bpmn:definitions>"#
+    )
+}
+
+fn waiter(name: &str) -> String {
+    format!(
+        r#"{HEADER}<bpmn:correlationProperty id="key" name="key"><bpmn:correlationPropertyRetrievalExpression messageRef="m"><bpmn:formalExpression>key</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression></bpmn:correlationProperty>
+<bpmn:message id="m" name="{name}" />
+<bpmn:process id="bench_waiter" isExecutable="true">
+  <bpmn:startEvent id="start" /><bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+  <bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements>
+    <spiffworkflow:messageVariable>received</spiffworkflow:messageVariable>
+    <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>key</spiffworkflow:propertyId><spiffworkflow:expression>key</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
+  </bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:intermediateCatchEvent>
+  <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" /><bpmn:endEvent id="done" />
+</bpmn:process></bpmn:definitions>"#
+    )
+}
+
+struct Target {
+    client: Client,
+    base: String,
+    token: String,
+}
+
+impl Target {
+    async fn upload(&self, model: &str, xml: String) {
+        let response = self
+            .client
+            .put(format!("{}/v1.0/process-models/{model}/files/model.bpmn", self.base))
+            .bearer_auth(&self.token)
+            .header("Content-Type", "application/xml")
+            .body(xml)
+            .send()
+            .await
+            .expect("upload");
+        assert!(response.status().is_success(), "upload {model}: {}", response.text().await.unwrap_or_default());
+    }
+
+    async fn post(&self, path: &str, body: serde_json::Value, expected: u16) -> Duration {
+        let started = Instant::now();
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        assert_eq!(status, expected, "{path}: {text}");
+        started.elapsed()
+    }
+}
+
+/// Runs `total` requests from `clients` concurrent workers; request `i` is made by `make(i)`.
+async fn run_case<F, Fut>(label: &str, clients: usize, total: usize, make: F)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Duration> + Send,
+{
+    let make = Arc::new(make);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let make = make.clone();
+            let next = next.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        return latencies;
+                    }
+                    latencies.push(make(i).await);
+                }
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(total);
+    for worker in workers {
+        latencies.extend(worker.await.expect("worker"));
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)].as_secs_f64() * 1e3;
+    println!(
+        "{label:<12} clients={clients:<3} messages={total:<6} rate={:>8.1}/s  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms",
+        total as f64 / elapsed.as_secs_f64(),
+        pct(0.50),
+        pct(0.95),
+        pct(0.99),
+        latencies.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: loadgen URL JWT_SECRET [MESSAGES_PER_CASE]");
+        std::process::exit(2);
+    }
+    let total: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(2_000);
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let target = Arc::new(Target {
+        client: Client::builder().pool_max_idle_per_host(64).build().expect("client"),
+        base: args[1].trim_end_matches('/').to_string(),
+        token: mint_token(&args[2], "loadgen", "admin", Duration::from_secs(3600)),
+    });
+    let start_name = format!("bench_start_{run}");
+    let work_name = format!("bench_work_{run}");
+    target.upload(&format!("bench:start_{run}"), one_step(&start_name)).await;
+    target.upload(&format!("bench:waiter_{run}"), waiter(&work_name)).await;
+
+    for clients in [1, 16] {
+        let (t, name) = (target.clone(), start_name.clone());
+        run_case("start", clients, total, move |i| {
+            let (t, name) = (t.clone(), name.clone());
+            async move { t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200).await }
+        })
+        .await;
+    }
+    for clients in [1, 16] {
+        // the instances wait before the measured run starts
+        let model = format!("bench:waiter_{run}");
+        let (t, m) = (target.clone(), model.clone());
+        let prefix = format!("c{clients}_");
+        let p = prefix.clone();
+        run_case("(setup)", 16, total, move |i| {
+            let (t, m, p) = (t.clone(), m.clone(), p.clone());
+            async move { t.post(&format!("/v1.0/process-instances/{m}"), json!({"key": format!("{p}{i}")}), 201).await }
+        })
+        .await;
+        let (t, name) = (target.clone(), work_name.clone());
+        run_case("correlate", clients, total, move |i| {
+            let (t, name, p) = (t.clone(), name.clone(), prefix.clone());
+            async move { t.post(&format!("/v1.0/messages/{name}"), json!({"key": format!("{p}{i}")}), 200).await }
+        })
+        .await;
+    }
+}
