@@ -10,3 +10,4 @@ mod instances;
 mod messages;
 mod models;
 mod openapi;
+mod service_tasks;
