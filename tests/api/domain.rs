@@ -173,10 +173,3 @@ pub async fn messages(app: &TestApp, query: &str) -> Vec<Value> {
     assert_eq!(status, StatusCode::OK, "{body}");
     body["results"].as_array().expect("results").clone()
 }
-
-pub fn unique(prefix: &str) -> String {
-    format!(
-        "{prefix}_{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    )
-}

@@ -56,23 +56,6 @@ pub fn keyed_waiter(process_id: &str, name: &str) -> String {
     ))
 }
 
-/// Started through the API; waits for `{name}` with no correlation at all (any message of
-/// that name is its).
-pub fn plain_waiter(process_id: &str, name: &str) -> String {
-    definitions(&format!(
-        r#"<bpmn:message id="m_{process_id}" name="{name}" />
-  <bpmn:process id="{process_id}" isExecutable="true">
-    <bpmn:startEvent id="start" />
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
-    <bpmn:receiveTask id="wait" messageRef="m_{process_id}">
-      <bpmn:extensionElements><spiffworkflow:messageVariable>received</spiffworkflow:messageVariable></bpmn:extensionElements>
-    </bpmn:receiveTask>
-    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />
-    <bpmn:endEvent id="done" />
-  </bpmn:process>"#
-    ))
-}
-
 /// Message start `{name}` -> end: the one-step process of the benchmark.
 pub fn one_step(process_id: &str, name: &str) -> String {
     definitions(&format!(
