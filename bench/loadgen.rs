@@ -49,14 +49,21 @@ impl Target {
     async fn upload(&self, model: &str, xml: String) {
         let response = self
             .client
-            .put(format!("{}/v1.0/process-models/{model}/files/model.bpmn", self.base))
+            .put(format!(
+                "{}/v1.0/process-models/{model}/files/model.bpmn",
+                self.base
+            ))
             .bearer_auth(&self.token)
             .header("Content-Type", "application/xml")
             .body(xml)
             .send()
             .await
             .expect("upload");
-        assert!(response.status().is_success(), "upload {model}: {}", response.text().await.unwrap_or_default());
+        assert!(
+            response.status().is_success(),
+            "upload {model}: {}",
+            response.text().await.unwrap_or_default()
+        );
     }
 
     async fn post(&self, path: &str, body: serde_json::Value, expected: u16) -> Duration {
@@ -107,7 +114,10 @@ where
     }
     let elapsed = started.elapsed();
     latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)].as_secs_f64() * 1e3;
+    let pct = |p: f64| {
+        latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)].as_secs_f64()
+            * 1e3
+    };
     println!(
         "{label:<12} clients={clients:<3} messages={total:<6} rate={:>8.1}/s  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms",
         total as f64 / elapsed.as_secs_f64(),
@@ -128,20 +138,30 @@ async fn main() {
     let total: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(2_000);
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let target = Arc::new(Target {
-        client: Client::builder().pool_max_idle_per_host(64).build().expect("client"),
+        client: Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .expect("client"),
         base: args[1].trim_end_matches('/').to_string(),
         token: mint_token(&args[2], "loadgen", "admin", Duration::from_secs(3600)),
     });
     let start_name = format!("bench_start_{run}");
     let work_name = format!("bench_work_{run}");
-    target.upload(&format!("bench:start_{run}"), one_step(&start_name)).await;
-    target.upload(&format!("bench:waiter_{run}"), waiter(&work_name)).await;
+    target
+        .upload(&format!("bench:start_{run}"), one_step(&start_name))
+        .await;
+    target
+        .upload(&format!("bench:waiter_{run}"), waiter(&work_name))
+        .await;
 
     for clients in [1, 16] {
         let (t, name) = (target.clone(), start_name.clone());
         run_case("start", clients, total, move |i| {
             let (t, name) = (t.clone(), name.clone());
-            async move { t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200).await }
+            async move {
+                t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200)
+                    .await
+            }
         })
         .await;
     }
@@ -153,13 +173,27 @@ async fn main() {
         let p = prefix.clone();
         run_case("(setup)", 16, total, move |i| {
             let (t, m, p) = (t.clone(), m.clone(), p.clone());
-            async move { t.post(&format!("/v1.0/process-instances/{m}"), json!({"key": format!("{p}{i}")}), 201).await }
+            async move {
+                t.post(
+                    &format!("/v1.0/process-instances/{m}"),
+                    json!({"key": format!("{p}{i}")}),
+                    201,
+                )
+                .await
+            }
         })
         .await;
         let (t, name) = (target.clone(), work_name.clone());
         run_case("correlate", clients, total, move |i| {
             let (t, name, p) = (t.clone(), name.clone(), prefix.clone());
-            async move { t.post(&format!("/v1.0/messages/{name}"), json!({"key": format!("{p}{i}")}), 200).await }
+            async move {
+                t.post(
+                    &format!("/v1.0/messages/{name}"),
+                    json!({"key": format!("{p}{i}")}),
+                    200,
+                )
+                .await
+            }
         })
         .await;
     }
