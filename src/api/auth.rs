@@ -490,11 +490,19 @@ mod tests {
 
     #[test]
     fn issuer_and_audience_are_required_when_configured() {
-        let configured = keys(Some("s"), Some("https://idp"), Some("wf"));
         let plain = mint_token("s", "a", "admin", Duration::from_secs(60));
-        let err = configured.verify(&plain).unwrap_err();
-        assert_eq!(err.error_code(), "invalid_token");
-        assert!(err.detail().contains("iss"), "{err}");
+        for (issuer, audience, claim) in [
+            (Some("https://idp"), None, "`iss`"),
+            (None, Some("wf"), "`aud`"),
+        ] {
+            let err = keys(Some("s"), issuer, audience)
+                .verify(&plain)
+                .unwrap_err();
+            assert_eq!(err.error_code(), "invalid_token");
+            assert!(err.detail().contains(claim), "{err}");
+        }
+        let configured = keys(Some("s"), Some("https://idp"), Some("wf"));
+        assert!(configured.verify(&plain).is_err());
         let minted = configured
             .mint("a", "admin", Duration::from_secs(60))
             .unwrap();
