@@ -7,7 +7,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor, PgConnection};
-use uuid::Uuid;
 
 use crate::helpers::{test_settings, TEST_JWT_SECRET};
 use workflow_backend::api::auth::JwtKeys;
@@ -15,8 +14,14 @@ use workflow_backend::api::openapi_document;
 use workflow_backend::config::JwtSettings;
 
 fn binary(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let dir: PathBuf = std::env::temp_dir().join(format!("wfb-test-{}", Uuid::new_v4()));
+    // An empty working directory: no `.env` to pick up.
+    let dir: PathBuf = std::env::temp_dir().join("workflow-backend-test-cwd");
     std::fs::create_dir_all(&dir).unwrap();
+    assert!(
+        !dir.join(".env").exists(),
+        "{} must not hold a .env",
+        dir.display()
+    );
     let mut command = Command::new(env!("CARGO_BIN_EXE_workflow-backend"));
     command.args(args).env_clear().current_dir(dir);
     for (k, v) in env {
