@@ -29,8 +29,8 @@ use crate::workers;
 pub struct AppState {
     pub pool: PgPool,
     pub settings: Arc<Settings>,
-    /// For connector proxy calls: `User-Agent: workflow-backend`, the configured timeouts.
-    pub http: reqwest::Client,
+    /// Token verification, and minting of per-task callback tokens.
+    pub keys: web::Data<JwtKeys>,
     /// Compiled process models, keyed by version.
     pub models: ModelCache,
     /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
@@ -97,12 +97,6 @@ impl Application {
         if settings.public_url == format!("http://{}", settings.bind) {
             settings.public_url = format!("http://{local_addr}");
         }
-        let http = reqwest::Client::builder()
-            .user_agent("workflow-backend")
-            .connect_timeout(Duration::from_millis(settings.connector_connect_timeout_ms))
-            .timeout(Duration::from_millis(settings.connector_timeout_ms))
-            .build()
-            .context("building the HTTP client")?;
         let max_body_bytes = settings.max_body_bytes;
         let connector = settings.connector_proxy_url.as_ref().map(|url| {
             ConnectorClient::new(ProxyConfig {
@@ -113,14 +107,14 @@ impl Application {
                 max_redirects: 5,
             })
         });
+        let keys = web::Data::new(keys);
         let state = web::Data::new(AppState {
             pool,
             settings: Arc::new(settings),
-            http,
+            keys: keys.clone(),
             models: ModelCache::new(),
             connector,
         });
-        let keys = web::Data::new(keys);
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
         // label value, so the number of series stays bounded.
         let metrics = PrometheusMetricsBuilder::new("workflow_backend")

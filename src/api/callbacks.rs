@@ -70,7 +70,7 @@ pub async fn callback(
         cache: &state.models,
         client: state.connector.as_ref(),
         public_url: &settings.public_url,
-        callback_secret: settings.jwt.secret.as_deref(),
+        signer: &state.keys,
         callback_token_ttl: Duration::from_secs(settings.callback_token_ttl_seconds),
     };
     Ok(HttpResponse::Ok().json(service_tasks::callback(&ctx, id, task_guid, &outcome).await?))

@@ -16,8 +16,9 @@ pub struct ServiceTaskContext<'a> {
     pub client: Option<&'a ConnectorClient>,
     /// `{WORKFLOW_BACKEND_URL}` for callback URLs.
     pub public_url: &'a str,
-    /// HS256 secret for per-task callback tokens; without one no token is sent.
-    pub callback_secret: Option<&'a str>,
+    /// Mints per-task callback tokens (HS256, with the configured issuer and audience);
+    /// without a JWT secret no token is sent.
+    pub signer: &'a crate::api::auth::JwtKeys,
     pub callback_token_ttl: Duration,
 }
 
@@ -138,14 +139,10 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
         "wf__callback_url".into(),
         json!(callback_url(ctx.public_url, id, job.task_guid)),
     );
-    if let Some(secret) = ctx.callback_secret {
-        let scope = callback_scope(id, job.task_guid);
-        let token = crate::api::auth::mint_token(
-            secret,
-            &format!("task:{}", job.task_guid),
-            &scope,
-            ctx.callback_token_ttl,
-        );
+    // the worker's own credential for this one task (README: protocol extension)
+    let subject = format!("task:{}", job.task_guid);
+    let scope = callback_scope(id, job.task_guid);
+    if let Ok(token) = ctx.signer.mint(&subject, &scope, ctx.callback_token_ttl) {
         body.insert("wf__callback_token".into(), json!(token));
     }
     uow.commit().await?;

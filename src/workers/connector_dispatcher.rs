@@ -19,7 +19,7 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
         cache: &state.models,
         client: state.connector.as_ref(),
         public_url: &settings.public_url,
-        callback_secret: settings.jwt.secret.as_deref(),
+        signer: &state.keys,
         callback_token_ttl: Duration::from_secs(settings.callback_token_ttl_seconds),
     };
     loop {

@@ -14,9 +14,11 @@ use std::time::Duration;
 /// A request as the fake proxy received it.
 #[derive(Debug, Clone)]
 struct Received {
+    method: String,
     path: String,
     headers: Vec<(String, String)>,
     body: Value,
+    at: std::time::Instant,
 }
 
 impl Received {
@@ -28,10 +30,34 @@ impl Received {
     }
 }
 
+/// One scripted answer of the fake proxy.
+#[derive(Debug, Clone, Default)]
+struct Answer {
+    status: u16,
+    /// The body as sent (not necessarily JSON).
+    body: String,
+    headers: Vec<(String, String)>,
+    /// Wait this long before answering.
+    delay: Duration,
+    /// Before answering, PUT this envelope to the request's callback URL with its token.
+    callback_first: Option<Value>,
+}
+
+fn answer(status: u16, body: Value) -> Answer {
+    Answer {
+        status,
+        body: body.to_string(),
+        ..Answer::default()
+    }
+}
+
 #[derive(Default)]
 struct Script {
-    answers: VecDeque<(u16, Value)>,
+    answers: VecDeque<Answer>,
     received: Vec<Received>,
+    /// Where the engine under test listens (callback URLs carry the configured public URL).
+    engine_address: String,
+    callback_statuses: Vec<u16>,
 }
 
 struct FakeProxy {
@@ -39,30 +65,64 @@ struct FakeProxy {
     script: Arc<Mutex<Script>>,
 }
 
+async fn fake_proxy_handler(
+    req: HttpRequest,
+    body: web::Bytes,
+    script: web::Data<Mutex<Script>>,
+) -> HttpResponse {
+    let received = Received {
+        method: req.method().to_string(),
+        path: req.path().to_string(),
+        headers: req
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect(),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        at: std::time::Instant::now(),
+    };
+    let (answer, engine) = {
+        let mut script = script.lock().unwrap();
+        script.received.push(received.clone());
+        let answer = script
+            .answers
+            .pop_front()
+            .unwrap_or_else(|| answer(500, json!({})));
+        (answer, script.engine_address.clone())
+    };
+    tokio::time::sleep(answer.delay).await;
+    if let Some(envelope) = &answer.callback_first {
+        let url = received.body["wf__callback_url"].as_str().unwrap_or("");
+        let path = &url[url.find("/v1.0/").unwrap_or(0)..];
+        let token = received.body["wf__callback_token"].as_str().unwrap_or("");
+        let status = reqwest::Client::new()
+            .put(format!("{engine}{path}"))
+            .bearer_auth(token)
+            .json(envelope)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0);
+        script.lock().unwrap().callback_statuses.push(status);
+    }
+    let mut response =
+        HttpResponse::build(actix_web::http::StatusCode::from_u16(answer.status).unwrap());
+    for (name, value) in &answer.headers {
+        response.insert_header((name.as_str(), value.as_str()));
+    }
+    response.content_type("application/json").body(answer.body)
+}
+
 impl FakeProxy {
     fn start() -> FakeProxy {
         let script = Arc::new(Mutex::new(Script::default()));
         let data = web::Data::from(script.clone());
         let server = HttpServer::new(move || {
-            App::new().app_data(data.clone()).default_service(web::to(
-                |req: HttpRequest, body: web::Bytes, script: web::Data<Mutex<Script>>| async move {
-                    let mut script = script.lock().unwrap();
-                    script.received.push(Received {
-                        path: req.path().to_string(),
-                        headers: req
-                            .headers()
-                            .iter()
-                            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
-                            .collect(),
-                        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-                    });
-                    let (status, answer) = script.answers.pop_front().unwrap_or((500, json!({})));
-                    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
-                        .json(answer)
-                },
-            ))
+            App::new()
+                .app_data(data.clone())
+                .default_service(web::to(fake_proxy_handler))
         })
-        .workers(1)
+        .workers(2)
         .bind("127.0.0.1:0")
         .unwrap();
         let url = format!("http://{}", server.addrs()[0]);
@@ -70,16 +130,23 @@ impl FakeProxy {
         FakeProxy { url, script }
     }
 
+    fn push(&self, answer: Answer) {
+        self.script.lock().unwrap().answers.push_back(answer);
+    }
+
     fn answer(&self, status: u16, body: Value) {
-        self.script
-            .lock()
-            .unwrap()
-            .answers
-            .push_back((status, body));
+        self.push(answer(status, body));
     }
 
     fn received(&self) -> Vec<Received> {
         self.script.lock().unwrap().received.clone()
+    }
+
+    fn calls(&self) -> Vec<Received> {
+        self.received()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/v1/do/"))
+            .collect()
     }
 }
 
@@ -118,13 +185,25 @@ fn service_model(retries: &str) -> String {
 }
 
 async fn app_with_proxy(proxy: &FakeProxy, retries: &str) -> TestApp {
+    let app = spawn_with_proxy(proxy, Some("proxy-key"), |_| {}).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model(retries)).await;
+    app
+}
+
+async fn spawn_with_proxy(
+    proxy: &FakeProxy,
+    api_key: Option<&str>,
+    customise: impl FnOnce(&mut workflow_backend::config::Settings) + Send,
+) -> TestApp {
     let url = proxy.url.clone();
+    let api_key = api_key.map(str::to_string);
     let app = spawn_app_with(move |s| {
         s.connector_proxy_url = Some(url);
-        s.connector_proxy_api_key = Some("proxy-key".into());
+        s.connector_proxy_api_key = api_key;
+        customise(s);
     })
     .await;
-    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model(retries)).await;
+    proxy.script.lock().unwrap().engine_address = app.address.clone();
     app
 }
 
@@ -179,7 +258,7 @@ async fn a_synchronous_success_stores_the_command_response_and_runs_on() {
     assert_eq!(shown["data"]["result"]["body"], json!({"echo": "hi"}));
     assert_eq!(shown["data"]["result"]["operator_identifier"], "demo/Echo");
 
-    let received = proxy.received();
+    let received = proxy.calls();
     assert_eq!(received.len(), 1);
     let call = &received[0];
     assert_eq!(call.path, "/v1/do/demo/Echo");
@@ -216,7 +295,7 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
     let id = start_ok(&app, "svc/echo", &json!({"word": "later"})).await;
     let shown = wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
     assert_eq!(shown["status"], "waiting");
-    let call = proxy.received()[0].body.clone();
+    let call = proxy.calls()[0].body.clone();
     let guid = call["wf__task_id"].as_str().unwrap().to_string();
     let token = call["wf__callback_token"].as_str().unwrap().to_string();
 
@@ -332,5 +411,524 @@ async fn transient_failures_are_retried_with_backoff() {
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
     let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
     assert_eq!(shown["data"]["result"]["body"], json!({"ok": true}));
-    assert_eq!(proxy.received().len(), 3);
+    assert_eq!(proxy.calls().len(), 3);
+}
+
+fn error_envelope(code: &str, http_status: Option<u16>) -> Value {
+    json!({
+        "command_response": {"body": null, "mimetype": "application/json", "http_status": http_status},
+        "command_response_version": 2,
+        "error": {"error_code": code, "message": format!("{code} happened")},
+        "wf__logs": [],
+    })
+}
+
+/// The spec's States and Errors tables, each row through the engine: what the proxy answers,
+/// and where the instance ends up.
+#[tokio::test]
+async fn each_kind_of_proxy_answer_is_classified_as_the_spec_orders() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let cases: Vec<(&str, Answer, &str, Option<&str>)> = vec![
+        (
+            "outer 202, inner 202: waits",
+            answer(202, envelope(json!({}), 202)),
+            "STARTED",
+            None,
+        ),
+        (
+            "outer 202, no inner status: waits",
+            answer(
+                202,
+                json!({"command_response": {"body": {}, "mimetype": "application/json"}, "command_response_version": 2, "error": null, "wf__logs": []}),
+            ),
+            "STARTED",
+            None,
+        ),
+        (
+            "outer 200, inner 202: done at once",
+            answer(200, envelope(json!({"x": 1}), 202)),
+            "COMPLETED",
+            None,
+        ),
+        (
+            "outer 200, inner 500: command failure",
+            answer(200, envelope(json!({}), 500)),
+            "ERROR",
+            Some("http_status_500"),
+        ),
+        (
+            "outer 202, inner 500: failure, not waiting",
+            answer(202, envelope(json!({}), 500)),
+            "ERROR",
+            Some("http_status_500"),
+        ),
+        (
+            "outer 202 with an error: failure at once",
+            answer(202, error_envelope("busy", None)),
+            "ERROR",
+            Some("busy"),
+        ),
+        (
+            "outer 404 minimal envelope",
+            answer(
+                404,
+                json!({"command_response": {}, "error": {"error_code": "command_not_found", "message": "no such command"}}),
+            ),
+            "ERROR",
+            Some("command_not_found"),
+        ),
+        (
+            "outer 500, not JSON: proxy failure",
+            Answer {
+                status: 500,
+                body: "<html>oops</html>".into(),
+                ..Answer::default()
+            },
+            "ERROR",
+            Some("invalid_proxy_response"),
+        ),
+        (
+            "outer 401 without envelope: proxy failure",
+            answer(401, json!({"detail": "bad key"})),
+            "ERROR",
+            Some("proxy_http_status_401"),
+        ),
+        (
+            "outer 200, error without error_code: ignored",
+            answer(
+                200,
+                json!({"command_response": {"body": 1, "mimetype": "application/json"}, "error": {"message": "noise"}}),
+            ),
+            "COMPLETED",
+            None,
+        ),
+        (
+            "outer 200, legacy api_response",
+            answer(200, json!({"api_response": {"legacy": true}})),
+            "COMPLETED",
+            None,
+        ),
+    ];
+    for (what, scripted, task_state_expected, error_code) in cases {
+        proxy.push(scripted);
+        let id = start_ok(&app, "svc/echo", &json!({"word": what})).await;
+        let shown = wait_for(&app, id, |s| task_state(s, "call") != "READY").await;
+        assert_eq!(
+            task_state(&shown, "call"),
+            task_state_expected,
+            "{what}: {shown}"
+        );
+        match error_code {
+            Some(code) => {
+                assert_eq!(shown["status"], "error", "{what}: {shown}");
+                assert_eq!(shown["error"]["error_code"], code, "{what}: {shown}");
+            }
+            None if task_state_expected == "COMPLETED" => {
+                assert_eq!(shown["status"], "complete", "{what}")
+            }
+            None => assert_eq!(shown["status"], "waiting", "{what}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_an_api_key_no_key_header_is_sent() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, None, |_| {}).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    proxy.answer(200, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    wait_for(&app, id, |s| s["status"] == "complete").await;
+    assert_eq!(proxy.calls()[0].header("wf-connector-proxy-api-key"), None);
+}
+
+#[tokio::test]
+async fn redirects_307_and_308_are_followed_and_301_302_303_refused() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    for status in [307, 308] {
+        proxy.push(Answer {
+            status,
+            body: String::new(),
+            headers: vec![(
+                "Location".into(),
+                format!("{}/elsewhere/v1/do/demo/Echo", proxy.url),
+            )],
+            ..Answer::default()
+        });
+        proxy.answer(200, envelope(json!({"via": status}), 200));
+        let id = start_ok(&app, "svc/echo", &json!({"word": "r"})).await;
+        let shown = wait_for(&app, id, |s| s["status"] != "waiting").await;
+        assert_eq!(shown["status"], "complete", "{status}: {shown}");
+        assert_eq!(shown["data"]["result"]["body"]["via"], status);
+        let hop = proxy.received().last().unwrap().clone();
+        assert_eq!(hop.path, "/elsewhere/v1/do/demo/Echo");
+        assert_eq!(hop.method, "POST");
+        assert_eq!(hop.header("wf-connector-proxy-api-key"), Some("proxy-key"));
+        assert_eq!(hop.body["word"], "r");
+    }
+    for status in [301, 302, 303] {
+        proxy.push(Answer {
+            status,
+            body: String::new(),
+            headers: vec![("Location".into(), format!("{}/elsewhere", proxy.url))],
+            ..Answer::default()
+        });
+        let id = start_ok(&app, "svc/echo", &json!({"word": "r"})).await;
+        let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+        assert_eq!(
+            shown["error"]["error_code"],
+            format!("proxy_http_status_{status}"),
+            "{shown}"
+        );
+        assert!(
+            !proxy
+                .received()
+                .last()
+                .unwrap()
+                .path
+                .starts_with("/elsewhere"),
+            "{status} was followed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_proxy_slower_than_the_timeout_fails_the_task() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("k"), |s| s.connector_timeout_ms = 300).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    proxy.push(Answer {
+        delay: Duration::from_secs(2),
+        ..answer(200, envelope(json!({}), 200))
+    });
+    let id = start_ok(&app, "svc/echo", &json!({"word": "slow"})).await;
+    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    assert_eq!(
+        shown["error"]["error_code"], "connector_proxy_timeout",
+        "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn retries_wait_base_to_the_attempt_plus_one_seconds() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(
+        &proxy,
+        r#"<spiffworkflow:retry retries="1" backoff_base="0.5" />"#,
+    )
+    .await;
+    proxy.answer(429, json!({"command_response": {}, "error": null}));
+    proxy.answer(503, json!({"command_response": {}, "error": null}));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    let calls = proxy.calls();
+    assert_eq!(calls.len(), 2, "one retry, then the failure is final");
+    assert!(
+        calls[1].at - calls[0].at >= Duration::from_millis(500),
+        "retried too early"
+    );
+    assert_eq!(shown["error"]["error_code"], "proxy_http_status_503");
+    let task = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["element_id"] == "call")
+        .unwrap();
+    assert_eq!(task["retries_attempted"], 1);
+}
+
+#[tokio::test]
+async fn a_callback_error_is_retried_caught_or_fails_the_instance() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(
+        &proxy,
+        r#"<spiffworkflow:retry retries="1" backoff_base="0.1" />"#,
+    )
+    .await;
+
+    // transient error with a retry left: 200 retry_scheduled, the call is made again
+    proxy.answer(202, envelope(json!({}), 200));
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    let call = proxy.calls()[0].body.clone();
+    let (guid, token) = (
+        call["wf__task_id"].as_str().unwrap().to_string(),
+        call["wf__callback_token"].as_str().unwrap().to_string(),
+    );
+    let (status, retry) = callback(
+        &app,
+        id,
+        &guid,
+        Some(&token),
+        &error_envelope("upstream_down", Some(503)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{retry}");
+    assert_eq!(retry["status"], "retry_scheduled");
+    assert_eq!(retry["retries_attempted"], 1);
+    assert_eq!(retry["retries_remaining"], 0);
+    assert_eq!(retry["max_retries"], 1);
+    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    assert_eq!(proxy.calls().len(), 2);
+
+    // no retry left, a code no boundary catches: 400 and the instance is in error
+    let (status, failed) = callback(
+        &app,
+        id,
+        &guid,
+        Some(&token),
+        &error_envelope("upstream_down", Some(503)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{failed}");
+    assert_eq!(failed["error_code"], "service_task_error");
+    assert_eq!(show(&app, id).await["status"], "error");
+
+    // a code the boundary catches: the flow continues there
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "y"})).await;
+    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    let call = proxy.calls().last().unwrap().body.clone();
+    let (guid, token) = (
+        call["wf__task_id"].as_str().unwrap().to_string(),
+        call["wf__callback_token"].as_str().unwrap().to_string(),
+    );
+    let (status, caught) = callback(
+        &app,
+        id,
+        &guid,
+        Some(&token),
+        &error_envelope("bad_thing", Some(400)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{caught}");
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete");
+    assert_eq!(task_state(&shown, "caught"), "COMPLETED");
+}
+
+#[tokio::test]
+async fn a_callback_needs_update_rights_on_the_instance_or_the_task_token() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    proxy.answer(202, envelope(json!({}), 200));
+    proxy.answer(202, envelope(json!({}), 200));
+    let first = start_ok(&app, "svc/echo", &json!({"word": "a"})).await;
+    let second = start_ok(&app, "svc/echo", &json!({"word": "b"})).await;
+    wait_for(&app, first, |s| task_state(s, "call") == "STARTED").await;
+    wait_for(&app, second, |s| task_state(s, "call") == "STARTED").await;
+    let calls = proxy.calls();
+    let body_of = |id: i64| {
+        calls
+            .iter()
+            .find(|c| c.body["wf__process_instance_id"] == id)
+            .unwrap()
+            .body
+            .clone()
+    };
+    let (a, b) = (body_of(first), body_of(second));
+    let success = json!({"command_response": {"body": {"ok": 1}, "mimetype": "application/json"}});
+    let a_guid = a["wf__task_id"].as_str().unwrap();
+    let b_token = b["wf__callback_token"].as_str().unwrap();
+
+    let cases = [
+        (Some("not-a-jwt".to_string()), StatusCode::UNAUTHORIZED),
+        (Some(b_token.to_string()), StatusCode::FORBIDDEN), // another task's token
+        (
+            Some(app.token("instances:update:other/*")),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            Some(app.token("instances:read:svc/echo")),
+            StatusCode::FORBIDDEN,
+        ),
+        (Some(app.token("instances:update:svc/*")), StatusCode::OK),
+    ];
+    for (token, expected) in cases {
+        let (status, body) = callback(&app, first, a_guid, token.as_deref(), &success).await;
+        assert_eq!(status, expected, "{token:?}: {body}");
+        if status != StatusCode::OK {
+            assert!(
+                body["error_code"] == "not_authorized" || body["error_code"] == "invalid_token",
+                "{body}"
+            );
+        }
+    }
+    // the token of the second task still works for it
+    let b_guid = b["wf__task_id"].as_str().unwrap();
+    assert_eq!(
+        callback(&app, second, b_guid, Some(b_token), &success)
+            .await
+            .0,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_callback_that_arrives_before_the_202_is_recorded_succeeds() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    proxy.push(Answer {
+        callback_first: Some(
+            json!({"command_response": {"body": {"early": true}, "mimetype": "application/json"}}),
+        ),
+        ..answer(202, envelope(json!({}), 200))
+    });
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    assert_eq!(shown["data"]["result"], json!({"early": true}));
+    assert_eq!(proxy.script.lock().unwrap().callback_statuses, vec![200]);
+    // the late 202 changed nothing
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
+}
+
+#[tokio::test]
+async fn a_required_parameter_that_evaluates_to_nothing_fails_before_any_call() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("k"), |_| {}).await;
+    let xml = service_model("").replace(
+        r#"<spiffworkflow:parameter id="word" type="str" value="word" />"#,
+        r#"<spiffworkflow:parameter id="word" type="str" value="word" /><spiffworkflow:parameter id="must" type="str" value="None" required="true" />"#,
+    );
+    upload_ok(&app, "svc/echo", "svc.bpmn", &xml).await;
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    assert!(
+        shown["error"]["message"].as_str().unwrap().contains("must"),
+        "{shown}"
+    );
+    assert!(proxy.calls().is_empty());
+}
+
+#[tokio::test]
+async fn discovery_relays_the_proxy_and_survives_its_failures() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
+    let commands = json!([{"id": "demo/Echo", "parameters": [{"id": "word", "type": "str", "required": true}]}]);
+    proxy.answer(200, commands.clone());
+    let (status, listed) = get(&app, "/v1.0/service-tasks").await;
+    assert_eq!((status, listed), (StatusCode::OK, commands));
+    let asked = proxy.received().last().unwrap().clone();
+    assert_eq!(asked.path, "/v1/commands");
+    assert_eq!(
+        asked.header("wf-connector-proxy-api-key"),
+        Some("proxy-key")
+    );
+
+    proxy.answer(500, json!({"oops": 1}));
+    assert_eq!(get(&app, "/v1.0/service-tasks").await.1, json!([]));
+    proxy.answer(200, json!({"not": "a list"}));
+    assert_eq!(get(&app, "/v1.0/service-tasks").await.1, json!([]));
+
+    proxy.answer(200, json!([{"id": "oauth/google", "parameters": []}]));
+    assert_eq!(
+        get(&app, "/v1.0/authentications").await.1[0]["id"],
+        "oauth/google"
+    );
+    assert_eq!(proxy.received().last().unwrap().path, "/v1/auths");
+    proxy.answer(404, json!({}));
+    assert_eq!(get(&app, "/v1.0/authentications").await.1, json!([]));
+}
+
+/// The reference's service-task fixtures, end to end (read from ../shared; skipped without it).
+#[tokio::test]
+async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/conformance/spiffarena-fixtures");
+    if !root.is_dir() {
+        eprintln!("skipped: {} is absent", root.display());
+        return;
+    }
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("k"), |_| {}).await;
+    let load =
+        |folder: &str, file: &str| std::fs::read_to_string(root.join(folder).join(file)).unwrap();
+    let done = json!({"command_response": {"body": {"do_not_fail": true}, "mimetype": "application/json"}});
+
+    // service_task and parallel_service_task_callback: 202, then the worker calls back
+    for (folder, file) in [
+        ("service_task", "service_task.bpmn"),
+        (
+            "parallel_service_task_callback",
+            "parallel_service_task_callback.bpmn",
+        ),
+    ] {
+        upload_ok(
+            &app,
+            &format!("fixtures/{folder}"),
+            file,
+            &load(folder, file),
+        )
+        .await;
+        proxy.answer(202, envelope(json!({}), 202));
+        let id = start_ok(&app, &format!("fixtures/{folder}"), &json!({})).await;
+        wait_for(&app, id, |s| {
+            s["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["element_type"] == "serviceTask" && t["state"] == "STARTED")
+        })
+        .await;
+        let call = proxy.calls().last().unwrap().body.clone();
+        assert_eq!(proxy.calls().last().unwrap().path, "/v1/do/ed/GetFiles");
+        assert_eq!(
+            (call["process_id"].as_str(), call["encoding"].as_str()),
+            (Some("a"), Some("b"))
+        );
+        let (status, body) = callback(
+            &app,
+            id,
+            call["wf__task_id"].as_str().unwrap(),
+            call["wf__callback_token"].as_str(),
+            &done,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{folder}: {body}");
+        assert_eq!(show(&app, id).await["status"], "complete", "{folder}");
+    }
+
+    // message_start_service_task: a message starts it; the worker's callback comes before the 202
+    upload_ok(
+        &app,
+        "fixtures/message_start_service_task",
+        "m.bpmn",
+        &load(
+            "message_start_service_task",
+            "message_start_service_task.bpmn",
+        ),
+    )
+    .await;
+    proxy.push(Answer {
+        callback_first: Some(done.clone()),
+        ..answer(202, envelope(json!({}), 202))
+    });
+    let (status, started) = send(
+        &app,
+        "quick_callback_service_task",
+        &json!({"hello": 1}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let id = started["process_instance"]["id"].as_i64().unwrap();
+    wait_for(&app, id, |s| s["status"] == "complete").await;
+
+    // retries: retries="3" with the default base 2 -> one failure, a retry 2 s later, success
+    upload_ok(
+        &app,
+        "fixtures/retries",
+        "retries.bpmn",
+        &load("retries", "retries.bpmn"),
+    )
+    .await;
+    proxy.answer(500, json!({"command_response": {}, "error": {"error_code": "TIMEOUT_ERROR", "message": "upstream timed out"}}));
+    proxy.answer(200, envelope(json!({"fine": true}), 200));
+    let id = start_ok(&app, "fixtures/retries", &json!({})).await;
+    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    assert_eq!(shown["data"]["result"]["body"], json!({"fine": true}));
 }
