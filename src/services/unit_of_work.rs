@@ -8,7 +8,9 @@
 use super::{Error, ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
-use crate::engine::{self, Effect, EngineError, Event, InstanceState, Task, TaskState};
+use crate::engine::{
+    self, Effect, EngineError, Event, InstanceState, InstanceStatus, Task, TaskState,
+};
 use crate::store::{self, instances::InstanceRow, messages::NewMessage};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
@@ -613,28 +615,18 @@ impl<'c> UnitOfWork<'c> {
                     correlations: &json!(state.correlations),
                     internal: &json!(state.internal),
                     error: error.as_ref(),
+                    tasks: &Value::Array(changed),
                 },
             )
             .await?;
-            if !changed.is_empty() {
-                store::instances::upsert_tasks(&mut self.tx, id, &Value::Array(changed)).await?;
-            }
-            let finished = state.status.is_final();
+            // A complete instance has no live task left; one that stopped otherwise (error,
+            // terminated) may, and nothing may be delivered to or called for it any more.
+            let stopped_early = state.status.is_final() && state.status != InstanceStatus::Complete;
             loaded.updated_at = updated_at;
             loaded.dirty = false;
-            if finished {
-                // Nothing may be delivered to, or called for, an instance that has stopped.
-                sqlx::query(
-                    "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
-                     WHERE process_instance_id = $1 AND message_type = 'receive' AND status = 'ready'",
-                )
-                .bind(id)
-                .execute(&mut *self.tx)
-                .await?;
-                sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1")
-                    .bind(id)
-                    .execute(&mut *self.tx)
-                    .await?;
+            if stopped_early {
+                store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
+                store::jobs::cancel_for_instance(&mut self.tx, id).await?;
             }
         }
         Ok(())

@@ -89,14 +89,25 @@ pub struct InstanceUpdate<'a> {
     pub correlations: &'a Value,
     pub internal: &'a Value,
     pub error: Option<&'a Value>,
+    /// Tasks to insert or update: a JSON array of objects with the columns of `tasks`
+    /// (guid, element_id, element_type, name, state, scope, data).
+    pub tasks: &'a Value,
 }
 
+/// Writes an instance's row and its changed tasks in one statement.
 pub async fn update(
     conn: &mut PgConnection,
     update: &InstanceUpdate<'_>,
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
-        "UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
+        "WITH written_tasks AS ( \
+             INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data) \
+             SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data \
+             FROM jsonb_to_recordset($7) AS t(guid uuid, element_id text, element_type text, \
+                  name text, state text, scope uuid, data jsonb) \
+             ON CONFLICT (guid) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data, \
+                  updated_at = now()) \
+         UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
          error = $6, updated_at = now() WHERE id = $1 RETURNING updated_at",
     )
     .bind(update.id)
@@ -105,30 +116,9 @@ pub async fn update(
     .bind(Json(update.correlations))
     .bind(Json(update.internal))
     .bind(update.error.map(Json))
+    .bind(Json(update.tasks))
     .fetch_one(conn)
     .await
-}
-
-/// Inserts or updates the given tasks in one statement. `tasks` is a JSON array of objects
-/// with the columns of `tasks` (guid, element_id, element_type, name, state, scope, data).
-pub async fn upsert_tasks(
-    conn: &mut PgConnection,
-    instance_id: i64,
-    tasks: &Value,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data) \
-         SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data \
-         FROM jsonb_to_recordset($2) AS t(guid uuid, element_id text, element_type text, \
-              name text, state text, scope uuid, data jsonb) \
-         ON CONFLICT (guid) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data, \
-              updated_at = now()",
-    )
-    .bind(instance_id)
-    .bind(Json(tasks))
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 pub async fn live_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {

@@ -30,3 +30,11 @@ pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::
         .await?;
     Ok(())
 }
+
+pub async fn cancel_for_instance(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1")
+        .bind(instance_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}

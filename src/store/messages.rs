@@ -113,10 +113,14 @@ pub async fn oldest_waiting_receive(
     name: &str,
     keys: &[String],
 ) -> sqlx::Result<Option<WaitingReceive>> {
+    // One equality lookup per candidate key (LATERAL), so the index on (name,
+    // correlation_key, id) is used for both columns whatever the planner thinks of `= ANY`.
     sqlx::query_as(
-        "SELECT id, process_instance_id, task_guid FROM message_instances \
-         WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
-           AND correlation_key = ANY($2) ORDER BY id LIMIT 1",
+        "SELECT r.id, r.process_instance_id, r.task_guid FROM unnest($2::text[]) AS k(key) \
+         CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid FROM message_instances \
+             WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
+               AND correlation_key = k.key ORDER BY id LIMIT 1) r \
+         ORDER BY r.id LIMIT 1",
     )
     .bind(name)
     .bind(keys)
@@ -198,6 +202,20 @@ pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -
          WHERE task_guid = $1 AND message_type = 'receive' AND status = 'ready'",
     )
     .bind(task_guid)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn cancel_receives_of_instance(
+    conn: &mut PgConnection,
+    instance_id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
+         WHERE process_instance_id = $1 AND message_type = 'receive' AND status = 'ready'",
+    )
+    .bind(instance_id)
     .execute(conn)
     .await?;
     Ok(())
