@@ -1,6 +1,6 @@
 //! POST /v1.0/messages: validation, idempotency by uuid, correlation, buffering, audit.
 
-use super::unit_of_work::{Routed, Unmatched};
+use super::unit_of_work::{OutgoingMessage, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
 use serde_json::{json, Value};
@@ -99,29 +99,33 @@ pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> R
 async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     // With a uuid, the row is claimed first: a concurrent request with the same uuid waits
-    // here for this transaction, then answers from what it stored.
-    let inserted = store::messages::insert(
-        uow.conn(),
-        &NewMessage {
-            name: &request.name,
-            message_type: "send",
-            status: "running",
-            payload: Some(&request.payload),
-            correlation_keys: &json!({}),
-            correlation_key: "{}",
-            process_instance_id: None,
-            task_guid: None,
-            message_instance_uuid: request.message_instance_uuid,
-            ttl_seconds: None,
-            created_by: Some(&request.sent_by),
-        },
-    )
-    .await?;
-    let Some(send_id) = inserted else {
-        let uuid = request
-            .message_instance_uuid
-            .expect("only a uuid can conflict");
-        return replay(uow, request, uuid).await;
+    // here for this transaction, then answers from what it stored. Without one, the message
+    // is stored once, when its route is known.
+    let claimed = match request.message_instance_uuid {
+        None => None,
+        Some(uuid) => {
+            let inserted = store::messages::insert(
+                uow.conn(),
+                &NewMessage {
+                    name: &request.name,
+                    message_type: "send",
+                    status: "running",
+                    payload: Some(&request.payload),
+                    correlation_keys: &json!({}),
+                    correlation_key: "{}",
+                    process_instance_id: None,
+                    task_guid: None,
+                    message_instance_uuid: Some(uuid),
+                    ttl_seconds: None,
+                    created_by: Some(&request.sent_by),
+                },
+            )
+            .await?;
+            match inserted {
+                Some(id) => Some(id),
+                None => return replay(uow, request, uuid).await,
+            }
+        }
     };
 
     let values = uow
@@ -133,11 +137,18 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
         Unmatched::Reject
     };
     let routed = uow
-        .route_send(send_id, &request.name, &request.payload, &values, unmatched)
+        .route_send(&request.name, &request.payload, &values, unmatched)
         .await?;
     uow.drain().await?;
     let ttl = (request.time_to_live_seconds > 0).then_some(request.time_to_live_seconds);
-    uow.record_send(send_id, &values, &routed, ttl).await?;
+    let sent = OutgoingMessage {
+        id: claimed,
+        name: &request.name,
+        payload: &request.payload,
+        sender: None,
+        created_by: Some(&request.sent_by),
+    };
+    let send_id = uow.record_send(&sent, &values, &routed, ttl).await?;
     uow.flush().await?;
     let answer = match &routed {
         Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => {

@@ -64,6 +64,17 @@ pub enum Routed {
     NotAccepted { cause: String },
 }
 
+/// A message being sent: from the API (with its stored row when it has an idempotency key)
+/// or thrown by an instance's task.
+pub struct OutgoingMessage<'a> {
+    pub id: Option<i64>,
+    pub name: &'a str,
+    pub payload: &'a Value,
+    /// The throwing instance and task.
+    pub sender: Option<(i64, Uuid)>,
+    pub created_by: Option<&'a str>,
+}
+
 /// What to do with a send that no receive and no start event takes.
 #[derive(Debug, Clone, Copy)]
 pub enum Unmatched {
@@ -311,28 +322,17 @@ impl<'c> UnitOfWork<'c> {
                 ..
             } => {
                 let values = self.correlation_values(&name, &payload).await?;
-                let send_id = store::messages::insert(
-                    &mut self.tx,
-                    &NewMessage {
-                        name: &name,
-                        message_type: "send",
-                        status: "running",
-                        payload: Some(&payload),
-                        correlation_keys: &json!(values),
-                        correlation_key: &canonical_key(&values),
-                        process_instance_id: Some(id),
-                        task_guid: Some(task_guid),
-                        message_instance_uuid: None,
-                        ttl_seconds: None,
-                        created_by: None,
-                    },
-                )
-                .await?
-                .ok_or_else(|| anyhow!("message insert without uuid conflicted"))?;
                 let routed = self
-                    .route_send(send_id, &name, &payload, &values, Unmatched::Buffer)
+                    .route_send(&name, &payload, &values, Unmatched::Buffer)
                     .await?;
-                self.record_send(send_id, &values, &routed, None).await?;
+                let sent = OutgoingMessage {
+                    id: None,
+                    name: &name,
+                    payload: &payload,
+                    sender: Some((id, task_guid)),
+                    created_by: None,
+                };
+                self.record_send(&sent, &values, &routed, None).await?;
             }
             Effect::WaitForMessage {
                 task_guid,
@@ -441,17 +441,13 @@ impl<'c> UnitOfWork<'c> {
     /// instance runs on at the next [`UnitOfWork::drain`].
     pub async fn route_send(
         &mut self,
-        send_id: i64,
         name: &str,
         payload: &Value,
         values: &CorrelationValues,
         unmatched: Unmatched,
     ) -> Result<Routed> {
         let keys = candidate_keys(values);
-        if let Some(routed) = self
-            .deliver_to_receive(send_id, name, payload, &keys)
-            .await?
-        {
+        if let Some(routed) = self.deliver_to_receive(name, payload, &keys).await? {
             return Ok(routed);
         }
         if let Some(trigger) = store::models::trigger_for(&mut self.tx, name).await? {
@@ -473,10 +469,7 @@ impl<'c> UnitOfWork<'c> {
             Unmatched::Buffer => {
                 // A receive created concurrently has committed once we hold the lock.
                 store::messages::lock_name(&mut self.tx, name, true).await?;
-                if let Some(routed) = self
-                    .deliver_to_receive(send_id, name, payload, &keys)
-                    .await?
-                {
+                if let Some(routed) = self.deliver_to_receive(name, payload, &keys).await? {
                     return Ok(routed);
                 }
                 Ok(Routed::Buffered)
@@ -486,7 +479,6 @@ impl<'c> UnitOfWork<'c> {
 
     async fn deliver_to_receive(
         &mut self,
-        send_id: i64,
         name: &str,
         payload: &Value,
         keys: &[String],
@@ -510,7 +502,7 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, receive.task_guid).await?;
                 continue;
             }
-            if !store::messages::claim_receive(&mut self.tx, receive.id, send_id).await? {
+            if !store::messages::claim_receive(&mut self.tx, receive.id).await? {
                 continue; // another message took it while we waited for the lock
             }
             self.queue.push_back(Work::Step(
@@ -547,15 +539,15 @@ impl<'c> UnitOfWork<'c> {
         })
     }
 
-    /// Stores where a send went.
+    /// Stores where a send went (and points the receive it completed at it); returns its id.
     pub async fn record_send(
         &mut self,
-        send_id: i64,
+        sent: &OutgoingMessage<'_>,
         values: &CorrelationValues,
         routed: &Routed,
         ttl_seconds: Option<i64>,
-    ) -> Result<()> {
-        let (status, instance, counterpart, cause, ttl) = match routed {
+    ) -> Result<i64> {
+        let (status, target, receive_id, cause, ttl) = match routed {
             Routed::Delivered {
                 instance_id,
                 receive_id,
@@ -572,21 +564,29 @@ impl<'c> UnitOfWork<'c> {
                 ("not_accepted", None, None, Some(cause.as_str()), None)
             }
         };
-        store::messages::record_outcome(
+        let (sender, task_guid) = match sent.sender {
+            Some((instance, task)) => (Some(instance), Some(task)),
+            None => (None, None),
+        };
+        Ok(store::messages::record_send(
             &mut self.tx,
-            &store::messages::SendOutcome {
-                id: send_id,
+            &store::messages::SendRecord {
+                id: sent.id,
+                name: sent.name,
+                payload: sent.payload,
                 status,
                 correlation_keys: &json!(values),
                 correlation_key: &canonical_key(values),
-                process_instance_id: instance,
-                counterpart_id: counterpart,
+                // an engine-thrown message belongs to its sender; an API one to its target
+                process_instance_id: sender.or(target),
+                task_guid,
+                receive_id,
                 failure_cause: cause,
                 ttl_seconds: ttl,
+                created_by: sent.created_by,
             },
         )
-        .await?;
-        Ok(())
+        .await?)
     }
 
     /// Writes every stepped instance and its changed tasks, then commits.

@@ -66,37 +66,70 @@ pub async fn insert(conn: &mut PgConnection, m: &NewMessage<'_>) -> sqlx::Result
     .await
 }
 
-pub struct SendOutcome<'a> {
-    pub id: i64,
+/// Where a sent message went, to be stored.
+pub struct SendRecord<'a> {
+    /// The row claimed up front for an idempotency key; `None` inserts the message now.
+    pub id: Option<i64>,
+    pub name: &'a str,
+    pub payload: &'a Value,
     pub status: &'a str,
     pub correlation_keys: &'a Value,
     pub correlation_key: &'a str,
+    /// The sender (engine-thrown), else the instance it started or was delivered to.
     pub process_instance_id: Option<i64>,
-    pub counterpart_id: Option<i64>,
+    pub task_guid: Option<Uuid>,
+    /// The receive it completed: both rows then point at each other.
+    pub receive_id: Option<i64>,
     pub failure_cause: Option<&'a str>,
     pub ttl_seconds: Option<i64>,
+    pub created_by: Option<&'a str>,
 }
 
-pub async fn record_outcome(conn: &mut PgConnection, o: &SendOutcome<'_>) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE message_instances SET status = $2, correlation_keys = $3, correlation_key = $4, \
-         process_instance_id = COALESCE(process_instance_id, $5), counterpart_id = $6, \
-         failure_cause = $7, \
-         expires_at = CASE WHEN $8::bigint IS NULL THEN NULL \
-                           ELSE clock_timestamp() + make_interval(secs => $8::bigint) END, \
-         updated_at = now() WHERE id = $1",
-    )
-    .bind(o.id)
-    .bind(o.status)
-    .bind(Json(o.correlation_keys))
-    .bind(o.correlation_key)
-    .bind(o.process_instance_id)
-    .bind(o.counterpart_id)
-    .bind(o.failure_cause)
-    .bind(o.ttl_seconds)
-    .execute(conn)
-    .await?;
-    Ok(())
+/// Stores a routed send, and points its receive at it, in one statement. Returns its id.
+pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<i64> {
+    let query = match r.id {
+        None => sqlx::query_scalar(
+            "WITH sent AS ( \
+                 INSERT INTO message_instances (name, message_type, status, payload, \
+                     correlation_keys, correlation_key, process_instance_id, task_guid, \
+                     counterpart_id, failure_cause, expires_at, created_by) \
+                 VALUES ($1, 'send', $2, $3, $4, $5, $6, $7, $8, $10, \
+                     CASE WHEN $9::bigint IS NULL THEN NULL \
+                          ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11) \
+                 RETURNING id), \
+             receive AS (UPDATE message_instances SET counterpart_id = (SELECT id FROM sent) \
+                 WHERE id = $8) \
+             SELECT id FROM sent",
+        ),
+        Some(_) => sqlx::query_scalar(
+            "WITH sent AS ( \
+                 UPDATE message_instances SET status = $2, payload = $3, correlation_keys = $4, \
+                     correlation_key = $5, process_instance_id = COALESCE(process_instance_id, $6), \
+                     task_guid = COALESCE(task_guid, $7), counterpart_id = $8, failure_cause = $10, \
+                     expires_at = CASE WHEN $9::bigint IS NULL THEN NULL \
+                          ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, \
+                     created_by = COALESCE(created_by, $11), updated_at = now() \
+                 WHERE id = $12 AND name = $1 RETURNING id), \
+             receive AS (UPDATE message_instances SET counterpart_id = (SELECT id FROM sent) \
+                 WHERE id = $8) \
+             SELECT id FROM sent",
+        ),
+    };
+    query
+        .bind(r.name)
+        .bind(r.status)
+        .bind(Json(r.payload))
+        .bind(Json(r.correlation_keys))
+        .bind(r.correlation_key)
+        .bind(r.process_instance_id)
+        .bind(r.task_guid)
+        .bind(r.receive_id)
+        .bind(r.ttl_seconds)
+        .bind(r.failure_cause)
+        .bind(r.created_by)
+        .bind(r.id.unwrap_or_default())
+        .fetch_one(conn)
+        .await
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -128,18 +161,14 @@ pub async fn oldest_waiting_receive(
     .await
 }
 
-/// Marks a waiting receive completed by `send_id`; false if it is no longer waiting.
-pub async fn claim_receive(
-    conn: &mut PgConnection,
-    receive_id: i64,
-    send_id: i64,
-) -> sqlx::Result<bool> {
+/// Marks a waiting receive completed (its counterpart is set when the send is recorded);
+/// false if it is no longer waiting.
+pub async fn claim_receive(conn: &mut PgConnection, receive_id: i64) -> sqlx::Result<bool> {
     let claimed = sqlx::query(
-        "UPDATE message_instances SET status = 'completed', counterpart_id = $2, updated_at = now() \
+        "UPDATE message_instances SET status = 'completed', updated_at = now() \
          WHERE id = $1 AND status = 'ready'",
     )
     .bind(receive_id)
-    .bind(send_id)
     .execute(conn)
     .await?;
     Ok(claimed.rows_affected() == 1)
