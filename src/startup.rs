@@ -22,6 +22,7 @@ use crate::api::error::{
 };
 use crate::config::{redact_url, Settings};
 use crate::connector::{ConnectorClient, ProxyConfig};
+use crate::services::service_tasks::ServiceTaskContext;
 use crate::services::ModelCache;
 use crate::workers;
 
@@ -35,6 +36,20 @@ pub struct AppState {
     pub models: ModelCache,
     /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
     pub connector: Option<ConnectorClient>,
+}
+
+impl AppState {
+    /// What the connector dispatcher and the callback endpoint work with.
+    pub fn service_tasks(&self) -> ServiceTaskContext<'_> {
+        ServiceTaskContext {
+            pool: &self.pool,
+            cache: &self.models,
+            client: self.connector.as_ref(),
+            public_url: &self.settings.public_url,
+            signer: &self.keys,
+            callback_token_ttl: Duration::from_secs(self.settings.callback_token_ttl_seconds),
+        }
+    }
 }
 
 /// A bound, not yet running server.

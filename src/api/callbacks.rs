@@ -9,7 +9,6 @@ use crate::services::{self, service_tasks};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
 use serde_json::Value;
-use std::time::Duration;
 use uuid::Uuid;
 
 /// Complete or fail a service task that waits for its connector's callback.
@@ -64,15 +63,7 @@ pub async fn callback(
     }
     let outcome = connector::parse_callback(&body)
         .map_err(|e| ApiError::bad_request("invalid_callback_body", e))?;
-    let settings = &state.settings;
-    let ctx = service_tasks::ServiceTaskContext {
-        pool: &state.pool,
-        cache: &state.models,
-        client: state.connector.as_ref(),
-        public_url: &settings.public_url,
-        signer: &state.keys,
-        callback_token_ttl: Duration::from_secs(settings.callback_token_ttl_seconds),
-    };
+    let ctx = state.service_tasks();
     Ok(HttpResponse::Ok().json(service_tasks::callback(&ctx, id, task_guid, &outcome).await?))
 }
 

@@ -25,9 +25,7 @@ async fn start_once(
     data: &Map<String, Value>,
 ) -> Result<Value> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
-    let id = uow
-        .start_instance(model, None, None, data.clone(), None)
-        .await?;
+    let id = uow.start_instance(model, data.clone()).await?;
     uow.flush().await?;
     let answer = uow.instance_answer(id).expect("started in this unit");
     uow.commit().await?;

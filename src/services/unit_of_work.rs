@@ -98,10 +98,6 @@ impl<'c> UnitOfWork<'c> {
         &mut self.tx
     }
 
-    pub fn cache(&self) -> &'c ModelCache {
-        self.cache
-    }
-
     /// Locks and loads an instance unless this unit of work already holds it.
     /// `Ok(false)` when it does not exist.
     pub async fn load(&mut self, id: i64) -> Result<bool> {
@@ -178,23 +174,15 @@ impl<'c> UnitOfWork<'c> {
             .map(|l| l.process_model_identifier.as_str())
     }
 
-    /// Creates an instance of a model and runs it (and whatever it starts) to its wait states.
+    /// Creates an instance of a model's primary process and runs it (and whatever it starts)
+    /// to its wait states.
     pub async fn start_instance(
         &mut self,
         process_model_identifier: &str,
-        process_id: Option<&str>,
-        start_event_id: Option<String>,
         data: Map<String, Value>,
-        message: Option<(String, Value)>,
     ) -> Result<i64> {
         let id = self
-            .create_instance(
-                process_model_identifier,
-                process_id,
-                start_event_id,
-                data,
-                message,
-            )
+            .create_instance(process_model_identifier, None, None, data, None)
             .await?;
         self.drain().await?;
         Ok(id)

@@ -1,7 +1,7 @@
 //! Takes due connector jobs (any number of replicas: `FOR UPDATE SKIP LOCKED` leases) and
 //! runs them: prepare in one transaction, call the proxy outside any, apply in another.
 
-use crate::services::service_tasks::{self, ServiceTaskContext};
+use crate::services::service_tasks;
 use crate::startup::AppState;
 use actix_web::web;
 use std::time::Duration;
@@ -13,15 +13,7 @@ pub const LEASE: Duration = Duration::from_secs(120);
 const BATCH: i64 = 16;
 
 pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
-    let settings = &state.settings;
-    let ctx = ServiceTaskContext {
-        pool: &state.pool,
-        cache: &state.models,
-        client: state.connector.as_ref(),
-        public_url: &settings.public_url,
-        signer: &state.keys,
-        callback_token_ttl: Duration::from_secs(settings.callback_token_ttl_seconds),
-    };
+    let ctx = state.service_tasks();
     loop {
         if *shutdown.borrow() {
             return;
