@@ -375,6 +375,18 @@ async fn callback_paths_that_name_nothing_are_refused() {
         let problem: Value = response.json().await.unwrap();
         assert_eq!(problem["error_code"], code, "{instance}/{guid}");
     }
+    // JSON only
+    let guid = uuid::Uuid::new_v4();
+    let response = app
+        .client
+        .put(format!("{}/v1.0/tasks/{id}/{guid}/callback", app.address))
+        .bearer_auth(&admin)
+        .header("Content-Type", "text/plain")
+        .body("command_response=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
 
 #[tokio::test]
