@@ -31,6 +31,10 @@ pub struct UnitOfWork<'c> {
     order: Vec<i64>,
     queue: VecDeque<Work>,
     steps: usize,
+    /// Receives this unit has routed a message to; they are marked completed when the send
+    /// is recorded (every writer of a receive holds its instance's lock, so none can take
+    /// them meanwhile), and no other message of this unit may take them.
+    claimed_receives: Vec<i64>,
 }
 
 struct Loaded {
@@ -91,6 +95,7 @@ impl<'c> UnitOfWork<'c> {
             order: Vec::new(),
             queue: VecDeque::new(),
             steps: 0,
+            claimed_receives: Vec::new(),
         })
     }
 
@@ -472,8 +477,13 @@ impl<'c> UnitOfWork<'c> {
         keys: &[String],
     ) -> Result<Option<Routed>> {
         loop {
-            let Some(receive) =
-                store::messages::oldest_waiting_receive(&mut self.tx, name, keys).await?
+            let Some(receive) = store::messages::oldest_waiting_receive(
+                &mut self.tx,
+                name,
+                keys,
+                &self.claimed_receives,
+            )
+            .await?
             else {
                 return Ok(None);
             };
@@ -490,9 +500,8 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, receive.task_guid).await?;
                 continue;
             }
-            if !store::messages::claim_receive(&mut self.tx, receive.id).await? {
-                continue; // another message took it while we waited for the lock
-            }
+            // The instance is locked and its task still waits: the receive is this message's.
+            self.claimed_receives.push(receive.id);
             self.queue.push_back(Work::Step(
                 receive.process_instance_id,
                 Event::MessageDelivered {

@@ -85,7 +85,8 @@ pub struct SendRecord<'a> {
     pub created_by: Option<&'a str>,
 }
 
-/// Stores a routed send, and points its receive at it, in one statement. Returns its id.
+/// Stores a routed send, and completes the receive it went to (each pointing at the
+/// other), in one statement. Returns its id.
 pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<i64> {
     let query = match r.id {
         None => sqlx::query_scalar(
@@ -97,8 +98,8 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                      CASE WHEN $9::bigint IS NULL THEN NULL \
                           ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11) \
                  RETURNING id), \
-             receive AS (UPDATE message_instances SET counterpart_id = (SELECT id FROM sent) \
-                 WHERE id = $8) \
+             receive AS (UPDATE message_instances SET status = 'completed', \
+                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8) \
              SELECT id FROM sent",
         ),
         Some(_) => sqlx::query_scalar(
@@ -110,8 +111,8 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                           ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, \
                      created_by = COALESCE(created_by, $11), updated_at = now() \
                  WHERE id = $12 AND name = $1 RETURNING id), \
-             receive AS (UPDATE message_instances SET counterpart_id = (SELECT id FROM sent) \
-                 WHERE id = $8) \
+             receive AS (UPDATE message_instances SET status = 'completed', \
+                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8) \
              SELECT id FROM sent",
         ),
     };
@@ -140,11 +141,12 @@ pub struct WaitingReceive {
 }
 
 /// The oldest waiting receive stored under one of `keys` (an index lookup). Not locked: the
-/// caller locks the instance first, then claims the receive with [`claim_receive`].
+/// caller locks the instance first, then checks that its task still waits.
 pub async fn oldest_waiting_receive(
     conn: &mut PgConnection,
     name: &str,
     keys: &[String],
+    excluded: &[i64],
 ) -> sqlx::Result<Option<WaitingReceive>> {
     // One equality lookup per candidate key (LATERAL), so the index on (name,
     // correlation_key, id) is used for both columns whatever the planner thinks of `= ANY`.
@@ -152,26 +154,14 @@ pub async fn oldest_waiting_receive(
         "SELECT r.id, r.process_instance_id, r.task_guid FROM unnest($2::text[]) AS k(key) \
          CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid FROM message_instances \
              WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
-               AND correlation_key = k.key ORDER BY id LIMIT 1) r \
+               AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) r \
          ORDER BY r.id LIMIT 1",
     )
     .bind(name)
     .bind(keys)
+    .bind(excluded)
     .fetch_optional(conn)
     .await
-}
-
-/// Marks a waiting receive completed (its counterpart is set when the send is recorded);
-/// false if it is no longer waiting.
-pub async fn claim_receive(conn: &mut PgConnection, receive_id: i64) -> sqlx::Result<bool> {
-    let claimed = sqlx::query(
-        "UPDATE message_instances SET status = 'completed', updated_at = now() \
-         WHERE id = $1 AND status = 'ready'",
-    )
-    .bind(receive_id)
-    .execute(conn)
-    .await?;
-    Ok(claimed.rows_affected() == 1)
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]

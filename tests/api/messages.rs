@@ -517,6 +517,40 @@ async fn an_engine_thrown_message_waits_for_its_receiver() {
     assert_eq!(answer["task_data"]["received"], json!({"key": "k1"}));
 }
 
+/// Two messages thrown in one step must not both take the one waiting receive.
+#[tokio::test]
+async fn one_receive_takes_one_of_two_messages_thrown_in_one_step() {
+    let app = spawn_app().await;
+    upload_ok(
+        &app,
+        "ping/thrower",
+        "t.bpmn",
+        &models::double_thrower("thrower", "ping"),
+    )
+    .await;
+    upload_ok(
+        &app,
+        "ping/waiter",
+        "w.bpmn",
+        &models::keyed_waiter("waiter", "ping"),
+    )
+    .await;
+
+    let first = start_ok(&app, "ping/waiter", &json!({"key": "k"})).await;
+    start_ok(&app, "ping/thrower", &json!({"key": "k"})).await;
+    let shown = show(&app, first).await;
+    assert_eq!(shown["status"], "complete");
+    assert_eq!(shown["data"]["received"]["n"], 1);
+    let sent = messages(&app, "name=ping&message_type=send").await;
+    let statuses: Vec<&str> = sent.iter().map(|m| m["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["ready", "completed"], "newest first: {sent:?}");
+
+    // the second one is the next waiter's, at once
+    let (_, second) = start(&app, "ping/waiter", &json!({"key": "k"})).await;
+    assert_eq!(second["process_instance"]["status"], "complete", "{second}");
+    assert_eq!(second["task_data"]["received"]["n"], 2);
+}
+
 #[tokio::test]
 async fn the_audit_list_filters_pages_and_shows_one_message() {
     let app = spawn_app().await;

@@ -149,3 +149,31 @@ pub fn thrower(process_id: &str, name: &str) -> String {
   </bpmn:process>"#
     ))
 }
+
+/// Started through the API with `{"key": ...}`: throws `{name}` twice in a row (payloads
+/// `{"key": key, "n": 1}` and `{"key": key, "n": 2}`), within one step, then ends.
+pub fn double_thrower(process_id: &str, name: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:correlationProperty id="key" name="key">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_{process_id}"><bpmn:formalExpression>key</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_{process_id}" name="{name}" />
+  <bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="first" />
+    <bpmn:intermediateThrowEvent id="first">
+      <bpmn:messageEventDefinition id="e1" messageRef="m_{process_id}">
+        <bpmn:extensionElements><spiffworkflow:messagePayload>{{"key": key, "n": 1}}</spiffworkflow:messagePayload></bpmn:extensionElements>
+      </bpmn:messageEventDefinition>
+    </bpmn:intermediateThrowEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="first" targetRef="second" />
+    <bpmn:intermediateThrowEvent id="second">
+      <bpmn:messageEventDefinition id="e2" messageRef="m_{process_id}">
+        <bpmn:extensionElements><spiffworkflow:messagePayload>{{"key": key, "n": 2}}</spiffworkflow:messagePayload></bpmn:extensionElements>
+      </bpmn:messageEventDefinition>
+    </bpmn:intermediateThrowEvent>
+    <bpmn:sequenceFlow id="f3" sourceRef="second" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
