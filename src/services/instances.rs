@@ -183,14 +183,10 @@ pub async fn list(
 
 /// The model of an instance, for authorisation before a step.
 pub async fn model_of(pool: &PgPool, id: i64) -> Result<String> {
-    sqlx::query_scalar("SELECT process_model_identifier FROM process_instances WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?
-        .ok_or_else(|| {
-            Error::bad_request(
-                "process_instance_cannot_be_found",
-                format!("process instance {id} does not exist"),
-            )
-        })
+    store::instances::model_of(pool, id).await?.ok_or_else(|| {
+        Error::bad_request(
+            "process_instance_cannot_be_found",
+            format!("process instance {id} does not exist"),
+        )
+    })
 }

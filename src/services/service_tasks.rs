@@ -4,6 +4,7 @@
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
 use crate::engine::{self, EngineError, Event, TaskState};
+use crate::store;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -22,31 +23,15 @@ pub struct ServiceTaskContext<'a> {
     pub callback_token_ttl: Duration,
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Job {
-    pub id: i64,
-    pub process_instance_id: i64,
-    pub task_guid: Uuid,
-}
+pub use crate::store::jobs::Job;
 
-/// Leases due jobs (`FOR UPDATE SKIP LOCKED`): replicas never take the same one; a job whose
-/// worker died is taken again when its lease runs out.
+/// Leases due jobs; see [`crate::store::jobs::claim_due`].
 pub async fn claim_jobs(pool: &PgPool, limit: i64, lease: Duration) -> Result<Vec<Job>> {
-    Ok(sqlx::query_as(
-        "UPDATE jobs SET locked_until = now() + make_interval(secs => $2) \
-         WHERE id IN (SELECT id FROM jobs WHERE kind = 'connector_call' AND run_at <= now() \
-                        AND (locked_until IS NULL OR locked_until < now()) \
-                      ORDER BY run_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, process_instance_id, task_guid",
-    )
-    .bind(limit)
-    .bind(lease.as_secs_f64())
-    .fetch_all(pool)
-    .await?)
+    Ok(store::jobs::claim_due(pool, limit, lease).await?)
 }
 
 async fn delete_job(conn: &mut sqlx::PgConnection, task_guid: Uuid) -> Result<()> {
-    crate::store::jobs::cancel_for_task(conn, task_guid).await?;
+    store::jobs::cancel_for_task(conn, task_guid).await?;
     Ok(())
 }
 
@@ -56,18 +41,7 @@ async fn store_logs(
     task_guid: Uuid,
     logs: &[String],
 ) -> Result<()> {
-    if logs.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "INSERT INTO connector_logs (process_instance_id, task_guid, line) \
-         SELECT $1, $2, line FROM UNNEST($3::text[]) AS line",
-    )
-    .bind(instance_id)
-    .bind(task_guid)
-    .bind(logs)
-    .execute(conn)
-    .await?;
+    store::connector_logs::insert(conn, instance_id, task_guid, logs).await?;
     Ok(())
 }
 
@@ -244,33 +218,13 @@ async fn schedule_retry(
             Err(_) => return Ok(None),
         }
     };
-    let attempted: i32 = sqlx::query_scalar("SELECT retries_attempted FROM tasks WHERE guid = $1")
-        .bind(task_guid)
-        .fetch_optional(&mut *uow.conn())
-        .await?
-        .unwrap_or(0);
+    let attempted = store::instances::retries_attempted(uow.conn(), task_guid).await?;
     if attempted as u32 >= call.retries {
         return Ok(None);
     }
     let delay = connector::retry_delay(call.backoff_base, attempted as u32);
-    let retry_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
-        "UPDATE tasks SET retries_attempted = retries_attempted + 1, state = 'READY', \
-         retry_at = now() + make_interval(secs => $2), updated_at = now() WHERE guid = $1 RETURNING retry_at",
-    )
-    .bind(task_guid)
-    .bind(delay.as_secs_f64())
-    .fetch_one(&mut *uow.conn())
-    .await?;
-    sqlx::query(
-        "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) VALUES ('connector_call', $1, $2, $3) \
-         ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL, \
-         attempts = jobs.attempts + 1",
-    )
-    .bind(id)
-    .bind(task_guid)
-    .bind(retry_at)
-    .execute(&mut *uow.conn())
-    .await?;
+    let retry_at = store::instances::schedule_retry(uow.conn(), task_guid, delay).await?;
+    store::jobs::enqueue_connector_call(uow.conn(), id, task_guid, Some(retry_at)).await?;
     Ok(Some(RetryScheduled {
         retry_at,
         retries_attempted: attempted + 1,
@@ -404,13 +358,11 @@ fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
 
 /// `wf__logs` lines of an instance, oldest first.
 pub async fn connector_logs(pool: &PgPool, id: i64) -> Result<Value> {
-    let rows: Vec<(i64, Uuid, String, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
-        "SELECT id, task_guid, line, created_at FROM connector_logs WHERE process_instance_id = $1 ORDER BY id",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await?;
+    let lines = store::connector_logs::of_instance(pool, id).await?;
     Ok(json!({
-        "results": rows.iter().map(|(id, guid, line, at)| json!({"id": id, "task_guid": guid, "line": line, "created_at": at})).collect::<Vec<_>>(),
+        "results": lines
+            .iter()
+            .map(|l| json!({"id": l.id, "task_guid": l.task_guid, "line": l.line, "created_at": l.created_at}))
+            .collect::<Vec<_>>(),
     }))
 }

@@ -339,7 +339,7 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, task_guid).await?;
             }
             Effect::CallService { task_guid } => {
-                store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid).await?;
+                store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, None).await?;
             }
             Effect::CancelServiceCall { task_guid } => {
                 store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
@@ -518,13 +518,7 @@ impl<'c> UnitOfWork<'c> {
     }
 
     async fn why_unmatched(&mut self, name: &str, values: &CorrelationValues) -> Result<String> {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM message_instances \
-             WHERE name = $1 AND message_type = 'receive' AND status = 'ready'",
-        )
-        .bind(name)
-        .fetch_one(&mut *self.tx)
-        .await?;
+        let waiting = store::messages::count_waiting_receives(&mut self.tx, name).await?;
         Ok(if waiting == 0 {
             format!("no process instance waits for message '{name}' and no process model starts with it")
         } else {

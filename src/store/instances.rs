@@ -192,3 +192,40 @@ pub async fn list(
     .await?;
     Ok((rows, total))
 }
+
+/// How often a service task's call has been retried.
+pub async fn retries_attempted(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<i32> {
+    Ok(
+        sqlx::query_scalar("SELECT retries_attempted FROM tasks WHERE guid = $1")
+            .bind(task_guid)
+            .fetch_optional(conn)
+            .await?
+            .unwrap_or(0),
+    )
+}
+
+/// Counts a retry of a service task and puts it back to READY until `delay` has passed;
+/// returns when it is due.
+pub async fn schedule_retry(
+    conn: &mut PgConnection,
+    task_guid: Uuid,
+    delay: std::time::Duration,
+) -> sqlx::Result<DateTime<Utc>> {
+    sqlx::query_scalar(
+        "UPDATE tasks SET retries_attempted = retries_attempted + 1, state = 'READY', \
+         retry_at = now() + make_interval(secs => $2), updated_at = now() \
+         WHERE guid = $1 RETURNING retry_at",
+    )
+    .bind(task_guid)
+    .bind(delay.as_secs_f64())
+    .fetch_one(conn)
+    .await
+}
+
+/// The model an instance runs, if the instance exists.
+pub async fn model_of(pool: &sqlx::PgPool, id: i64) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT process_model_identifier FROM process_instances WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}

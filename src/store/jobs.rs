@@ -1,26 +1,57 @@
 //! jobs: the outbox for connector calls (filled by the service-task work).
 
-use sqlx::PgConnection;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use std::time::Duration;
 use uuid::Uuid;
 
 pub const CONNECTOR_CALL: &str = "connector_call";
 
-/// Records a connector call for a task (one per task: a retry moves it, not copies it).
+/// Records a connector call for a task, due at `run_at` (now when `None`). One job per task:
+/// a retry moves it, not copies it.
 pub async fn enqueue_connector_call(
     conn: &mut PgConnection,
     instance_id: i64,
     task_guid: Uuid,
+    run_at: Option<DateTime<Utc>>,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO jobs (kind, process_instance_id, task_guid) VALUES ($1, $2, $3) \
-         ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = now(), locked_until = NULL",
+        "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) \
+         VALUES ($1, $2, $3, COALESCE($4, now())) \
+         ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL, \
+         attempts = jobs.attempts + 1",
     )
     .bind(CONNECTOR_CALL)
     .bind(instance_id)
     .bind(task_guid)
+    .bind(run_at)
     .execute(conn)
     .await?;
     Ok(())
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Job {
+    pub id: i64,
+    pub process_instance_id: i64,
+    pub task_guid: Uuid,
+}
+
+/// Leases due connector calls (`FOR UPDATE SKIP LOCKED`): replicas never take the same one;
+/// a job whose worker died is taken again when its lease runs out.
+pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Result<Vec<Job>> {
+    sqlx::query_as(
+        "UPDATE jobs SET locked_until = now() + make_interval(secs => $3) \
+         WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() \
+                        AND (locked_until IS NULL OR locked_until < now()) \
+                      ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+         RETURNING id, process_instance_id, task_guid",
+    )
+    .bind(CONNECTOR_CALL)
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(pool)
+    .await
 }
 
 pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {

@@ -226,6 +226,17 @@ pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -
     Ok(())
 }
 
+/// How many receives wait for this message name (for the refusal's explanation).
+pub async fn count_waiting_receives(conn: &mut PgConnection, name: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM message_instances \
+         WHERE name = $1 AND message_type = 'receive' AND status = 'ready'",
+    )
+    .bind(name)
+    .fetch_one(conn)
+    .await
+}
+
 pub async fn cancel_receives_of_instance(
     conn: &mut PgConnection,
     instance_id: i64,

@@ -1,6 +1,7 @@
 //! sqlx queries, one module per table group. Functions take a connection so the caller
 //! decides the transaction; nothing here knows HTTP.
 
+pub mod connector_logs;
 pub mod instances;
 pub mod jobs;
 pub mod messages;
