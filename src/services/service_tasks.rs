@@ -225,6 +225,7 @@ async fn schedule_retry(
     let delay = connector::retry_delay(call.backoff_base, attempted as u32);
     let retry_at = store::instances::schedule_retry(uow.conn(), task_guid, delay).await?;
     store::jobs::enqueue_connector_call(uow.conn(), id, task_guid, Some(retry_at)).await?;
+    uow.reset_for_retry(id, task_guid);
     Ok(Some(RetryScheduled {
         retry_at,
         retries_attempted: attempted + 1,

@@ -47,7 +47,19 @@ struct Loaded {
     dirty: bool,
     /// Tasks changed by the steps since the last flush (the engine's `dirty` flags only
     /// cover its last step), by guid, as rows to upsert.
-    changed_tasks: Vec<(Uuid, Value)>,
+    changed_tasks: Vec<Value>,
+}
+
+impl Loaded {
+    /// Notes a task row to write at the next flush, in creation order (so the task list
+    /// reads as the instance ran), the latest version of each task winning.
+    fn remember(&mut self, row: Value) {
+        let guid = row["guid"].clone();
+        match self.changed_tasks.iter_mut().find(|r| r["guid"] == guid) {
+            Some(entry) => *entry = row,
+            None => self.changed_tasks.push(row),
+        }
+    }
 }
 
 enum Work {
@@ -120,8 +132,7 @@ impl<'c> UnitOfWork<'c> {
                 &locked.version_sha,
             )
             .await?;
-        let tasks = store::instances::live_tasks(&mut self.tx, id).await?;
-        let state = state_from_rows(&locked.row, tasks)?;
+        let state = state_from_rows(&locked.row, locked.live_tasks.0)?;
         self.insert_loaded(id, locked.row, spec, state);
         Ok(true)
     }
@@ -171,6 +182,19 @@ impl<'c> UnitOfWork<'c> {
         self.mark_stepped(id)?;
         self.queue.push_back(Work::Effects(id, effects));
         self.drain().await
+    }
+
+    /// Puts a failed service task back to READY for its next attempt (no engine step: the
+    /// task simply has not run yet).
+    pub fn reset_for_retry(&mut self, id: i64, task_guid: Uuid) {
+        if let Some(loaded) = self.instances.get_mut(&id) {
+            if let Some(task) = loaded.state.tasks.iter_mut().find(|t| t.guid == task_guid) {
+                task.state = TaskState::Ready;
+                let row = task_row_json(task);
+                loaded.remember(row);
+                loaded.dirty = true;
+            }
+        }
     }
 
     pub fn process_model_identifier(&self, id: i64) -> Option<&str> {
@@ -264,17 +288,9 @@ impl<'c> UnitOfWork<'c> {
         }
         if let Some(loaded) = self.instances.get_mut(&id) {
             loaded.dirty = true;
-            for task in loaded.state.dirty_tasks() {
-                let row = task_row_json(task);
-                // in creation order, so the task list reads as the instance ran
-                match loaded
-                    .changed_tasks
-                    .iter_mut()
-                    .find(|(guid, _)| *guid == task.guid)
-                {
-                    Some(entry) => entry.1 = row,
-                    None => loaded.changed_tasks.push((task.guid, row)),
-                }
+            let dirty: Vec<Value> = loaded.state.dirty_tasks().map(task_row_json).collect();
+            for row in dirty {
+                loaded.remember(row);
             }
             // finished tasks are history: stored, no longer the engine's business
             loaded.state.prune_finished();
@@ -595,7 +611,7 @@ impl<'c> UnitOfWork<'c> {
                 continue;
             }
             let state = &loaded.state;
-            let changed: Vec<Value> = loaded.changed_tasks.drain(..).map(|(_, row)| row).collect();
+            let changed: Vec<Value> = loaded.changed_tasks.drain(..).collect();
             let error = state.error.as_ref().map(|e| json!(e));
             let updated_at = store::instances::update(
                 &mut self.tx,
@@ -607,6 +623,7 @@ impl<'c> UnitOfWork<'c> {
                     internal: &json!(state.internal),
                     error: error.as_ref(),
                     tasks: &Value::Array(changed),
+                    live_tasks: &Value::Array(state.tasks.iter().map(task_row_json).collect()),
                 },
             )
             .await?;
@@ -684,26 +701,9 @@ fn task_row_json(task: &Task) -> Value {
 }
 
 /// Rebuilds the engine's state of an instance from its row and live tasks.
-fn state_from_rows(
-    row: &InstanceRow,
-    tasks: Vec<store::instances::TaskRow>,
-) -> Result<InstanceState> {
-    let tasks = tasks
-        .into_iter()
-        .map(|t| {
-            Ok(Task {
-                guid: t.guid,
-                element_id: t.element_id,
-                element_type: t.element_type,
-                name: t.name,
-                state: serde_json::from_value(Value::String(t.state))?,
-                scope: t.scope,
-                data: t.data.map(|d| d.0),
-                dirty: false,
-            })
-        })
-        .collect::<std::result::Result<Vec<Task>, serde_json::Error>>()
-        .map_err(|e| anyhow!("stored task of instance {} is unreadable: {e}", row.id))?;
+fn state_from_rows(row: &InstanceRow, live_tasks: Value) -> Result<InstanceState> {
+    let tasks: Vec<Task> = serde_json::from_value(live_tasks)
+        .map_err(|e| anyhow!("stored tasks of instance {} are unreadable: {e}", row.id))?;
     let state = InstanceState {
         process_id: row.process_id.clone(),
         status: serde_json::from_value(Value::String(row.status.clone()))

@@ -25,6 +25,8 @@ pub struct LockedInstance {
     #[sqlx(flatten)]
     pub row: InstanceRow,
     pub version_sha: String,
+    /// The engine's live tasks (a JSON array of task rows), current as of the lock.
+    pub live_tasks: Json<Value>,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -62,7 +64,8 @@ pub async fn insert(
 pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(
         "SELECT pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
-         pi.correlations, pi.internal, pi.error, pi.created_at, pi.updated_at, pm.version_sha \
+         pi.correlations, pi.internal, pi.error, pi.created_at, pi.updated_at, pm.version_sha, \
+         pi.live_tasks \
          FROM process_instances pi \
          JOIN process_models pm ON pm.identifier = pi.process_model_identifier \
          WHERE pi.id = $1 FOR UPDATE OF pi",
@@ -92,6 +95,8 @@ pub struct InstanceUpdate<'a> {
     /// Tasks to insert or update: a JSON array of objects with the columns of `tasks`
     /// (guid, element_id, element_type, name, state, scope, data).
     pub tasks: &'a Value,
+    /// The live tasks after the step, in the same form.
+    pub live_tasks: &'a Value,
 }
 
 /// Writes an instance's row and its changed tasks in one statement.
@@ -108,7 +113,7 @@ pub async fn update(
              ON CONFLICT (guid) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data, \
                   updated_at = now()) \
          UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
-         error = $6, updated_at = now() WHERE id = $1 RETURNING updated_at",
+         error = $6, live_tasks = $8, updated_at = now() WHERE id = $1 RETURNING updated_at",
     )
     .bind(update.id)
     .bind(update.status)
@@ -117,18 +122,8 @@ pub async fn update(
     .bind(Json(update.internal))
     .bind(update.error.map(Json))
     .bind(Json(update.tasks))
+    .bind(Json(update.live_tasks))
     .fetch_one(conn)
-    .await
-}
-
-pub async fn live_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {
-    sqlx::query_as(
-        "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
-         retry_at, created_at, updated_at FROM tasks \
-         WHERE process_instance_id = $1 AND state IN ('READY', 'WAITING', 'STARTED') ORDER BY seq",
-    )
-    .bind(instance_id)
-    .fetch_all(conn)
     .await
 }
 
@@ -204,15 +199,15 @@ pub async fn retries_attempted(conn: &mut PgConnection, task_guid: Uuid) -> sqlx
     )
 }
 
-/// Counts a retry of a service task and puts it back to READY until `delay` has passed;
-/// returns when it is due.
+/// Counts a retry of a service task due after `delay` (the caller puts the task back to
+/// READY with the instance); returns when it is due.
 pub async fn schedule_retry(
     conn: &mut PgConnection,
     task_guid: Uuid,
     delay: std::time::Duration,
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
-        "UPDATE tasks SET retries_attempted = retries_attempted + 1, state = 'READY', \
+        "UPDATE tasks SET retries_attempted = retries_attempted + 1, \
          retry_at = now() + make_interval(secs => $2), updated_at = now() \
          WHERE guid = $1 RETURNING retry_at",
     )
