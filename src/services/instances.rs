@@ -152,7 +152,9 @@ fn instance_json(row: &InstanceRow) -> Value {
 
 /// An instance with its status, data, error and every task.
 pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
-    let mut conn = pool.acquire().await?;
+    // one snapshot for the row and its tasks, so a step committing in between is seen whole
+    let mut conn = pool.begin().await?;
+    store::read_only_snapshot(&mut conn).await?;
     let row = store::instances::find(&mut conn, id)
         .await?
         .ok_or_else(|| {
@@ -162,6 +164,7 @@ pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
             )
         })?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
+    conn.commit().await?;
     let mut shown = instance_json(&row);
     shown["tasks"] = Value::Array(tasks.iter().map(task_json).collect());
     Ok(shown)

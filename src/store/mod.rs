@@ -7,6 +7,14 @@ pub mod jobs;
 pub mod messages;
 pub mod models;
 
+/// Makes the (just begun) transaction read from one snapshot: reads that belong together.
+pub async fn read_only_snapshot(conn: &mut sqlx::PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// A SQLSTATE for which the whole transaction may simply be run again.
 pub fn is_retryable(err: &sqlx::Error) -> bool {
     match err {
