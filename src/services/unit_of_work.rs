@@ -124,6 +124,12 @@ impl<'c> UnitOfWork<'c> {
         let Some(locked) = store::instances::lock(&mut self.tx, id).await? else {
             return Ok(false);
         };
+        self.insert_locked(locked).await?;
+        Ok(true)
+    }
+
+    /// Takes an instance this transaction has just locked into the unit.
+    async fn insert_locked(&mut self, locked: store::instances::LockedInstance) -> Result<()> {
         let spec = self
             .cache
             .spec(
@@ -133,8 +139,8 @@ impl<'c> UnitOfWork<'c> {
             )
             .await?;
         let state = state_from_rows(&locked.row, locked.live_tasks.0)?;
-        self.insert_loaded(id, locked.row, spec, state);
-        Ok(true)
+        self.insert_loaded(locked.row.id, locked.row, spec, state);
+        Ok(())
     }
 
     fn insert_loaded(
@@ -493,7 +499,9 @@ impl<'c> UnitOfWork<'c> {
         keys: &[String],
     ) -> Result<Option<Routed>> {
         loop {
-            let Some(receive) = store::messages::oldest_waiting_receive(
+            // The lookup locks the receive's instance: the lock every writer of a receive holds,
+            // taken before its message rows on every path.
+            let Some((receive, locked)) = store::messages::lock_oldest_waiting_receive(
                 &mut self.tx,
                 name,
                 keys,
@@ -503,13 +511,15 @@ impl<'c> UnitOfWork<'c> {
             else {
                 return Ok(None);
             };
-            // Instance first, then its message rows: the lock order of every path.
-            self.load(receive.process_instance_id).await?;
+            if !self.instances.contains_key(&receive.process_instance_id) {
+                self.insert_locked(locked).await?;
+            }
             let waiting = self.state(receive.process_instance_id).is_some_and(|s| {
-                s.tasks.iter().any(|t| {
-                    t.guid == receive.task_guid
-                        && matches!(t.state, TaskState::Waiting | TaskState::Ready)
-                })
+                !s.status.is_final()
+                    && s.tasks.iter().any(|t| {
+                        t.guid == receive.task_guid
+                            && matches!(t.state, TaskState::Waiting | TaskState::Ready)
+                    })
             });
             if !waiting {
                 // The task stopped waiting without its receive being closed: close it now.

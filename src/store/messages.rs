@@ -1,5 +1,6 @@
 //! message_instances: sends (API or engine) and receives (waiting catch elements).
 
+use super::instances::LockedInstance;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
@@ -140,28 +141,49 @@ pub struct WaitingReceive {
     pub task_guid: Uuid,
 }
 
-/// The oldest waiting receive stored under one of `keys` (an index lookup). Not locked: the
-/// caller locks the instance first, then checks that its task still waits.
-pub async fn oldest_waiting_receive(
+/// The oldest waiting receive stored under one of `keys` (one index probe per key), other
+/// than `excluded`, with its instance row locked (`FOR UPDATE`, waiting for a step in another
+/// transaction to commit). The instance row is current once locked; the receive row was read
+/// before the wait, so the caller checks that the instance's task still waits.
+pub async fn lock_oldest_waiting_receive(
     conn: &mut PgConnection,
     name: &str,
     keys: &[String],
     excluded: &[i64],
-) -> sqlx::Result<Option<WaitingReceive>> {
-    // One equality lookup per candidate key (LATERAL), so the index on (name,
-    // correlation_key, id) is used for both columns whatever the planner thinks of `= ANY`.
-    sqlx::query_as(
-        "SELECT r.id, r.process_instance_id, r.task_guid FROM unnest($2::text[]) AS k(key) \
+) -> sqlx::Result<Option<(WaitingReceive, LockedInstance)>> {
+    #[derive(sqlx::FromRow)]
+    struct Found {
+        receive_id: i64,
+        receive_task_guid: Uuid,
+        #[sqlx(flatten)]
+        instance: LockedInstance,
+    }
+    let found: Option<Found> = sqlx::query_as(
+        "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
+             pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
+             pi.correlations, pi.internal, pi.error, pi.created_at, pi.updated_at, \
+             pm.version_sha, pi.live_tasks \
+         FROM unnest($2::text[]) AS k(key) \
          CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid FROM message_instances \
              WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
                AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) r \
-         ORDER BY r.id LIMIT 1",
+         JOIN process_instances pi ON pi.id = r.process_instance_id \
+         JOIN process_models pm ON pm.identifier = pi.process_model_identifier \
+         ORDER BY r.id LIMIT 1 FOR UPDATE OF pi",
     )
     .bind(name)
     .bind(keys)
     .bind(excluded)
     .fetch_optional(conn)
-    .await
+    .await?;
+    Ok(found.map(|f| {
+        let receive = WaitingReceive {
+            id: f.receive_id,
+            process_instance_id: f.instance.row.id,
+            task_guid: f.receive_task_guid,
+        };
+        (receive, f.instance)
+    }))
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
