@@ -25,26 +25,6 @@ pub struct ServiceTaskContext<'a> {
 
 pub use crate::store::jobs::Job;
 
-/// Leases due jobs; see [`crate::store::jobs::claim_due`].
-pub async fn claim_jobs(pool: &PgPool, limit: i64, lease: Duration) -> Result<Vec<Job>> {
-    Ok(store::jobs::claim_due(pool, limit, lease).await?)
-}
-
-async fn delete_job(conn: &mut sqlx::PgConnection, task_guid: Uuid) -> Result<()> {
-    store::jobs::cancel_for_task(conn, task_guid).await?;
-    Ok(())
-}
-
-async fn store_logs(
-    conn: &mut sqlx::PgConnection,
-    instance_id: i64,
-    task_guid: Uuid,
-    logs: &[String],
-) -> Result<()> {
-    store::connector_logs::insert(conn, instance_id, task_guid, logs).await?;
-    Ok(())
-}
-
 /// The request the proxy gets: the evaluated parameters plus the reserved `wf__*` fields.
 struct PreparedCall {
     operator_id: String,
@@ -81,7 +61,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
             .task(job.task_guid)
             .is_some_and(|t| t.state == TaskState::Ready);
         if !ready {
-            delete_job(uow.conn(), job.task_guid).await?;
+            store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
             uow.commit().await?;
             return Ok(None);
         }
@@ -99,7 +79,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
         Err(error) => {
             // e.g. a required parameter evaluated to nothing: the task fails before any call
             uow.fail_task(id, job.task_guid, error).await?;
-            delete_job(uow.conn(), job.task_guid).await?;
+            store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
             uow.commit().await?;
             return Ok(None);
         }
@@ -149,7 +129,7 @@ async fn apply_outcome(
     if !uow.load(id).await? {
         return Ok(());
     }
-    store_logs(uow.conn(), id, job.task_guid, outcome.logs()).await?;
+    store::connector_logs::insert(uow.conn(), id, job.task_guid, outcome.logs()).await?;
     let event = match outcome {
         Outcome::Success {
             command_response, ..
@@ -189,7 +169,7 @@ async fn apply_outcome(
             tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
         }
         // done, or waiting for its callback: either way the call is no longer due
-        delete_job(uow.conn(), job.task_guid).await?;
+        store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
     }
     uow.commit().await?;
     Ok(())
@@ -277,7 +257,7 @@ async fn callback_once(
     let logs = match outcome {
         CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
     };
-    store_logs(uow.conn(), id, task_guid, logs).await?;
+    store::connector_logs::insert(uow.conn(), id, task_guid, logs).await?;
     let event = match outcome {
         CallbackOutcome::Success { result, .. } => Event::ServiceSucceeded {
             task_guid,
@@ -319,7 +299,7 @@ async fn callback_once(
             _ => not_waiting(task_guid),
         });
     }
-    delete_job(uow.conn(), task_guid).await?;
+    store::jobs::cancel_for_task(uow.conn(), task_guid).await?;
     uow.flush().await?;
     let instance_error = uow.state(id).and_then(|s| s.error.clone());
     uow.commit().await?;

@@ -18,7 +18,7 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
         if *shutdown.borrow() {
             return;
         }
-        let jobs = match service_tasks::claim_jobs(&state.pool, BATCH, LEASE).await {
+        let jobs = match crate::store::jobs::claim_due(&state.pool, BATCH, LEASE).await {
             Ok(jobs) => jobs,
             Err(e) => {
                 tracing::warn!(error = %e, "connector dispatcher: cannot claim jobs");
