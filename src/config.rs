@@ -19,6 +19,10 @@ const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 const DEFAULT_CALLBACK_TOKEN_TTL_SECONDS: u64 = 86_400;
 const DEFAULT_CONNECTOR_CONNECT_TIMEOUT_MS: u64 = 5_000;
 const DEFAULT_CONNECTOR_TIMEOUT_MS: u64 = 45_000;
+/// Clock skew tolerated on `exp` and `nbf`.
+pub const DEFAULT_JWT_LEEWAY_SECONDS: u64 = 5;
+const MAX_JWT_LEEWAY_SECONDS: u64 = 300;
+const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 30_000;
 
 /// A configuration problem. `Display` is one line that names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,7 +54,7 @@ pub enum LogFormat {
 }
 
 /// How bearer tokens are verified (and, with a secret, minted). Secrets are redacted from `Debug`.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct JwtSettings {
     /// HS256 shared secret (`WORKFLOW_BACKEND_JWT_SECRET`).
     pub secret: Option<String>,
@@ -60,6 +64,20 @@ pub struct JwtSettings {
     pub issuer: Option<String>,
     /// Required `aud` when set (`WORKFLOW_BACKEND_JWT_AUDIENCE`).
     pub audience: Option<String>,
+    /// Clock skew tolerated on `exp` and `nbf` (`WORKFLOW_BACKEND_JWT_LEEWAY_SECONDS`).
+    pub leeway_seconds: u64,
+}
+
+impl Default for JwtSettings {
+    fn default() -> Self {
+        JwtSettings {
+            secret: None,
+            public_key_file: None,
+            issuer: None,
+            audience: None,
+            leeway_seconds: DEFAULT_JWT_LEEWAY_SECONDS,
+        }
+    }
 }
 
 impl fmt::Debug for JwtSettings {
@@ -69,6 +87,7 @@ impl fmt::Debug for JwtSettings {
             .field("public_key_file", &self.public_key_file)
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
+            .field("leeway_seconds", &self.leeway_seconds)
             .finish()
     }
 }
@@ -91,6 +110,11 @@ pub struct Settings {
     pub connector_timeout_ms: u64,
     /// Connections in the database pool (`DATABASE_POOL_SIZE`).
     pub database_pool_size: u32,
+    /// A request body must have arrived this long after its headers (`BODY_READ_TIMEOUT_MS`).
+    pub body_read_timeout_ms: u64,
+    /// Start the background workers with the server (always, outside tests: tests that drive
+    /// the workers' one-shot functions turn them off).
+    pub run_workers: bool,
 }
 
 impl fmt::Debug for Settings {
@@ -118,6 +142,7 @@ impl fmt::Debug for Settings {
                 &self.connector_connect_timeout_ms,
             )
             .field("connector_timeout_ms", &self.connector_timeout_ms)
+            .field("body_read_timeout_ms", &self.body_read_timeout_ms)
             .finish()
     }
 }
@@ -192,6 +217,12 @@ impl Settings {
             public_key_file: get("JWT_PUBLIC_KEY_FILE").map(PathBuf::from),
             issuer: get("JWT_ISSUER"),
             audience: get("JWT_AUDIENCE"),
+            leeway_seconds: at_most(
+                "JWT_LEEWAY_SECONDS",
+                get("JWT_LEEWAY_SECONDS"),
+                DEFAULT_JWT_LEEWAY_SECONDS,
+                MAX_JWT_LEEWAY_SECONDS,
+            )?,
         };
 
         let max_body_bytes = positive(
@@ -244,6 +275,12 @@ impl Settings {
                 get("CONNECTOR_TIMEOUT_MS"),
                 DEFAULT_CONNECTOR_TIMEOUT_MS,
             )?,
+            body_read_timeout_ms: positive(
+                "BODY_READ_TIMEOUT_MS",
+                get("BODY_READ_TIMEOUT_MS"),
+                DEFAULT_BODY_READ_TIMEOUT_MS,
+            )?,
+            run_workers: true,
         })
     }
 
@@ -317,6 +354,20 @@ fn positive(name: &str, value: Option<String>, default: u64) -> Result<u64, Conf
         _ => Err(ConfigError::invalid(
             name,
             format!("invalid value {value:?} (expected a positive integer)"),
+        )),
+    }
+}
+
+/// An integer from 0 to `max`.
+fn at_most(name: &str, value: Option<String>, default: u64, max: u64) -> Result<u64, ConfigError> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    match value.parse::<u64>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(ConfigError::invalid(
+            name,
+            format!("invalid value {value:?} (expected an integer from 0 to {max})"),
         )),
     }
 }

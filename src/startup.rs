@@ -36,6 +36,8 @@ pub struct AppState {
     pub models: ModelCache,
     /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
     pub connector: Option<ConnectorClient>,
+    /// Woken when a message is buffered: the expiry sweeper then knows its next deadline.
+    pub message_buffered: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -113,6 +115,8 @@ impl Application {
             settings.public_url = format!("http://{local_addr}");
         }
         let max_body_bytes = settings.max_body_bytes;
+        let body_read_timeout =
+            api::guard::BodyReadTimeout(Duration::from_millis(settings.body_read_timeout_ms));
         let connector = settings.connector_proxy_url.as_ref().map(|url| {
             ConnectorClient::new(ProxyConfig {
                 base_url: url.clone(),
@@ -129,6 +133,7 @@ impl Application {
             keys: keys.clone(),
             models: ModelCache::new(),
             connector,
+            message_buffered: Arc::new(tokio::sync::Notify::new()),
         });
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
         // label value, so the number of series stays bounded.
@@ -141,11 +146,13 @@ impl Application {
         let app_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(from_fn(api::guard::guard_requests))
                 .wrap(ErrorHandlers::new().default_handler(problem_fallback))
                 .wrap(from_fn(log_request))
                 .wrap(metrics.clone())
                 .app_data(app_state.clone())
                 .app_data(keys.clone())
+                .app_data(body_read_timeout)
                 .app_data(json_config(max_body_bytes))
                 .app_data(payload_config(max_body_bytes))
                 .app_data(query_config())
@@ -170,6 +177,11 @@ impl Application {
         self.port
     }
 
+    /// What handlers and workers share (tests drive the workers' one-shot functions with it).
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
     /// The settings in effect (`public_url` carries the bound port when it was defaulted).
     pub fn settings(&self) -> Arc<Settings> {
         self.state.settings.clone()
@@ -179,7 +191,11 @@ impl Application {
     /// (up to 30 s), stops the workers and returns.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let (stop_workers, shutdown) = watch::channel(false);
-        let worker_handles = workers::spawn_all(self.state.clone(), shutdown);
+        let worker_handles = if self.state.settings.run_workers {
+            workers::spawn_all(self.state.clone(), shutdown)
+        } else {
+            Vec::new()
+        };
         let handle = self.server.handle();
         // The server future must keep being polled while it stops, hence its own task.
         let mut server = tokio::spawn(self.server);

@@ -20,7 +20,7 @@ use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{AlgorithmFamily, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::api::error::ApiError;
@@ -147,6 +147,7 @@ pub struct JwtKeys {
     public: Option<DecodingKey>,
     issuer: Option<String>,
     audience: Option<String>,
+    leeway_seconds: u64,
 }
 
 impl fmt::Debug for JwtKeys {
@@ -156,7 +157,20 @@ impl fmt::Debug for JwtKeys {
             .field("public_key", &self.public.as_ref().map(|k| k.family()))
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
+            .field("leeway_seconds", &self.leeway_seconds)
             .finish()
+    }
+}
+
+/// The one algorithm accepted per key kind: HS256 with the secret, RS256 with an RSA public
+/// key, ES256 with an EC one. A token naming another (HS512 with the same secret, say) is
+/// refused, so a configuration means exactly the algorithms it says.
+fn accepted_algorithm(family: AlgorithmFamily) -> Algorithm {
+    match family {
+        AlgorithmFamily::Hmac => Algorithm::HS256,
+        AlgorithmFamily::Rsa => Algorithm::RS256,
+        AlgorithmFamily::Ec => Algorithm::ES256,
+        AlgorithmFamily::Ed => Algorithm::EdDSA,
     }
 }
 
@@ -195,6 +209,7 @@ impl JwtKeys {
             public,
             issuer: jwt.issuer.clone(),
             audience: jwt.audience.clone(),
+            leeway_seconds: jwt.leeway_seconds,
         })
     }
 
@@ -207,14 +222,23 @@ impl JwtKeys {
             AlgorithmFamily::Hmac => self.hmac.as_ref().map(|(decoding, _)| decoding),
             _ => self.public.as_ref().filter(|key| key.family() == family),
         }
+        .filter(|_| header.alg == accepted_algorithm(family))
         .ok_or_else(|| {
             invalid_token(format!(
                 "Tokens signed with {:?} are not accepted here.",
                 header.alg
             ))
         })?;
+        // RFC 7515 4.1.11: extensions listed in `crit` must be understood; none are here.
+        if header.crit.is_some() {
+            return Err(invalid_token(
+                "The bearer token's header lists critical extensions (crit), which are not supported.",
+            ));
+        }
 
         let mut validation = Validation::new(header.alg);
+        validation.leeway = self.leeway_seconds;
+        validation.validate_nbf = true;
         let mut required = vec!["exp", "sub"];
         if let Some(issuer) = &self.issuer {
             validation.set_issuer(&[issuer]);
@@ -247,8 +271,14 @@ impl JwtKeys {
             ErrorKind::MissingRequiredClaim(claim) => {
                 invalid_token(format!("The bearer token has no `{claim}` claim."))
             }
+            ErrorKind::ImmatureSignature => {
+                invalid_token("The bearer token is not valid yet (nbf is in the future).")
+            }
             _ => invalid_token("The bearer token is malformed."),
         })?;
+        if data.claims.sub.trim().is_empty() {
+            return Err(invalid_token("The bearer token's subject (sub) is empty."));
+        }
         Ok(Principal {
             subject: data.claims.sub,
             scopes: data
@@ -471,6 +501,7 @@ mod tests {
             public_key_file: None,
             issuer: issuer.map(str::to_string),
             audience: audience.map(str::to_string),
+            ..JwtSettings::default()
         })
         .unwrap()
     }

@@ -29,9 +29,10 @@ use uuid::Uuid;
     request_body(content = Object, description = "Version 2 envelope: `command_response.body`, or a structured `error`", content_type = "application/json"),
     responses(
         (status = 200, description = "`{ok, status: completed | retry_scheduled | error_handled, process_instance_id, process_model_identifier}`; a retry also carries `task_guid`, `retry_at`, `retries_attempted`, `retries_remaining`, `max_retries`", body = Object),
-        (status = 400, description = "`invalid_callback_body`, `process_instance_cannot_be_found`, `callback_not_found`, `not_waiting_for_callback`, `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_callback_body` (also: a NUL character, nesting deeper than 64 levels, a number that cannot be stored), `callback_not_found`, `not_waiting_for_callback`, `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: the caller may read the instance but not update it", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -43,24 +44,19 @@ pub async fn callback(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let (instance, guid) = path.into_inner();
-    let id: i64 = instance.parse().map_err(|_| {
-        ApiError::bad_request(
-            "process_instance_cannot_be_found",
-            format!("'{instance}' is not a process instance id"),
-        )
-    })?;
-    let model = services::instances::model_of(&state.pool, id).await?;
-    let task_guid = Uuid::parse_str(&guid).map_err(|_| {
+    let id: i64 = instance
+        .parse()
+        .map_err(|_| ApiError::from(services::instances::instance_not_found(&instance)))?;
+    // a guid that is not one cannot name a task's scope: the instance's scope decides alone
+    let task_guid = Uuid::parse_str(&guid).ok();
+    let task_scope = task_guid.map(|g| service_tasks::callback_scope(id, g));
+    super::process_instances::authorize(&principal, &state, id, "update", task_scope.as_deref())
+        .await?;
+    let task_guid = task_guid.ok_or_else(|| {
         ApiError::bad_request("callback_not_found", format!("'{guid}' is not a task guid"))
     })?;
-    if !principal.allows(&format!("instances:update:{model}"))
-        && !principal.allows(&service_tasks::callback_scope(id, task_guid))
-    {
-        return Err(ApiError::forbidden(format!(
-            "completing this task needs the scope instances:update:{model} or {}",
-            service_tasks::callback_scope(id, task_guid)
-        )));
-    }
+    let body = body.into_inner();
+    services::input::check_json(&body, "invalid_callback_body", "the callback body")?;
     let outcome = connector::parse_callback(&body)
         .map_err(|e| ApiError::bad_request("invalid_callback_body", e))?;
     let ctx = state.service_tasks();
@@ -125,7 +121,8 @@ pub async fn authentications(
     params(("id" = i64, Path, description = "Process instance id")),
     responses(
         (status = 200, description = "`{results: [{id, task_guid, line, created_at}]}`", body = Object),
-        (status = 400, description = "`process_instance_cannot_be_found`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
     ),
@@ -137,7 +134,6 @@ pub async fn connector_logs(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
-    let model = services::instances::model_of(&state.pool, id).await?;
-    principal.require(&format!("instances:read:{model}"))?;
+    super::process_instances::authorize(&principal, &state, id, "read", None).await?;
     Ok(HttpResponse::Ok().json(service_tasks::connector_logs(&state.pool, id).await?))
 }

@@ -28,6 +28,9 @@ use utoipa::ToSchema;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// What `Retry-After` says while the database is unavailable.
+pub const DATABASE_RETRY_AFTER_SECONDS: u32 = 2;
+
 const INTERNAL_DETAIL: &str =
     "The server could not complete the request; the cause has been logged.";
 
@@ -39,6 +42,8 @@ pub struct ApiError {
     error_code: Cow<'static, str>,
     detail: String,
     extra: Map<String, Value>,
+    /// Seconds for a `Retry-After` header (503 while the database is unavailable).
+    retry_after: Option<u32>,
 }
 
 /// The body of every error answer (`application/problem+json`). Further members may be
@@ -79,7 +84,21 @@ impl ApiError {
             error_code: error_code.into(),
             detail: detail.into(),
             extra: Map::new(),
+            retry_after: None,
         }
+    }
+
+    /// 503 `database_unavailable` with `Retry-After`: the database cannot be reached or every
+    /// connection is busy. Nothing was done; the request may be sent again.
+    pub fn database_unavailable(cause: impl fmt::Display) -> Self {
+        tracing::warn!(cause = %cause, "database unavailable");
+        let mut err = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database_unavailable",
+            "The database is unavailable or busy; try again shortly.",
+        );
+        err.retry_after = Some(DATABASE_RETRY_AFTER_SECONDS);
+        err
     }
 
     pub fn bad_request(
@@ -183,13 +202,26 @@ impl ResponseError for ApiError {
         if self.status == StatusCode::UNAUTHORIZED {
             response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
         }
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds.to_string()));
+        }
         response.body(self.body().to_string())
     }
 }
 
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
-        ApiError::internal(format_args!("database error: {err}"))
+        if crate::store::is_unavailable(&err) {
+            ApiError::database_unavailable(err)
+        } else if crate::store::is_unstorable_text(&err) {
+            // the input checks should have caught it: refuse rather than fail
+            ApiError::bad_request(
+                "invalid_input",
+                "A value contains a character that cannot be stored (NUL).",
+            )
+        } else {
+            ApiError::internal(format_args!("database error: {err}"))
+        }
     }
 }
 
@@ -216,6 +248,11 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
             let api_error = match err {
                 JsonPayloadError::OverflowKnownLength { limit, .. }
                 | JsonPayloadError::Overflow { limit } => payload_too_large(limit),
+                JsonPayloadError::Payload(e) if super::guard::is_body_timeout(&e) => ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request_timeout",
+                    "The request body did not arrive in time.",
+                ),
                 JsonPayloadError::Payload(PayloadError::Overflow) => ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "payload_too_large",

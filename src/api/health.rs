@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -21,7 +20,7 @@ pub struct StatusBody {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReadyBody {
     pub ok: bool,
-    /// `up` when the database answered.
+    /// `up` when the database answered, `busy` when every pooled connection is in use.
     pub database: String,
 }
 
@@ -48,7 +47,16 @@ pub async fn status() -> web::Json<StatusBody> {
     )
 )]
 pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, ApiError> {
-    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
+    // Every connection open and in use: the database answers, the service is only busy.
+    // Waiting for a free connection would report saturation as an outage.
+    let pool = &state.pool;
+    if pool.num_idle() == 0 && pool.size() >= pool.options().get_max_connections() {
+        return Ok(web::Json(ReadyBody {
+            ok: true,
+            database: "busy".into(),
+        }));
+    }
+    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(pool);
     let cause = match tokio::time::timeout(READINESS_TIMEOUT, ping).await {
         Ok(Ok(_)) => {
             return Ok(web::Json(ReadyBody {
@@ -60,11 +68,7 @@ pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, A
         Err(_) => format!("no answer within {READINESS_TIMEOUT:?}"),
     };
     tracing::warn!(cause, "readiness: the database does not answer");
-    Err(ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "database_unavailable",
-        "The database does not answer.",
-    ))
+    Err(ApiError::database_unavailable(cause))
 }
 
 /// Prometheus metrics: request counts and latency histograms per route pattern, method and

@@ -2,8 +2,9 @@
 
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
-use crate::services::{self, messages::SendAnswer, messages::SendRequest};
+use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
 use crate::startup::AppState;
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::Value;
@@ -65,12 +66,14 @@ pub struct Object(#[allow(dead_code)] Value);
     responses(
         (status = 200, description = "Delivered to a waiting instance or started one", body = InstanceAnswer),
         (status = 202, description = "Buffered (or, on replay, buffered and since expired: status `cancelled`)", body = BufferedAnswer),
-        (status = 400, description = "`message_not_accepted`, `invalid_payload`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`message_not_accepted`, `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `messages:send` or `messages:send:<name>`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`message_instance_uuid_conflict`: the uuid was used with another name or payload", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`: not application/json", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -82,14 +85,22 @@ pub async fn send_message(
     payload: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let name = services::messages::message_name(&path).to_string();
+    input::check_text(
+        &name,
+        "invalid_message_name",
+        "the message name",
+        input::MAX_NAME_BYTES,
+    )?;
     principal.require(&format!("messages:send:{name}"))?;
     let (ttl, uuid) = services::messages::validate_query(
         query.time_to_live_in_seconds.as_deref(),
         query.message_instance_uuid.as_deref(),
     )?;
+    let payload = payload.into_inner();
+    input::check_json(&payload, "invalid_payload", "the message payload")?;
     let request = SendRequest {
         name,
-        payload: payload.into_inner(),
+        payload,
         time_to_live_seconds: ttl,
         message_instance_uuid: uuid,
         sent_by: principal.subject.clone(),
@@ -97,10 +108,24 @@ pub async fn send_message(
     Ok(
         match services::messages::send(&state.pool, &state.models, &request).await? {
             SendAnswer::Instance(body) => HttpResponse::Ok().json(body),
-            SendAnswer::Buffered(body) => HttpResponse::Accepted().json(body),
+            SendAnswer::Buffered(body) => {
+                // the expiry sweeper may be asleep until a later deadline
+                state.message_buffered.notify_one();
+                HttpResponse::Accepted().json(body)
+            }
         },
     )
 }
+
+/// The values of a message's `status`.
+const MESSAGE_STATUSES: &[&str] = &[
+    "ready",
+    "running",
+    "completed",
+    "failed",
+    "cancelled",
+    "not_accepted",
+];
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -111,7 +136,9 @@ pub struct MessageListQuery {
     status: Option<String>,
     /// `send` or `receive`
     message_type: Option<String>,
+    /// 1 (default) to 100000
     page: Option<i64>,
+    /// 1 to 500 (default 10)
     per_page: Option<i64>,
 }
 
@@ -123,8 +150,9 @@ pub struct ListAnswer {
     pagination: Object,
 }
 
-/// List message instances, newest first (audit): every column, including payload,
-/// correlation keys, failure cause, counterpart, uuid and expiry.
+/// List message instances, newest first (audit): a summary of each (no payload or correlation
+/// values; `correlation_key` and `failure_cause` cut to 1,000 characters, with `truncated`
+/// saying so). `GET /v1.0/messages/{id}` shows one message in full.
 #[utoipa::path(
     get,
     path = "/v1.0/messages",
@@ -144,13 +172,22 @@ pub async fn list_messages(
     query: web::Query<MessageListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
+    input::check_choice(query.status.as_deref(), "status", MESSAGE_STATUSES)?;
+    input::check_choice(
+        query.message_type.as_deref(),
+        "message_type",
+        &["send", "receive"],
+    )?;
+    if let Some(name) = &query.name {
+        input::check_text(name, "invalid_query", "name", input::MAX_NAME_BYTES)?;
+    }
+    let page = super::page(query.page, query.per_page)?;
     let filter = crate::store::messages::MessageFilter {
         process_instance_id: query.process_instance_id,
         name: query.name.as_deref(),
         status: query.status.as_deref(),
         message_type: query.message_type.as_deref(),
     };
-    let page = crate::store::Page::new(query.page, query.per_page);
     Ok(HttpResponse::Ok().json(services::messages::list(&state.pool, &filter, page).await?))
 }
 
@@ -175,5 +212,6 @@ pub async fn show_message(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
-    Ok(HttpResponse::Ok().json(services::messages::find(&state.pool, id.into_inner()).await?))
+    let message = services::messages::find(&state.pool, id.into_inner()).await?;
+    super::json_off_thread(StatusCode::OK, message).await
 }

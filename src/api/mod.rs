@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod callbacks;
 pub mod error;
+pub mod guard;
 pub mod health;
 pub mod messages;
 pub mod process_instances;
@@ -18,7 +19,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::{Config, SwaggerUi};
 
-use crate::api::error::Problem;
+use crate::api::error::{ApiError, Problem};
 
 pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
 
@@ -38,10 +39,11 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         process_models::put_file, process_models::list_models, process_models::show_model,
         process_instances::start_instance, process_instances::show_instance,
         process_instances::list_instances, process_instances::complete_task,
+        process_instances::migrate_instance,
         callbacks::callback, callbacks::service_tasks, callbacks::authentications,
         callbacks::connector_logs,
     ),
-    components(schemas(Problem)),
+    components(schemas(Problem, process_instances::MigrateRequest)),
     modifiers(&BearerSecurity),
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
@@ -101,6 +103,26 @@ pub async fn openapi_json() -> HttpResponse {
         .body(DOCUMENT.get_or_init(openapi_document).as_str())
 }
 
+/// Validated paging parameters: 400 `invalid_query` out of range.
+pub fn page(page: Option<i64>, per_page: Option<i64>) -> Result<crate::store::Page, ApiError> {
+    crate::store::Page::new(page, per_page).map_err(|e| ApiError::bad_request("invalid_query", e))
+}
+
+/// A JSON answer serialised on the blocking pool: a large body (a full payload, an instance's
+/// task history) never holds up the async workers that serve every other request.
+pub async fn json_off_thread(
+    status: actix_web::http::StatusCode,
+    value: serde_json::Value,
+) -> Result<HttpResponse, ApiError> {
+    let body = web::block(move || serde_json::to_vec(&value))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(HttpResponse::build(status)
+        .content_type("application/json")
+        .body(body))
+}
+
 /// Registers every route. `/metrics` is answered by the metrics middleware (see `startup`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/v1.0/status").route(web::get().to(health::status)))
@@ -134,6 +156,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/process-instances/{id}")
                 .route(web::post().to(process_instances::start_instance))
                 .route(web::get().to(process_instances::show_instance)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances/{id}/migrate")
+                .route(web::post().to(process_instances::migrate_instance)),
         )
         .service(
             web::resource("/v1.0/process-instances/{id}/connector-logs")

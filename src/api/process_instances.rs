@@ -3,12 +3,13 @@
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
 use super::messages::{InstanceAnswer, ListAnswer};
-use crate::services;
+use crate::services::{self, input};
 use crate::startup::AppState;
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 /// Start an instance of the model's primary process and run it to its wait states.
@@ -35,7 +36,7 @@ pub async fn start_instance(
 ) -> Result<HttpResponse, ApiError> {
     let model = services::models::identifier_from_url(&path)?;
     principal.require(&format!("instances:create:{model}"))?;
-    let data = if body.iter().all(u8::is_ascii_whitespace) {
+    let data: Map<String, Value> = if body.iter().all(u8::is_ascii_whitespace) {
         Map::new()
     } else {
         match serde_json::from_slice::<Value>(&body) {
@@ -54,6 +55,11 @@ pub async fn start_instance(
             }
         }
     };
+    input::check_json(
+        &Value::Object(data.clone()),
+        "invalid_payload",
+        "the initial data",
+    )?;
     let answer = services::instances::start(&state.pool, &state.models, &model, &data).await?;
     Ok(HttpResponse::Created().json(answer))
 }
@@ -78,12 +84,37 @@ pub async fn show_instance(
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    let instance = services::instances::show(&state.pool, id.into_inner()).await?;
-    let model = instance["process_model_identifier"]
-        .as_str()
-        .unwrap_or_default();
-    principal.require(&format!("instances:read:{model}"))?;
-    Ok(HttpResponse::Ok().json(instance))
+    let id = id.into_inner();
+    authorize(&principal, &state, id, "read", None).await?;
+    let instance = services::instances::show(&state.pool, id).await?;
+    super::json_off_thread(StatusCode::OK, instance).await
+}
+
+/// The model of instance `id` once `principal` may `action` it (`instances:<action>:<model>`,
+/// or the `alternative` scope). An instance the caller may not even read is answered exactly
+/// like a missing one (404 `process_instance_not_found`), so a token scoped to one model learns
+/// nothing about another's instances; 403 only when it may read but not `action` it.
+pub(crate) async fn authorize(
+    principal: &Principal,
+    state: &AppState,
+    id: i64,
+    action: &str,
+    alternative: Option<&str>,
+) -> Result<String, ApiError> {
+    let allowed = |model: &str| {
+        principal.allows(&format!("instances:{action}:{model}"))
+            || alternative.is_some_and(|scope| principal.allows(scope))
+    };
+    let visible = services::instances::model_of(&state.pool, id)
+        .await?
+        .filter(|model| allowed(model) || principal.allows(&format!("instances:read:{model}")));
+    let Some(model) = visible else {
+        return Err(services::instances::instance_not_found(id).into());
+    };
+    if !allowed(&model) {
+        principal.require(&format!("instances:{action}:{model}"))?;
+    }
+    Ok(model)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -93,7 +124,9 @@ pub struct InstanceListQuery {
     process_model_identifier: Option<String>,
     /// `running`, `waiting`, `user_input_required`, `complete`, `error`, `suspended`, `terminated`
     status: Option<String>,
+    /// 1 (default) to 100000
     page: Option<i64>,
+    /// 1 to 500 (default 10)
     per_page: Option<i64>,
 }
 
@@ -124,12 +157,84 @@ pub async fn list_instances(
         "instances:read:{}",
         model.as_deref().unwrap_or("*")
     ))?;
+    input::check_choice(
+        query.status.as_deref(),
+        "status",
+        &[
+            "running",
+            "waiting",
+            "user_input_required",
+            "complete",
+            "error",
+            "suspended",
+            "terminated",
+        ],
+    )?;
+    let page = super::page(query.page, query.per_page)?;
     let filter = crate::store::instances::InstanceFilter {
         process_model_identifier: model.as_deref(),
         status: query.status.as_deref(),
     };
-    let page = crate::store::Page::new(query.page, query.per_page);
     Ok(HttpResponse::Ok().json(services::instances::list(&state.pool, &filter, page).await?))
+}
+
+/// The body of a migration (every member optional).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MigrateRequest {
+    /// The version (`version_sha`) to move to; default the model's current version.
+    pub target_version: Option<String>,
+}
+
+/// Move an instance to another version of its model (default: the current one).
+///
+/// Allowed when every live task's element exists in the target version with the same kind
+/// (and waits for the same message); the instance then steps against that version, and its
+/// waiting correlations keep working. Otherwise 409 `migration_not_possible`, listing the
+/// elements (`elements: [{element_id, reason}]`).
+#[utoipa::path(
+    post,
+    path = "/v1.0/process-instances/{id}/migrate",
+    tag = "process instances",
+    params(("id" = i64, Path, description = "Process instance id")),
+    request_body(content = Option<MigrateRequest>, description = "Optional `{\"target_version\": \"<version_sha>\"}`", content_type = "application/json"),
+    responses(
+        (status = 200, description = "Moved (or already there); the instance, with `previous_version`", body = InstanceAnswer),
+        (status = 400, description = "`invalid_json`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `instances:update:<model>`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`, `process_model_version_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`migration_not_possible` (with `elements`, `target_version`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn migrate_instance(
+    principal: Principal,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    authorize(&principal, &state, id, "update", None).await?;
+    let request: MigrateRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        MigrateRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::bad_request("invalid_json", format!("the body is not a migration: {e}"))
+        })?
+    };
+    if let Some(version) = &request.target_version {
+        input::check_text(version, "invalid_json", "target_version", 128)?;
+    }
+    let answer = services::instances::migrate(
+        &state.pool,
+        &state.models,
+        id,
+        request.target_version.as_deref(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(answer))
 }
 
 /// Complete a waiting user or manual task: the body is merged into the task data and the
@@ -145,7 +250,7 @@ pub async fn list_instances(
     request_body(content = Object, description = "Data to merge into the task data", content_type = "application/json"),
     responses(
         (status = 200, description = "Completed; the instance after it ran on", body = InstanceAnswer),
-        (status = 400, description = "`not_waiting`, `task_not_found`, `process_instance_cannot_be_found`, `invalid_payload`, `invalid_path`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`not_waiting`, `task_not_found`, `invalid_payload`, `invalid_path`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>`", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
@@ -159,14 +264,15 @@ pub async fn complete_task(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let (instance_id, task_guid) = path.into_inner();
-    let Value::Object(data) = body.into_inner() else {
+    authorize(&principal, &state, instance_id, "update", None).await?;
+    let body = body.into_inner();
+    input::check_json(&body, "invalid_payload", "the task data")?;
+    let Value::Object(data) = body else {
         return Err(ApiError::bad_request(
             "invalid_payload",
             "the task data must be a JSON object",
         ));
     };
-    let model = services::instances::model_of(&state.pool, instance_id).await?;
-    principal.require(&format!("instances:update:{model}"))?;
     let answer = services::instances::complete_task(
         &state.pool,
         &state.models,

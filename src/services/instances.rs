@@ -70,6 +70,90 @@ async fn complete_task_once(
     Ok(answer)
 }
 
+/// Moves an instance to another version of its model (default: the newest), when every live
+/// task's element exists there with the same kind; 409 `migration_not_possible` otherwise.
+pub async fn migrate(
+    pool: &PgPool,
+    cache: &ModelCache,
+    instance_id: i64,
+    target_version: Option<&str>,
+) -> Result<Value> {
+    retry_transaction!(migrate_once(pool, cache, instance_id, target_version))
+}
+
+async fn migrate_once(
+    pool: &PgPool,
+    cache: &ModelCache,
+    id: i64,
+    target_version: Option<&str>,
+) -> Result<Value> {
+    let mut uow = UnitOfWork::begin(pool, cache).await?;
+    if !uow.load(id).await? {
+        return Err(instance_not_found(id));
+    }
+    let model = uow
+        .process_model_identifier(id)
+        .unwrap_or_default()
+        .to_string();
+    let from = uow.model_version(id).unwrap_or_default().to_string();
+    let target = match target_version {
+        Some(version) => version.to_string(),
+        None => {
+            store::models::find(uow.conn(), &model)
+                .await?
+                .ok_or_else(|| {
+                    Error::not_found(
+                        "process_model_not_found",
+                        format!("process model '{model}' does not exist"),
+                    )
+                })?
+                .version_sha
+        }
+    };
+    if store::models::version(uow.conn(), &model, &target)
+        .await?
+        .is_none()
+    {
+        return Err(Error::not_found(
+            "process_model_version_not_found",
+            format!("process model '{model}' has no version '{target}'"),
+        ));
+    }
+    let state = uow.state(id).expect("loaded above");
+    if state.status.is_final() {
+        return Err(Error::conflict(
+            "migration_not_possible",
+            format!(
+                "process instance {id} is {}; only a live instance moves",
+                state.status.as_str()
+            ),
+        ));
+    }
+    let current = uow.spec(id).expect("loaded above");
+    let target_spec = uow.version_spec(&model, &target).await?;
+    let state = uow.state(id).expect("loaded above");
+    let blockers = crate::engine::migration_blockers_between(state, &current, &target_spec);
+    if !blockers.is_empty() {
+        let listed = blockers
+            .iter()
+            .map(|b| format!("{}: {}", b.element_id, b.reason))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(Error::conflict(
+            "migration_not_possible",
+            format!("process instance {id} cannot move to version {target}: {listed}"),
+        )
+        .with_extra(json!({ "elements": blockers, "target_version": target })));
+    }
+    if target != from {
+        uow.move_to_version(id, &target, target_spec).await?;
+    }
+    let mut answer = uow.instance_answer(id).expect("loaded above");
+    uow.commit().await?;
+    answer["previous_version"] = json!(from);
+    Ok(answer)
+}
+
 /// The engine only holds live tasks: a guid it does not know may be a finished task
 /// (`not_waiting`) or no task of this instance at all.
 pub async fn task_refusal(
@@ -106,6 +190,7 @@ fn answer_from_row(row: &InstanceRow) -> Result<Value> {
     let answer = InstanceAnswer {
         id: row.id,
         process_model_identifier: &row.process_model_identifier,
+        model_version: &row.model_version,
         process_id: &row.process_id,
         status: &row.status,
         error: row
@@ -136,18 +221,25 @@ fn task_json(task: &TaskRow) -> Value {
     })
 }
 
-fn instance_json(row: &InstanceRow) -> Value {
+/// An instance as the list shows it: without its data.
+fn instance_summary_json(row: &InstanceRow) -> Value {
     json!({
         "id": row.id,
         "process_model_identifier": row.process_model_identifier,
+        "process_model_version": row.model_version,
         "process_id": row.process_id,
         "status": row.status,
-        "data": row.data.0,
-        "correlations": row.correlations.0,
         "error": row.error.as_ref().map(|e| &e.0),
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     })
+}
+
+fn instance_json(row: &InstanceRow) -> Value {
+    let mut shown = instance_summary_json(row);
+    shown["data"] = row.data.0.clone();
+    shown["correlations"] = row.correlations.0.clone();
+    shown
 }
 
 /// An instance with its status, data, error and every task.
@@ -157,12 +249,7 @@ pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
     store::read_only_snapshot(&mut conn).await?;
     let row = store::instances::find(&mut conn, id)
         .await?
-        .ok_or_else(|| {
-            Error::not_found(
-                "process_instance_not_found",
-                format!("process instance {id} does not exist"),
-            )
-        })?;
+        .ok_or_else(|| instance_not_found(id))?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
     conn.commit().await?;
     let mut shown = instance_json(&row);
@@ -179,17 +266,20 @@ pub async fn list(
     let (rows, total) =
         store::instances::list(&mut conn, filter, page.per_page, page.offset()).await?;
     Ok(json!({
-        "results": rows.iter().map(instance_json).collect::<Vec<_>>(),
+        "results": rows.iter().map(instance_summary_json).collect::<Vec<_>>(),
         "pagination": page.pagination(total, rows.len()),
     }))
 }
 
-/// The model of an instance, for authorisation before a step.
-pub async fn model_of(pool: &PgPool, id: i64) -> Result<String> {
-    store::instances::model_of(pool, id).await?.ok_or_else(|| {
-        Error::bad_request(
-            "process_instance_cannot_be_found",
-            format!("process instance {id} does not exist"),
-        )
-    })
+/// The model of an instance, for authorisation before a step (`None`: no such instance).
+pub async fn model_of(pool: &PgPool, id: i64) -> Result<Option<String>> {
+    Ok(store::instances::model_of(pool, id).await?)
+}
+
+/// The one answer for an instance that does not exist, or that the caller may not see.
+pub fn instance_not_found(id: impl std::fmt::Display) -> Error {
+    Error::not_found(
+        "process_instance_not_found",
+        format!("process instance {id} does not exist"),
+    )
 }

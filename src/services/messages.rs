@@ -239,6 +239,31 @@ pub fn message_json(row: &MessageRow) -> Value {
     })
 }
 
+/// A message as the audit list shows it (see [`store::messages::MessageSummary`]).
+fn summary_json(row: &store::messages::MessageSummary) -> Value {
+    json!({
+        "id": row.id,
+        "name": row.name,
+        "message_type": row.message_type,
+        "status": row.status,
+        "correlation_key": row.correlation_key,
+        "process_instance_id": row.process_instance_id,
+        "process_model_identifier": row.process_model_identifier,
+        "task_guid": row.task_guid,
+        "message_instance_uuid": row.message_instance_uuid,
+        "expires_at": row.expires_at,
+        "expires_at_in_seconds": row.expires_at.map(|t| t.timestamp()),
+        "counterpart_id": row.counterpart_id,
+        "failure_cause": row.failure_cause,
+        "truncated": row.truncated,
+        "created_by": row.created_by,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "created_at_in_seconds": row.created_at.timestamp(),
+        "updated_at_in_seconds": row.updated_at.timestamp(),
+    })
+}
+
 pub async fn find(pool: &PgPool, id: i64) -> Result<Value> {
     let mut conn = pool.acquire().await?;
     let row = store::messages::find(&mut conn, id).await?.ok_or_else(|| {
@@ -259,7 +284,7 @@ pub async fn list(
     let (rows, total) =
         store::messages::list(&mut conn, filter, page.per_page, page.offset()).await?;
     Ok(json!({
-        "results": rows.iter().map(message_json).collect::<Vec<_>>(),
+        "results": rows.iter().map(summary_json).collect::<Vec<_>>(),
         "pagination": page.pagination(total, rows.len()),
     }))
 }

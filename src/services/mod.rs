@@ -1,6 +1,7 @@
 //! Use cases that join the store and the pure engine: one Postgres transaction each.
 //! Nothing here knows HTTP; `api` maps [`Error`] to responses.
 
+pub mod input;
 pub mod instances;
 pub mod messages;
 pub mod model_cache;
@@ -74,6 +75,11 @@ impl Error {
             },
             other => other,
         }
+    }
+
+    /// The database could not be reached or was saturated: nothing was done.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Database(e) if crate::store::is_unavailable(e))
     }
 
     /// A deadlock or serialization failure: the transaction may be run again as a whole.

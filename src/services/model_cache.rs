@@ -21,8 +21,8 @@ impl ModelCache {
         ModelCache::default()
     }
 
-    /// The compiled model for this identifier at this version, built from the stored files
-    /// on a miss.
+    /// The compiled model for this identifier at this version, built from the version's
+    /// stored files on a miss.
     pub async fn spec(
         &self,
         conn: &mut PgConnection,
@@ -32,18 +32,15 @@ impl ModelCache {
         if let Some(spec) = self.specs.read().expect("cache lock").get(version_sha) {
             return Ok(spec.clone());
         }
-        let model = store::models::find(conn, identifier)
+        let version = store::models::version(conn, identifier, version_sha)
             .await?
-            .ok_or_else(|| anyhow!("process model {identifier} is gone"))?;
-        let files = store::models::files(conn, identifier).await?;
-        let files: Vec<(String, String)> = files
-            .into_iter()
-            .map(|f| (f.file_name, f.content))
-            .collect();
-        let spec = build_model(&files, Some(&model.primary_process_id))
+            .ok_or_else(|| {
+                anyhow!("version {version_sha} of process model {identifier} is gone")
+            })?;
+        let spec = build_model(&version.files(), Some(&version.primary_process_id))
             .map_err(|e| anyhow!("stored model {identifier} no longer builds: {e}"))?;
         let spec = Arc::new(spec);
-        self.insert(&model.version_sha, spec.clone());
+        self.insert(version_sha, spec.clone());
         Ok(spec)
     }
 

@@ -119,6 +119,7 @@ async fn save_model(
         },
     )
     .await?;
+    store::models::insert_version(conn, identifier, &sha, &spec.primary_process_id, files).await?;
     for (name, content) in files {
         store::models::upsert_file(
             conn,
@@ -301,7 +302,20 @@ pub async fn show(pool: &PgPool, identifier: &str) -> Result<Value> {
             )
         })?;
     let files = store::models::files(&mut conn, identifier).await?;
+    let in_use = store::models::versions_in_use(&mut conn, identifier).await?;
     let mut shown = model_json(&row);
+    shown["current_version"] = json!(row.version_sha);
+    shown["versions_in_use"] = in_use
+        .iter()
+        .map(|v| {
+            json!({
+                "version_sha": v.version_sha,
+                "live_instances": v.live_instances,
+                "created_at": v.created_at,
+                "current": v.version_sha == row.version_sha,
+            })
+        })
+        .collect();
     shown["files"] = files
         .iter()
         .map(|f| json!({ "name": f.file_name, "sha256": f.sha256, "size": f.content.len() }))

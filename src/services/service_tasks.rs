@@ -31,8 +31,21 @@ struct PreparedCall {
     body: Value,
 }
 
-/// Runs one job: prepare, call, apply.
+/// A job leased this many times without an answer being recorded is not called again: its
+/// task fails (each lease that ran out was a call whose outcome is unknown).
+pub const MAX_LEASES: i32 = 3;
+
+/// Runs one job: prepare, call, apply. The proxy is called at most once per lease, and a job
+/// whose earlier leases all ran out is failed instead of being called again.
 pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+    if job.leases > MAX_LEASES {
+        let cause = format!(
+            "the connector call was started {} times without its answer being recorded; \
+             it is not made again",
+            job.leases - 1
+        );
+        return retry_transaction!(fail_job(ctx, job, &cause));
+    }
     let Some(prepared) = retry_transaction!(prepare(ctx, job))? else {
         return Ok(());
     };
@@ -46,7 +59,103 @@ pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
             logs: Vec::new(),
         },
     };
-    retry_transaction!(apply_outcome(ctx, job, &prepared.operator_id, &outcome))
+    let outcome = storable(outcome);
+    match retry_transaction!(apply_outcome(ctx, job, &prepared.operator_id, &outcome)) {
+        Ok(()) => Ok(()),
+        // The answer is in hand: never call the proxy again for it. Fail the task with the
+        // cause; only if that cannot be written either does the lease run out.
+        Err(e) if !e.is_unavailable() => {
+            tracing::error!(instance = job.process_instance_id, task = %job.task_guid, error = %e,
+                "the connector's answer could not be recorded; failing the task");
+            let cause = format!("the connector's answer could not be recorded: {e}");
+            retry_transaction!(fail_job(ctx, job, &cause))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The outcome with everything the database cannot hold made storable: NUL characters in log
+/// lines and error texts become U+FFFD, and a result that cannot be stored (NUL, nesting,
+/// numbers out of range) turns the call into a failure that says why.
+pub fn storable(outcome: Outcome) -> Outcome {
+    let clean = |text: String| {
+        if text.contains('\0') {
+            text.replace('\0', "\u{FFFD}")
+        } else {
+            text
+        }
+    };
+    let clean_logs = |logs: Vec<String>| logs.into_iter().map(clean).collect::<Vec<_>>();
+    match outcome {
+        Outcome::Success {
+            command_response,
+            logs,
+        } => match super::input::check_json(
+            &command_response,
+            "invalid_connector_response",
+            "the connector's result",
+        ) {
+            Ok(()) => Outcome::Success {
+                command_response,
+                logs: clean_logs(logs),
+            },
+            Err(e) => Outcome::CommandFailure {
+                error_code: "invalid_connector_response".into(),
+                message: e.to_string(),
+                http_status: None,
+                transient: false,
+                logs: clean_logs(logs),
+            },
+        },
+        Outcome::Accepted { logs } => Outcome::Accepted {
+            logs: clean_logs(logs),
+        },
+        Outcome::CommandFailure {
+            error_code,
+            message,
+            http_status,
+            transient,
+            logs,
+        } => Outcome::CommandFailure {
+            error_code: clean(error_code),
+            message: clean(message),
+            http_status,
+            transient,
+            logs: clean_logs(logs),
+        },
+        Outcome::ProxyFailure {
+            error_code,
+            message,
+            status,
+            transient,
+            logs,
+        } => Outcome::ProxyFailure {
+            error_code: clean(error_code),
+            message: clean(message),
+            status,
+            transient,
+            logs: clean_logs(logs),
+        },
+    }
+}
+
+/// Fails a job's task (error boundary or instance error) with `cause`, and drops the job.
+async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Result<()> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if uow.load(id).await? {
+        let event = Event::ServiceFailed {
+            task_guid: job.task_guid,
+            error_code: "connector_call_failed".into(),
+            message: cause.to_string(),
+        };
+        if let Err(refused) = uow.apply(id, event).await? {
+            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector job failure not applied");
+        }
+    }
+    store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
+    uow.commit().await?;
+    Ok(())
 }
 
 async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<PreparedCall>> {
@@ -231,10 +340,7 @@ async fn callback_once(
 ) -> Result<Value> {
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
     if !uow.load(id).await? {
-        return Err(Error::bad_request(
-            "process_instance_cannot_be_found",
-            format!("process instance {id} does not exist"),
-        ));
+        return Err(super::instances::instance_not_found(id));
     }
     let waiting = uow.state(id).and_then(|s| s.task(task_guid)).map(|t| {
         t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started)

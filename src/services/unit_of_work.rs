@@ -39,6 +39,7 @@ pub struct UnitOfWork<'c> {
 
 struct Loaded {
     process_model_identifier: String,
+    model_version: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     spec: Arc<ModelSpec>,
@@ -135,7 +136,7 @@ impl<'c> UnitOfWork<'c> {
             .spec(
                 &mut self.tx,
                 &locked.row.process_model_identifier,
-                &locked.version_sha,
+                &locked.row.model_version,
             )
             .await?;
         let state = state_from_rows(&locked.row, locked.live_tasks.0)?;
@@ -155,6 +156,7 @@ impl<'c> UnitOfWork<'c> {
             id,
             Loaded {
                 process_model_identifier: row.process_model_identifier,
+                model_version: row.model_version,
                 created_at: row.created_at,
                 updated_at: row.updated_at,
                 spec,
@@ -203,6 +205,39 @@ impl<'c> UnitOfWork<'c> {
         }
     }
 
+    /// The model version an instance this unit holds steps against.
+    pub fn model_version(&self, id: i64) -> Option<&str> {
+        self.instances.get(&id).map(|l| l.model_version.as_str())
+    }
+
+    /// Moves a held instance to another version of its model (the caller has checked that the
+    /// version carries its live tasks); its later steps in this unit use that version.
+    pub async fn move_to_version(
+        &mut self,
+        id: i64,
+        version_sha: &str,
+        spec: Arc<ModelSpec>,
+    ) -> Result<()> {
+        let updated_at = store::instances::set_model_version(&mut self.tx, id, version_sha).await?;
+        if let Some(loaded) = self.instances.get_mut(&id) {
+            loaded.model_version = version_sha.to_string();
+            loaded.spec = spec;
+            loaded.updated_at = updated_at;
+        }
+        Ok(())
+    }
+
+    /// The compiled model of a version (from the cache, or built from its stored files).
+    pub async fn version_spec(
+        &mut self,
+        process_model_identifier: &str,
+        version_sha: &str,
+    ) -> Result<Arc<ModelSpec>> {
+        self.cache
+            .spec(&mut self.tx, process_model_identifier, version_sha)
+            .await
+    }
+
     pub fn process_model_identifier(&self, id: i64) -> Option<&str> {
         self.instances
             .get(&id)
@@ -244,7 +279,13 @@ impl<'c> UnitOfWork<'c> {
             .spec(&mut self.tx, &model.identifier, &model.version_sha)
             .await?;
         let process_id = process_id.unwrap_or(&spec.primary_process_id).to_string();
-        let row = store::instances::insert(&mut self.tx, &model.identifier, &process_id).await?;
+        let row = store::instances::insert(
+            &mut self.tx,
+            &model.identifier,
+            &model.version_sha,
+            &process_id,
+        )
+        .await?;
         let id = row.id;
         let start = Event::Start {
             start_event_id,
@@ -268,10 +309,7 @@ impl<'c> UnitOfWork<'c> {
         event: Event,
     ) -> Result<std::result::Result<(), EngineError>> {
         if !self.load(id).await? {
-            return Err(Error::bad_request(
-                "process_instance_cannot_be_found",
-                format!("process instance {id} does not exist"),
-            ));
+            return Err(super::instances::instance_not_found(id));
         }
         let loaded = self.instances.get_mut(&id).expect("loaded above");
         match engine::step(&loaded.spec, &mut loaded.state, event) {
@@ -657,6 +695,7 @@ impl<'c> UnitOfWork<'c> {
         let answer = InstanceAnswer {
             id,
             process_model_identifier: &loaded.process_model_identifier,
+            model_version: &loaded.model_version,
             process_id: &state.process_id,
             status: state.status.as_str(),
             error: json!(state.error),
@@ -672,6 +711,7 @@ impl<'c> UnitOfWork<'c> {
 pub struct InstanceAnswer<'a> {
     pub id: i64,
     pub process_model_identifier: &'a str,
+    pub model_version: &'a str,
     pub process_id: &'a str,
     pub status: &'a str,
     pub error: Value,
@@ -688,6 +728,7 @@ impl InstanceAnswer<'_> {
                 "id": self.id,
                 "status": self.status,
                 "process_model_identifier": self.process_model_identifier,
+                "process_model_version": self.model_version,
                 "process_id": self.process_id,
                 "error": self.error,
                 "created_at": self.created_at,

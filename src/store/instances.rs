@@ -15,16 +15,17 @@ pub struct InstanceRow {
     pub correlations: Json<Value>,
     pub internal: Json<Value>,
     pub error: Option<Json<Value>>,
+    /// The version of its model the instance steps against (`process_model_versions`).
+    pub model_version: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-/// An instance row locked for this transaction, with the version of its model's files.
+/// An instance row locked for this transaction.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LockedInstance {
     #[sqlx(flatten)]
     pub row: InstanceRow,
-    pub version_sha: String,
     /// The engine's live tasks (a JSON array of task rows), current as of the lock.
     pub live_tasks: Json<Value>,
 }
@@ -47,14 +48,16 @@ pub struct TaskRow {
 pub async fn insert(
     conn: &mut PgConnection,
     process_model_identifier: &str,
+    model_version: &str,
     process_id: &str,
 ) -> sqlx::Result<InstanceRow> {
     sqlx::query_as(
-        "INSERT INTO process_instances (process_model_identifier, process_id, status) \
-         VALUES ($1, $2, 'running') RETURNING id, process_model_identifier, process_id, status, \
-         data, correlations, internal, error, created_at, updated_at",
+        "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status) \
+         VALUES ($1, $2, $3, 'running') RETURNING id, process_model_identifier, process_id, status, \
+         data, correlations, internal, error, model_version, created_at, updated_at",
     )
     .bind(process_model_identifier)
+    .bind(model_version)
     .bind(process_id)
     .fetch_one(conn)
     .await
@@ -63,12 +66,9 @@ pub async fn insert(
 /// `SELECT ... FOR UPDATE`: every step of an instance holds its row lock.
 pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(
-        "SELECT pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
-         pi.correlations, pi.internal, pi.error, pi.created_at, pi.updated_at, pm.version_sha, \
-         pi.live_tasks \
-         FROM process_instances pi \
-         JOIN process_models pm ON pm.identifier = pi.process_model_identifier \
-         WHERE pi.id = $1 FOR UPDATE OF pi",
+        "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
+         error, model_version, created_at, updated_at, live_tasks \
+         FROM process_instances WHERE id = $1 FOR UPDATE",
     )
     .bind(id)
     .fetch_optional(conn)
@@ -78,7 +78,7 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Locke
 pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<InstanceRow>> {
     sqlx::query_as(
         "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
-         error, created_at, updated_at FROM process_instances WHERE id = $1",
+         error, model_version, created_at, updated_at FROM process_instances WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(conn)
@@ -157,6 +157,8 @@ pub struct InstanceFilter<'a> {
     pub status: Option<&'a str>,
 }
 
+/// Instances without their data (`data`, `correlations` and `internal` are empty objects): a
+/// page of the list costs the same whatever the instances hold.
 pub async fn list(
     conn: &mut PgConnection,
     filter: &InstanceFilter<'_>,
@@ -164,8 +166,9 @@ pub async fn list(
     offset: i64,
 ) -> sqlx::Result<(Vec<InstanceRow>, i64)> {
     let rows = sqlx::query_as(
-        "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
-         error, created_at, updated_at FROM process_instances \
+        "SELECT id, process_model_identifier, process_id, status, '{}'::jsonb AS data, \
+         '{}'::jsonb AS correlations, '{}'::jsonb AS internal, error, model_version, created_at, \
+         updated_at FROM process_instances \
          WHERE ($1::text IS NULL OR process_model_identifier = $1) \
            AND ($2::text IS NULL OR status = $2) \
          ORDER BY id DESC LIMIT $3 OFFSET $4",
@@ -223,4 +226,21 @@ pub async fn model_of(pool: &sqlx::PgPool, id: i64) -> sqlx::Result<Option<Strin
         .bind(id)
         .fetch_optional(pool)
         .await
+}
+
+/// Moves an instance to another version of its model (the caller holds its lock and has
+/// checked that the version can carry its live tasks).
+pub async fn set_model_version(
+    conn: &mut PgConnection,
+    id: i64,
+    model_version: &str,
+) -> sqlx::Result<DateTime<Utc>> {
+    sqlx::query_scalar(
+        "UPDATE process_instances SET model_version = $2, updated_at = now() WHERE id = $1 \
+         RETURNING updated_at",
+    )
+    .bind(id)
+    .bind(model_version)
+    .fetch_one(conn)
+    .await
 }

@@ -19,7 +19,7 @@ pub async fn enqueue_connector_call(
         "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) \
          VALUES ($1, $2, $3, COALESCE($4, now())) \
          ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL, \
-         attempts = jobs.attempts + 1",
+         attempts = jobs.attempts + 1, leases = 0",
     )
     .bind(CONNECTOR_CALL)
     .bind(instance_id)
@@ -35,17 +35,20 @@ pub struct Job {
     pub id: i64,
     pub process_instance_id: i64,
     pub task_guid: Uuid,
+    /// Times the job has been leased since it was scheduled, this lease included: above 1, an
+    /// earlier dispatcher took it and never recorded an answer.
+    pub leases: i32,
 }
 
 /// Leases due connector calls (`FOR UPDATE SKIP LOCKED`): replicas never take the same one;
 /// a job whose worker died is taken again when its lease runs out.
 pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Result<Vec<Job>> {
     sqlx::query_as(
-        "UPDATE jobs SET locked_until = now() + make_interval(secs => $3) \
+        "UPDATE jobs SET locked_until = now() + make_interval(secs => $3), leases = leases + 1 \
          WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() \
                         AND (locked_until IS NULL OR locked_until < now()) \
                       ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, process_instance_id, task_guid",
+         RETURNING id, process_instance_id, task_guid, leases",
     )
     .bind(CONNECTOR_CALL)
     .bind(limit)
@@ -66,6 +69,15 @@ pub async fn cancel_for_instance(conn: &mut PgConnection, instance_id: i64) -> s
     sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1")
         .bind(instance_id)
         .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Gives a leased job back at once (its run panicked): the lease still counts.
+pub async fn release(pool: &PgPool, job_id: i64) -> sqlx::Result<()> {
+    sqlx::query("UPDATE jobs SET locked_until = NULL WHERE id = $1")
+        .bind(job_id)
+        .execute(pool)
         .await?;
     Ok(())
 }

@@ -161,14 +161,13 @@ pub async fn lock_oldest_waiting_receive(
     let found: Option<Found> = sqlx::query_as(
         "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
              pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
-             pi.correlations, pi.internal, pi.error, pi.created_at, pi.updated_at, \
-             pm.version_sha, pi.live_tasks \
+             pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
+             pi.updated_at, pi.live_tasks \
          FROM unnest($2::text[]) AS k(key) \
          CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid FROM message_instances \
              WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
                AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) r \
          JOIN process_instances pi ON pi.id = r.process_instance_id \
-         JOIN process_models pm ON pm.identifier = pi.process_model_identifier \
          ORDER BY r.id LIMIT 1 FOR UPDATE OF pi",
     )
     .bind(name)
@@ -194,6 +193,12 @@ pub struct BufferedSend {
 
 /// Claims the oldest buffered, unexpired send of `name` whose values contain `expected`,
 /// marking it delivered to the receive `receive_id` of `instance_id`.
+///
+/// Both ways in are index probes whatever the buffer holds: with expected values, the GIN
+/// index on the sends' values (a materialised CTE, so no plan can walk the buffer in id order
+/// and filter instead); without, every send of the name matches and the oldest is the first
+/// entry of the `(name, id)` index. The conditions are repeated on the locked row, so a send
+/// claimed meanwhile by another transaction is skipped after the wait, not returned.
 pub async fn claim_buffered_send(
     conn: &mut PgConnection,
     name: &str,
@@ -201,17 +206,27 @@ pub async fn claim_buffered_send(
     receive_id: i64,
     instance_id: i64,
 ) -> sqlx::Result<Option<BufferedSend>> {
-    sqlx::query_as(
+    let any_send = expected.as_object().is_some_and(|values| values.is_empty());
+    let candidate = if any_send {
+        "SELECT id FROM message_instances \
+         WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
+           AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::jsonb IS NOT NULL \
+         ORDER BY id LIMIT 1 FOR UPDATE"
+    } else {
+        "WITH containing AS MATERIALIZED ( \
+             SELECT id FROM message_instances \
+             WHERE message_type = 'send' AND status = 'ready' AND correlation_keys @> $2) \
+         SELECT m.id FROM containing c JOIN message_instances m ON m.id = c.id \
+         WHERE m.name = $1 AND m.message_type = 'send' AND m.status = 'ready' \
+           AND (m.expires_at IS NULL OR m.expires_at > clock_timestamp()) \
+         ORDER BY m.id LIMIT 1 FOR UPDATE OF m"
+    };
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
              process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
-         WHERE id = (SELECT id FROM message_instances \
-                     WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
-                       AND correlation_keys @> $2 \
-                       AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
-                     ORDER BY id LIMIT 1 FOR UPDATE) \
-           AND status = 'ready' \
-         RETURNING id, payload",
-    )
+         WHERE id = ({candidate}) AND status = 'ready' \
+         RETURNING id, payload"
+    )))
     .bind(name)
     .bind(Json(expected))
     .bind(receive_id)
@@ -333,17 +348,50 @@ pub struct MessageFilter<'a> {
     pub message_type: Option<&'a str>,
 }
 
+/// A message as lists show it: no payload or correlation values, and the two texts that can
+/// be long (`correlation_key`, `failure_cause`) cut to [`SUMMARY_TEXT_CHARS`] characters, so a
+/// page costs the same whatever the messages hold.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MessageSummary {
+    pub id: i64,
+    pub name: String,
+    pub message_type: String,
+    pub status: String,
+    pub correlation_key: String,
+    pub process_instance_id: Option<i64>,
+    pub process_model_identifier: Option<String>,
+    pub task_guid: Option<Uuid>,
+    pub message_instance_uuid: Option<Uuid>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub counterpart_id: Option<i64>,
+    pub failure_cause: Option<String>,
+    /// `correlation_key` or `failure_cause` was cut.
+    pub truncated: bool,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub const SUMMARY_TEXT_CHARS: i32 = 1000;
+
 pub async fn list(
     conn: &mut PgConnection,
     filter: &MessageFilter<'_>,
     limit: i64,
     offset: i64,
-) -> sqlx::Result<(Vec<MessageRow>, i64)> {
+) -> sqlx::Result<(Vec<MessageSummary>, i64)> {
     const WHERE: &str = " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
          AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
          AND ($4::text IS NULL OR m.message_type = $4)";
     let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM}{WHERE} ORDER BY m.id DESC LIMIT $5 OFFSET $6"
+        "SELECT m.id, m.name, m.message_type, m.status, \
+             left(m.correlation_key, $7) AS correlation_key, m.process_instance_id, \
+             pi.process_model_identifier, m.task_guid, m.message_instance_uuid, m.expires_at, \
+             m.counterpart_id, left(m.failure_cause, $7) AS failure_cause, \
+             (length(m.correlation_key) > $7 OR coalesce(length(m.failure_cause), 0) > $7) \
+                 AS truncated, \
+             m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{WHERE} \
+         ORDER BY m.id DESC LIMIT $5 OFFSET $6"
     )))
     .bind(filter.process_instance_id)
     .bind(filter.name)
@@ -351,6 +399,7 @@ pub async fn list(
     .bind(filter.message_type)
     .bind(limit)
     .bind(offset)
+    .bind(SUMMARY_TEXT_CHARS)
     .fetch_all(&mut *conn)
     .await?;
     let total = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
@@ -365,13 +414,35 @@ pub async fn list(
     Ok((rows, total))
 }
 
-/// Marks buffered messages whose time to live has passed; returns how many.
-pub async fn expire_due(conn: &mut PgConnection) -> sqlx::Result<u64> {
+/// Marks up to `limit` buffered messages whose time to live had passed at `now`; returns how
+/// many. `now` is a parameter, so the expiry index bounds the scan (`clock_timestamp()` is
+/// volatile and would make it a filter over every buffered row).
+pub async fn expire_due(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> sqlx::Result<u64> {
     let done = sqlx::query(
         "UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
-         updated_at = now() WHERE status = 'ready' AND expires_at <= clock_timestamp()",
+             updated_at = now() \
+         WHERE id IN (SELECT id FROM message_instances \
+                      WHERE status = 'ready' AND expires_at IS NOT NULL AND expires_at <= $1 \
+                      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+           AND status = 'ready'",
     )
+    .bind(now)
+    .bind(limit)
     .execute(conn)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// When the next buffered message expires (the first entry of the expiry index).
+pub async fn next_expiry(conn: &mut PgConnection) -> sqlx::Result<Option<DateTime<Utc>>> {
+    sqlx::query_scalar(
+        "SELECT expires_at FROM message_instances \
+         WHERE status = 'ready' AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
+    )
+    .fetch_optional(conn)
+    .await
 }

@@ -27,6 +27,29 @@ pub fn is_retryable(err: &sqlx::Error) -> bool {
     }
 }
 
+/// The database cannot be reached, is shutting down or refuses connections, or every pool
+/// connection stayed busy: nothing was done, and the same request may succeed shortly.
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| {
+            // 08: connection exception; 57P01-03: admin or crash shutdown, cannot connect now;
+            // 53300: too many connections
+            code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")
+        }),
+        _ => false,
+    }
+}
+
+/// Text Postgres cannot hold (a NUL character in `text` or `jsonb`).
+pub fn is_unstorable_text(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(e) if matches!(e.code().as_deref(), Some("22P05" | "22021")))
+}
+
 /// `LIMIT/OFFSET` from 1-based page numbers, bounded.
 #[derive(Debug, Clone, Copy)]
 pub struct Page {
@@ -36,12 +59,27 @@ pub struct Page {
 
 impl Page {
     pub const MAX_PER_PAGE: i64 = 500;
+    /// Deeper pages than this are refused (OFFSET work grows with the page number).
+    pub const MAX_PAGE: i64 = 100_000;
 
-    pub fn new(page: Option<i64>, per_page: Option<i64>) -> Page {
-        Page {
-            page: page.unwrap_or(1).max(1),
-            per_page: per_page.unwrap_or(10).clamp(1, Self::MAX_PER_PAGE),
+    /// `page` from 1 to [`Page::MAX_PAGE`] (default 1), `per_page` from 1 to
+    /// [`Page::MAX_PER_PAGE`] (default 10); otherwise what is wrong, for a 400.
+    pub fn new(page: Option<i64>, per_page: Option<i64>) -> Result<Page, String> {
+        let page = page.unwrap_or(1);
+        let per_page = per_page.unwrap_or(10);
+        if !(1..=Self::MAX_PAGE).contains(&page) {
+            return Err(format!(
+                "page must be from 1 to {}, got {page}",
+                Self::MAX_PAGE
+            ));
         }
+        if !(1..=Self::MAX_PER_PAGE).contains(&per_page) {
+            return Err(format!(
+                "per_page must be from 1 to {}, got {per_page}",
+                Self::MAX_PER_PAGE
+            ));
+        }
+        Ok(Page { page, per_page })
     }
 
     pub fn offset(&self) -> i64 {

@@ -226,3 +226,102 @@ pub async fn retrievals_for(
     .fetch_all(conn)
     .await
 }
+
+/// One immutable version of a model: what an instance that started on it steps against.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct VersionRow {
+    pub version_sha: String,
+    pub primary_process_id: String,
+    /// `[{"name", "content"}]`
+    pub files: Json<Vec<VersionFile>>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct VersionFile {
+    pub name: String,
+    pub content: String,
+}
+
+impl VersionRow {
+    /// (file name, content) pairs, as the model builder takes them.
+    pub fn files(&self) -> Vec<(String, String)> {
+        self.files
+            .0
+            .iter()
+            .map(|f| (f.name.clone(), f.content.clone()))
+            .collect()
+    }
+}
+
+/// Records a version (idempotent: the same files make the same version).
+pub async fn insert_version(
+    conn: &mut PgConnection,
+    identifier: &str,
+    version_sha: &str,
+    primary_process_id: &str,
+    files: &[(String, String)],
+) -> sqlx::Result<()> {
+    let files: Vec<VersionFile> = files
+        .iter()
+        .map(|(name, content)| VersionFile {
+            name: name.clone(),
+            content: content.clone(),
+        })
+        .collect();
+    sqlx::query(
+        "INSERT INTO process_model_versions \
+         (process_model_identifier, version_sha, primary_process_id, files) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+    )
+    .bind(identifier)
+    .bind(version_sha)
+    .bind(primary_process_id)
+    .bind(Json(files))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn version(
+    conn: &mut PgConnection,
+    identifier: &str,
+    version_sha: &str,
+) -> sqlx::Result<Option<VersionRow>> {
+    sqlx::query_as(
+        "SELECT version_sha, primary_process_id, files, created_at FROM process_model_versions \
+         WHERE process_model_identifier = $1 AND version_sha = $2",
+    )
+    .bind(identifier)
+    .bind(version_sha)
+    .fetch_optional(conn)
+    .await
+}
+
+/// A version still used by live instances, and how many use it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct VersionInUse {
+    pub version_sha: String,
+    pub live_instances: i64,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+/// The versions live (not complete, error or terminated) instances of a model run on.
+pub async fn versions_in_use(
+    conn: &mut PgConnection,
+    identifier: &str,
+) -> sqlx::Result<Vec<VersionInUse>> {
+    sqlx::query_as(
+        "SELECT pi.model_version AS version_sha, count(*) AS live_instances, \
+             min(v.created_at) AS created_at \
+         FROM process_instances pi \
+         LEFT JOIN process_model_versions v ON v.process_model_identifier = pi.process_model_identifier \
+             AND v.version_sha = pi.model_version \
+         WHERE pi.process_model_identifier = $1 \
+           AND pi.status NOT IN ('complete', 'error', 'terminated') \
+         GROUP BY pi.model_version ORDER BY min(v.created_at) NULLS FIRST",
+    )
+    .bind(identifier)
+    .fetch_all(conn)
+    .await
+}

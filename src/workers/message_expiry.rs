@@ -1,32 +1,68 @@
 //! Marks buffered messages `cancelled` once their time to live has passed. Correctness does
 //! not depend on it (an expired message is never delivered: every lookup checks
-//! `expires_at`); it makes the audit list and replays say so within a second.
+//! `expires_at`); it makes the audit list and replays say so.
+//!
+//! It sleeps until the next expiry (or a wake-up when a message is buffered on this replica,
+//! or [`MAX_SLEEP`] for messages buffered on another), and each sweep is an index range scan
+//! bounded to [`SWEEP_BATCH`] rows. [`sweep_once`] is one sweep, for tests to drive.
 
 use crate::store;
+use chrono::Utc;
 use sqlx::PgPool;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
-pub const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
+/// The longest sleep between sweeps (a message buffered by another replica).
+pub const MAX_SLEEP: Duration = Duration::from_secs(5);
+/// The most rows one sweep marks; a full batch is followed by another sweep at once.
+pub const SWEEP_BATCH: i64 = 1_000;
 
-pub async fn run(pool: PgPool, mut shutdown: watch::Receiver<bool>) {
-    let mut interval = tokio::time::interval(SWEEP_INTERVAL);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// What one sweep did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    pub expired: u64,
+    /// When the next buffered message expires, if one is buffered.
+    pub next_expiry: Option<chrono::DateTime<Utc>>,
+}
+
+pub async fn run(pool: PgPool, buffered: Arc<Notify>, mut shutdown: watch::Receiver<bool>) {
     loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = shutdown.changed() => return,
-        }
         if *shutdown.borrow() {
             return;
         }
-        match pool.acquire().await {
-            Ok(mut conn) => match store::messages::expire_due(&mut conn).await {
-                Ok(0) => {}
-                Ok(n) => tracing::debug!(expired = n, "buffered messages expired"),
-                Err(e) => tracing::warn!(error = %e, "message expiry sweep failed"),
-            },
-            Err(e) => tracing::warn!(error = %e, "message expiry sweep: no connection"),
+        let pause = match sweep_once(&pool, Utc::now()).await {
+            Ok(sweep) if sweep.expired as i64 >= SWEEP_BATCH => Duration::ZERO,
+            Ok(sweep) => sweep
+                .next_expiry
+                .and_then(|at| (at - Utc::now()).to_std().ok())
+                .map_or(MAX_SLEEP, |until| until.min(MAX_SLEEP)),
+            Err(e) => {
+                tracing::warn!(error = %e, "message expiry sweep failed");
+                MAX_SLEEP
+            }
+        };
+        if pause.is_zero() {
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = buffered.notified() => {}
+            _ = shutdown.changed() => {}
         }
     }
+}
+
+/// Marks up to [`SWEEP_BATCH`] messages expired as of `now`, and says when the next one is due.
+pub async fn sweep_once(pool: &PgPool, now: chrono::DateTime<Utc>) -> sqlx::Result<Sweep> {
+    let mut conn = pool.acquire().await?;
+    let expired = store::messages::expire_due(&mut conn, now, SWEEP_BATCH).await?;
+    if expired > 0 {
+        tracing::debug!(expired, "buffered messages expired");
+    }
+    let next_expiry = store::messages::next_expiry(&mut conn).await?;
+    Ok(Sweep {
+        expired,
+        next_expiry,
+    })
 }

@@ -26,7 +26,11 @@ pub fn spawn_all(
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     vec![
-        tokio::spawn(message_expiry::run(state.pool.clone(), shutdown.clone())),
+        tokio::spawn(message_expiry::run(
+            state.pool.clone(),
+            state.message_buffered.clone(),
+            shutdown.clone(),
+        )),
         tokio::spawn(connector_dispatcher::run(state, shutdown)),
     ]
 }

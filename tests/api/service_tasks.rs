@@ -306,10 +306,11 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
         callback(&app, id, &guid, None, &body).await.0,
         StatusCode::UNAUTHORIZED
     );
+    // another task's scope sees nothing of this instance
     let other = app.token(&format!("callback:{id}/{}", uuid::Uuid::new_v4()));
     assert_eq!(
         callback(&app, id, &guid, Some(&other), &body).await.0,
-        StatusCode::FORBIDDEN
+        StatusCode::NOT_FOUND
     );
     let (status, bad) = callback(&app, id, &guid, Some(&token), &json!({"nothing": 1})).await;
     assert_eq!(
@@ -356,7 +357,12 @@ async fn callback_paths_that_name_nothing_are_refused() {
         (
             "999999".to_string(),
             uuid::Uuid::new_v4().to_string(),
-            "process_instance_cannot_be_found",
+            "process_instance_not_found",
+        ),
+        (
+            "not-a-number".to_string(),
+            uuid::Uuid::new_v4().to_string(),
+            "process_instance_not_found",
         ),
     ];
     for (instance, guid, code) in cases {
@@ -371,7 +377,12 @@ async fn callback_paths_that_name_nothing_are_refused() {
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let expected = if code == "process_instance_not_found" {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        assert_eq!(response.status(), expected, "{instance}/{guid}");
         let problem: Value = response.json().await.unwrap();
         assert_eq!(problem["error_code"], code, "{instance}/{guid}");
     }
@@ -748,10 +759,11 @@ async fn a_callback_needs_update_rights_on_the_instance_or_the_task_token() {
 
     let cases = [
         (Some("not-a-jwt".to_string()), StatusCode::UNAUTHORIZED),
-        (Some(b_token.to_string()), StatusCode::FORBIDDEN), // another task's token
+        // another task's token, or a token for other models: the instance is not revealed
+        (Some(b_token.to_string()), StatusCode::NOT_FOUND),
         (
             Some(app.token("instances:update:other/*")),
-            StatusCode::FORBIDDEN,
+            StatusCode::NOT_FOUND,
         ),
         (
             Some(app.token("instances:read:svc/echo")),
@@ -763,10 +775,12 @@ async fn a_callback_needs_update_rights_on_the_instance_or_the_task_token() {
         let (status, body) = callback(&app, first, a_guid, token.as_deref(), &success).await;
         assert_eq!(status, expected, "{token:?}: {body}");
         if status != StatusCode::OK {
-            assert!(
-                body["error_code"] == "not_authorized" || body["error_code"] == "invalid_token",
-                "{body}"
-            );
+            let expected_code = match status {
+                StatusCode::UNAUTHORIZED => "invalid_token",
+                StatusCode::NOT_FOUND => "process_instance_not_found",
+                _ => "not_authorized",
+            };
+            assert_eq!(body["error_code"], expected_code, "{body}");
         }
     }
     // the token of the second task still works for it

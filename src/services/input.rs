@@ -1,0 +1,221 @@
+//! What the service accepts at the door: the rules that make everything it stores readable
+//! back. Pure functions; the API layer calls them before any work is done.
+//!
+//! - JSON values (payloads, task data, callback bodies): at most [`MAX_JSON_DEPTH`] levels of
+//!   arrays and objects (the engine nests a payload a few levels deeper when it stores it, and
+//!   serde_json refuses to read more than 128), no NUL character in a string or key (Postgres
+//!   `jsonb` and `text` cannot hold it), and every number must read back as the same finite
+//!   number after Postgres has stored it (jsonb keeps numbers as exact decimals and prints them
+//!   without an exponent; a number close to the f64 limit then no longer parses).
+//! - Text (names, filters, identifiers): no NUL and no other control character.
+
+use super::{Error, Result};
+use serde_json::Value;
+
+/// Levels of nested arrays and objects a stored JSON value may have (the value itself is 1).
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// The longest message name (bytes).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Checks a JSON value the service is about to store; the error says where and why.
+/// `code` is the `error_code` of the refusal (`invalid_payload`, `invalid_callback_body`).
+pub fn check_json(value: &Value, code: &'static str, what: &str) -> Result<()> {
+    json_problem(value, 1, &mut String::from("$"))
+        .map_err(|reason| Error::bad_request(code, format!("{what} cannot be stored: {reason}")))
+}
+
+/// Why a JSON value cannot be stored, naming the path of the offending part.
+fn json_problem(value: &Value, depth: usize, path: &mut String) -> std::result::Result<(), String> {
+    match value {
+        Value::Null | Value::Bool(_) => Ok(()),
+        Value::Number(n) => {
+            if number_round_trips(n) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the number {n} at {path} is too large to be stored and read back"
+                ))
+            }
+        }
+        Value::String(s) => {
+            if s.contains('\0') {
+                Err(format!("the string at {path} contains a NUL character"))
+            } else {
+                Ok(())
+            }
+        }
+        Value::Array(items) => {
+            too_deep(depth, path)?;
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                json_problem(item, depth + 1, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(members) => {
+            too_deep(depth, path)?;
+            for (key, item) in members {
+                if key.contains('\0') {
+                    return Err(format!("a key at {path} contains a NUL character"));
+                }
+                let len = path.len();
+                path.push('.');
+                path.push_str(key);
+                json_problem(item, depth + 1, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn too_deep(depth: usize, path: &str) -> std::result::Result<(), String> {
+    if depth > MAX_JSON_DEPTH {
+        Err(format!(
+            "it is nested deeper than {MAX_JSON_DEPTH} levels (at {path})"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether a number reads back after Postgres stored it: jsonb prints the exact decimal of
+/// what serde_json wrote, without an exponent (`1.5e300` comes back as 301 digits).
+fn number_round_trips(n: &serde_json::Number) -> bool {
+    if n.is_i64() || n.is_u64() {
+        return true;
+    }
+    let Some(f) = n.as_f64() else { return false };
+    if !f.is_finite() {
+        return false;
+    }
+    let plain = without_exponent(&n.to_string());
+    serde_json::from_str::<f64>(&plain).is_ok_and(|back| back.is_finite())
+}
+
+/// `1.5e3` -> `1500`, `2.5e-3` -> `0.0025`: a JSON number in plain decimal notation.
+fn without_exponent(text: &str) -> String {
+    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
+        return text.to_string();
+    };
+    let exponent: i64 = exponent.trim_start_matches('+').parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int}{frac}");
+    let point = int.len() as i64 + exponent;
+    let body = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat((-point) as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (a, b) = digits.split_at(point as usize);
+        format!("{a}.{b}")
+    };
+    format!("{sign}{body}")
+}
+
+/// Checks a piece of text from a path or a query string: no control character (NUL cannot be
+/// stored; the others only ever arrive by mistake or malice), at most `max_bytes` long.
+pub fn check_text(text: &str, code: &'static str, what: &str, max_bytes: usize) -> Result<()> {
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(Error::bad_request(
+            code,
+            format!("{what} contains the control character U+{:04X}", c as u32),
+        ));
+    }
+    if text.len() > max_bytes {
+        return Err(Error::bad_request(
+            code,
+            format!(
+                "{what} is {} bytes long; the limit is {max_bytes}",
+                text.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a value against the allowed ones of a list filter: 400 `invalid_query` naming them.
+pub fn check_choice(value: Option<&str>, parameter: &str, allowed: &[&str]) -> Result<()> {
+    match value {
+        Some(v) if !allowed.contains(&v) => Err(Error::bad_request(
+            "invalid_query",
+            format!(
+                "{parameter} must be one of {}; got '{}'",
+                allowed.join(", "),
+                v.escape_default()
+            ),
+        )
+        .with_extra(serde_json::json!({ "parameter": parameter, "allowed": allowed }))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nested(levels: usize) -> Value {
+        let mut v = json!(1);
+        for _ in 0..levels {
+            v = json!({ "a": v });
+        }
+        v
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        assert!(check_json(&nested(MAX_JSON_DEPTH), "invalid_payload", "p").is_ok());
+        assert!(check_json(&nested(MAX_JSON_DEPTH + 1), "invalid_payload", "p").is_err());
+    }
+
+    #[test]
+    fn nul_in_a_value_or_a_key_is_refused() {
+        assert!(check_json(&json!({"a": "x\u{0}y"}), "invalid_payload", "p").is_err());
+        assert!(check_json(&json!({"a\u{0}": 1}), "invalid_payload", "p").is_err());
+        assert!(check_json(
+            &json!({"a": ["ok", {"b": "\u{0}"}]}),
+            "invalid_payload",
+            "p"
+        )
+        .is_err());
+        assert!(check_json(&json!({"a": "ünïcode ✓"}), "invalid_payload", "p").is_ok());
+    }
+
+    #[test]
+    fn numbers_must_read_back_from_their_plain_decimal() {
+        let max: Value = serde_json::from_str("1.7976931348623157e308").unwrap();
+        assert!(check_json(&json!({ "amount": max }), "invalid_payload", "p").is_err());
+        for fine in ["1.5e300", "-2.5e-300", "0.1", "123456789012345678", "1e22"] {
+            let v: Value = serde_json::from_str(fine).unwrap();
+            assert!(check_json(&v, "invalid_payload", "p").is_ok(), "{fine}");
+        }
+    }
+
+    #[test]
+    fn plain_decimal_notation() {
+        assert_eq!(without_exponent("1.5e3"), "1500");
+        assert_eq!(without_exponent("2.5e-3"), "0.0025");
+        assert_eq!(without_exponent("-1e2"), "-100");
+        assert_eq!(without_exponent("1.25e1"), "12.5");
+        assert_eq!(without_exponent("0.5"), "0.5");
+    }
+
+    #[test]
+    fn text_and_choices() {
+        assert!(check_text("order paid", "c", "name", 10).is_ok());
+        assert!(check_text("a\u{0}b", "c", "name", 10).is_err());
+        assert!(check_text("a\nb", "c", "name", 10).is_err());
+        assert!(check_text("elevenbytes", "c", "name", 10).is_err());
+        assert!(check_choice(Some("ready"), "status", &["ready"]).is_ok());
+        assert!(check_choice(None, "status", &["ready"]).is_ok());
+        assert!(check_choice(Some("bogus"), "status", &["ready"]).is_err());
+    }
+}
