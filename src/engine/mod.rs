@@ -4,6 +4,7 @@
 //! Runtime failures inside the model put the instance in `Error` (the step returns Ok);
 //! `EngineError` is only for caller mistakes and leaves the state untouched.
 
+mod guard;
 mod migrate;
 mod run;
 #[cfg(test)]
@@ -16,8 +17,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use uuid::Uuid;
 
+pub use guard::{fail, service_call, start, step, ENGINE_PANIC};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
-pub use run::{fail, service_call, start, step};
 
 pub type Map = serde_json::Map<String, Value>;
 

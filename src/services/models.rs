@@ -9,28 +9,67 @@ use sqlx::PgPool;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The longest process model identifier (bytes).
+pub const MAX_IDENTIFIER_BYTES: usize = 255;
+/// The longest segment of an identifier, and the longest file name (bytes).
+pub const MAX_SEGMENT_BYTES: usize = 100;
+
+/// A segment of an identifier, or a file name's stem: a letter or digit, then letters, digits,
+/// `-`, `_` and `.` (so no hidden `.name`, no `..`, no spaces or control characters).
+fn is_plain_name(segment: &str) -> bool {
+    let mut chars = segment.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && segment.len() <= MAX_SEGMENT_BYTES
+}
+
 /// `group:sub:model` (URL form) -> `group/sub/model`, checked segment by segment.
 pub fn identifier_from_url(modified: &str) -> Result<String> {
     let identifier = modified.replace(':', "/");
-    let valid = !identifier.is_empty()
-        && identifier.split('/').all(|segment| {
-            !segment.is_empty()
-                && segment != "."
-                && segment != ".."
-                && segment
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        });
+    let valid =
+        identifier.len() <= MAX_IDENTIFIER_BYTES && identifier.split('/').all(is_plain_name);
     if !valid {
         return Err(Error::bad_request(
             "invalid_process_model_identifier",
             format!(
-                "'{modified}' is not a process model identifier: segments of letters, digits, \
-                 '-', '_' and '.', separated by ':'"
+                "'{}' is not a process model identifier: segments separated by ':', each a \
+                 letter or digit followed by letters, digits, '-', '_' and '.' (at most \
+                 {MAX_SEGMENT_BYTES} bytes a segment, {MAX_IDENTIFIER_BYTES} in all)",
+                cut(modified)
             ),
         ));
     }
     Ok(identifier)
+}
+
+/// A BPMN file name: a plain name (see [`is_plain_name`]) ending in `.bpmn`.
+pub fn check_file_name(file_name: &str) -> Result<()> {
+    let valid = file_name
+        .strip_suffix(".bpmn")
+        .is_some_and(|stem| !stem.is_empty() && is_plain_name(file_name));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::bad_request(
+            "invalid_file_name",
+            format!(
+                "'{}' is not a BPMN file name: a letter or digit, then letters, digits, '-', \
+                 '_' and '.', ending in .bpmn (at most {MAX_SEGMENT_BYTES} bytes)",
+                cut(file_name)
+            ),
+        ))
+    }
+}
+
+/// The start of a long name, for an error message (control characters escaped).
+fn cut(text: &str) -> String {
+    let shown: String = text.chars().take(80).collect();
+    let shown = shown.escape_default().to_string();
+    if text.chars().count() > 80 {
+        format!("{shown}...")
+    } else {
+        shown
+    }
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -168,10 +207,11 @@ pub async fn put_file(
     file_name: &str,
     content: &str,
 ) -> Result<(bool, Value)> {
-    if !file_name.ends_with(".bpmn") || file_name.contains('/') || file_name.starts_with('.') {
+    check_file_name(file_name)?;
+    if content.contains('\0') {
         return Err(Error::bad_request(
-            "invalid_file_name",
-            format!("'{file_name}' is not a BPMN file name (NAME.bpmn)"),
+            "invalid_process_model",
+            "the file contains a NUL character",
         ));
     }
     let mut tx = pool.begin().await?;
@@ -344,9 +384,37 @@ mod tests {
             "finance/invoices/approve"
         );
         assert_eq!(identifier_from_url("single").unwrap(), "single");
-        for bad in ["", "a::b", "a:..:b", "a:b c", "a:/b"] {
+        let long = "a".repeat(5_000);
+        for bad in [
+            "",
+            "a::b",
+            "a:..:b",
+            "a:b c",
+            "a:/b",
+            "a:.hidden",
+            "a:b\nc",
+            &long,
+        ] {
             assert!(identifier_from_url(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn file_names_are_plain() {
+        for good in ["a.bpmn", "Order-Flow_2.v1.bpmn"] {
+            assert!(check_file_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            ".bpmn",
+            ".hidden.bpmn",
+            "a\n.bpmn",
+            "a b.bpmn",
+            "a.xml",
+            "a/b.bpmn",
+        ] {
+            assert!(check_file_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_file_name(&format!("{}.bpmn", "a".repeat(100))).is_err());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use workflow_backend::api::auth::{JwtKeys, Principal};
 use workflow_backend::api::error::ApiError;
 use workflow_backend::config::Settings;
-use workflow_backend::startup::Application;
+use workflow_backend::startup::{AppState, Application};
 
 pub const TEST_JWT_SECRET: &str = "test-secret-not-for-production";
 
@@ -29,6 +29,9 @@ pub struct TestApp {
     /// The settings the server runs with.
     pub settings: Settings,
     pub db_name: String,
+    /// What the server's handlers and workers share: drive the workers' one-shot functions
+    /// with it (spawn with `run_workers = false` so that no background loop races them).
+    pub state: actix_web::web::Data<AppState>,
 }
 
 static TRACING: Once = Once::new();
@@ -93,6 +96,7 @@ pub async fn spawn_app_without_database() -> TestApp {
 
 fn test_app(app: Application, settings: Settings, pool: PgPool) -> TestApp {
     let port = app.port();
+    let state = app.state();
     tokio::spawn(app.run_until_stopped());
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
@@ -101,6 +105,7 @@ fn test_app(app: Application, settings: Settings, pool: PgPool) -> TestApp {
         client: reqwest::Client::new(),
         db_name: settings.database_name(),
         settings,
+        state,
     }
 }
 

@@ -958,3 +958,114 @@ async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
     let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
     assert_eq!(shown["data"]["result"]["body"], json!({"fine": true}));
 }
+
+/// A server whose workers do not run: the test drives the dispatcher round by round.
+async fn driven_app(proxy: &FakeProxy) -> TestApp {
+    let app = spawn_with_proxy(proxy, Some("proxy-key"), |s| s.run_workers = false).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    app
+}
+
+#[tokio::test]
+async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetched_again() {
+    use workflow_backend::workers::connector_dispatcher::dispatch_once;
+    for (case, answer_body) in [
+        (
+            "NUL in the result",
+            envelope(json!({"text": "a\u{0}b"}), 200),
+        ),
+        ("NUL in a key", envelope(json!({"a\u{0}": 1}), 200)),
+    ] {
+        let proxy = FakeProxy::start();
+        let app = driven_app(&proxy).await;
+        proxy.answer(200, answer_body);
+        let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+        let round = dispatch_once(&app.state).await;
+        assert_eq!(
+            (round.claimed, round.failed, round.panicked),
+            (1, 0, 0),
+            "{case}"
+        );
+        let shown = show(&app, id).await;
+        assert_eq!(shown["status"], "error", "{case}: {shown}");
+        let cause = shown["error"]["message"].as_str().unwrap();
+        assert!(cause.contains("cannot be stored"), "{case}: {cause}");
+        assert_eq!(task_state(&shown, "call"), "ERROR", "{case}");
+        // nothing is due any more: the proxy is not called again
+        assert_eq!(dispatch_once(&app.state).await.claimed, 0, "{case}");
+        assert_eq!(proxy.calls().len(), 1, "{case}");
+    }
+    // NUL in the logs and in a structured error: stored readable, the error boundary catches it
+    let proxy = FakeProxy::start();
+    let app = driven_app(&proxy).await;
+    proxy.answer(
+        200,
+        json!({
+            "command_response": {},
+            "error": {"error_code": "bad_thing", "message": "bro\u{0}ken"},
+            "wf__logs": ["line \u{0} one"],
+        }),
+    );
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    dispatch_once(&app.state).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(task_state(&shown, "caught"), "COMPLETED");
+    let (_, logs) = get(
+        &app,
+        &format!("/v1.0/process-instances/{id}/connector-logs"),
+    )
+    .await;
+    assert_eq!(logs["results"][0]["line"], "line \u{FFFD} one");
+}
+
+#[tokio::test]
+async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
+    use workflow_backend::workers::connector_dispatcher::dispatch_once;
+    let proxy = FakeProxy::start();
+    let app = driven_app(&proxy).await;
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    // three dispatchers took the call and died before recording an answer
+    sqlx::query("UPDATE jobs SET leases = 3, locked_until = now() - interval '1 s'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let round = dispatch_once(&app.state).await;
+    assert_eq!(round.claimed, 1);
+    assert!(proxy.calls().is_empty(), "the proxy was called again");
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
+    assert!(
+        shown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("3 times without its answer being recorded"),
+        "{shown}"
+    );
+    assert_eq!(dispatch_once(&app.state).await.claimed, 0);
+}
+
+#[tokio::test]
+async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
+    use workflow_backend::workers::connector_dispatcher::{dispatch_once, dispatch_once_with};
+    let proxy = FakeProxy::start();
+    let app = driven_app(&proxy).await;
+    proxy.answer(200, envelope(json!({"echo": "x"}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    let round = dispatch_once_with(&app.state, |_job| async {
+        panic!("injected failure");
+    })
+    .await;
+    assert_eq!((round.claimed, round.panicked), (1, 1));
+    let leases: i32 = sqlx::query_scalar("SELECT leases FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(leases, 1, "the panicked attempt counts");
+    // the job was given back: the next round runs it
+    let round = dispatch_once(&app.state).await;
+    assert_eq!((round.claimed, round.failed, round.panicked), (1, 0, 0));
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(shown["data"]["result"]["body"], json!({"echo": "x"}));
+}

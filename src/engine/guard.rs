@@ -1,0 +1,86 @@
+//! The engine's public entry points, with panics caught. A panic in the interpreter is a
+//! defect, but it must not escape into an HTTP request (no answer) or a worker (a silently
+//! ended loop): the instance goes to `Error` with a readable cause instead, and the step's
+//! state changes are dropped (the interpreter works on a copy until it finishes).
+
+use super::run;
+use super::{
+    Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, ServiceCall,
+};
+use crate::bpmn::ModelSpec;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use uuid::Uuid;
+
+/// `error_code` of an instance error caused by a panic in the engine.
+pub const ENGINE_PANIC: &str = "engine_panic";
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown cause".into())
+}
+
+fn panic_error(panic: &(dyn std::any::Any + Send)) -> InstanceError {
+    InstanceError {
+        element_id: String::new(),
+        message: format!("internal engine error: {}", panic_message(panic)),
+        error_code: Some(ENGINE_PANIC.into()),
+    }
+}
+
+/// Create an instance and run it until every path waits or ends.
+pub fn start(
+    model: &ModelSpec,
+    process_id: &str,
+    event: Event,
+) -> Result<(InstanceState, Vec<Effect>), EngineError> {
+    catch_unwind(AssertUnwindSafe(|| run::start(model, process_id, event)))
+        .unwrap_or_else(|panic| Err(EngineError::Invalid(panic_error(&*panic).message)))
+}
+
+/// Apply one event to a running instance. Err only for caller mistakes (state untouched).
+pub fn step(
+    model: &ModelSpec,
+    state: &mut InstanceState,
+    event: Event,
+) -> Result<Vec<Effect>, EngineError> {
+    match catch_unwind(AssertUnwindSafe(|| run::step(model, state, event))) {
+        Ok(result) => result,
+        Err(panic) => Ok(fail(model, state, None, panic_error(&*panic))),
+    }
+}
+
+/// For the dispatcher: operator id, evaluated parameters, result variable, retry config.
+pub fn service_call(
+    model: &ModelSpec,
+    state: &InstanceState,
+    task_guid: Uuid,
+) -> Result<ServiceCall, InstanceError> {
+    catch_unwind(AssertUnwindSafe(|| {
+        run::service_call(model, state, task_guid)
+    }))
+    .unwrap_or_else(|panic| Err(panic_error(&*panic)))
+}
+
+/// Put the instance in `Error` from outside a step; see [`run::fail`]. If even that panics,
+/// the instance is marked `Error` directly (its waits are then closed when it is stored).
+pub fn fail(
+    model: &ModelSpec,
+    state: &mut InstanceState,
+    task_guid: Option<Uuid>,
+    error: InstanceError,
+) -> Vec<Effect> {
+    let fallback = error.clone();
+    match catch_unwind(AssertUnwindSafe(|| {
+        run::fail(model, state, task_guid, error)
+    })) {
+        Ok(effects) => effects,
+        Err(_) => {
+            state.status = InstanceStatus::Error;
+            state.error = Some(fallback);
+            Vec::new()
+        }
+    }
+}
