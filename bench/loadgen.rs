@@ -2,7 +2,12 @@
 //! latency percentiles for (a) message start of a one-step process and (b) correlation to
 //! already-waiting instances, at 1 and 16 concurrent clients, and prints one line per case.
 //!
-//! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE]
+//! With BUFFERED > 0 it then buffers that many messages of one name (TTL 300 s, none of which
+//! match) and measures message start of a model whose instances wait for that name (each new
+//! receive looks for a matching buffered message) and correlation to those instances: the
+//! figures must stay within 10% of the empty-buffer ones.
+//!
+//! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE] [BUFFERED]
 
 use reqwest::Client;
 use serde_json::json;
@@ -34,6 +39,23 @@ fn waiter(name: &str) -> String {
     <spiffworkflow:messageVariable>received</spiffworkflow:messageVariable>
     <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>key</spiffworkflow:propertyId><spiffworkflow:expression>key</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
   </bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:intermediateCatchEvent>
+  <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" /><bpmn:endEvent id="done" />
+</bpmn:process></bpmn:definitions>"#
+    )
+}
+
+/// Message start `{placed}`, then waits for `{paid}` correlated by `order_id`.
+fn order(placed: &str, paid: &str) -> String {
+    format!(
+        r#"{HEADER}<bpmn:correlationProperty id="order_id" name="order_id">
+  <bpmn:correlationPropertyRetrievalExpression messageRef="mp"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  <bpmn:correlationPropertyRetrievalExpression messageRef="mq"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+</bpmn:correlationProperty>
+<bpmn:message id="mp" name="{placed}" /><bpmn:message id="mq" name="{paid}" />
+<bpmn:process id="bench_order" isExecutable="true">
+  <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e1" messageRef="mp"><bpmn:extensionElements><spiffworkflow:messageVariable>order</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
+  <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+  <bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition id="e2" messageRef="mq"><bpmn:extensionElements><spiffworkflow:messageVariable>payment</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:intermediateCatchEvent>
   <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" /><bpmn:endEvent id="done" />
 </bpmn:process></bpmn:definitions>"#
     )
@@ -136,6 +158,7 @@ async fn main() {
         std::process::exit(2);
     }
     let total: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(2_000);
+    let buffered: usize = args.get(4).and_then(|n| n.parse().ok()).unwrap_or(0);
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let target = Arc::new(Target {
         client: Client::builder()
@@ -190,6 +213,75 @@ async fn main() {
                 t.post(
                     &format!("/v1.0/messages/{name}"),
                     json!({"key": format!("{p}{i}")}),
+                    200,
+                )
+                .await
+            }
+        })
+        .await;
+    }
+    if buffered > 0 {
+        full_buffer(&target, &run, total, buffered).await;
+    }
+}
+
+/// Start (of a model whose instances then wait) and correlation, first with an empty buffer,
+/// then with `buffered` unmatched messages of the awaited name in it.
+async fn full_buffer(target: &Arc<Target>, run: &str, total: usize, buffered: usize) {
+    let placed = format!("bench_placed_{run}");
+    let paid = format!("bench_paid_{run}");
+    target
+        .upload(&format!("bench:order_{run}"), order(&placed, &paid))
+        .await;
+    start_then_correlate(target, &placed, &paid, total, "empty").await;
+    let (t, name) = (target.clone(), paid.clone());
+    run_case("(buffer)", 16, buffered, move |i| {
+        let (t, name) = (t.clone(), name.clone());
+        async move {
+            let uuid = uuid::Uuid::new_v4();
+            t.post(
+                &format!("/v1.0/messages/{name}?time_to_live_in_seconds=300&message_instance_uuid={uuid}"),
+                json!({"order_id": format!("buffered_{i}")}),
+                202,
+            )
+            .await
+        }
+    })
+    .await;
+    start_then_correlate(target, &placed, &paid, total, "full").await;
+}
+
+/// Message start of the waiting model, then correlation to the instances it made, at 1 and 16
+/// clients; `label` names the buffer's state.
+async fn start_then_correlate(
+    target: &Arc<Target>,
+    placed: &str,
+    paid: &str,
+    total: usize,
+    label: &str,
+) {
+    for clients in [1, 16] {
+        let prefix = format!("{label}{clients}_");
+        let (t, name, p) = (target.clone(), placed.to_string(), prefix.clone());
+        run_case(&format!("start/{label}"), clients, total, move |i| {
+            let (t, name, p) = (t.clone(), name.clone(), p.clone());
+            async move {
+                t.post(
+                    &format!("/v1.0/messages/{name}"),
+                    json!({"order_id": format!("{p}{i}")}),
+                    200,
+                )
+                .await
+            }
+        })
+        .await;
+        let (t, name, p) = (target.clone(), paid.to_string(), prefix);
+        run_case(&format!("correl/{label}"), clients, total, move |i| {
+            let (t, name, p) = (t.clone(), name.clone(), p.clone());
+            async move {
+                t.post(
+                    &format!("/v1.0/messages/{name}"),
+                    json!({"order_id": format!("{p}{i}")}),
                     200,
                 )
                 .await

@@ -33,12 +33,23 @@ CREATE INDEX process_instances_live_versions ON process_instances (process_model
 -- fails instead of the proxy being called again and again.
 ALTER TABLE jobs ADD COLUMN leases integer NOT NULL DEFAULT 0;
 
--- A new receive looks for the oldest buffered send containing its expected values. With a
--- generic plan the planner preferred walking every buffered send of the name (or the primary
--- key) and filtering `@>` row by row: 100,000 buffered messages made each message start ~20 ms.
--- jsonb_path_ops indexes one hash per path and value, so the lookup reads a few pages, and the
--- query (store::messages::claim_buffered_send) is written so that the index is the only way in.
+-- A new receive looks for the oldest buffered send its expected values match. That was a jsonb
+-- containment test, which a generic plan (or missing statistics) turned into a walk over every
+-- buffered send of the name: 100,000 buffered messages made each message start ~20-100 ms.
+-- Instead, a buffered send is indexed under the canonical key of every non-empty subset of its
+-- correlation values (at most 255), and a receive probes the one key of its expected values:
+-- the same equality lookup the receive side uses, a btree probe whatever the buffer holds. Keys
+-- are deleted with the claim or the expiry of their send.
+CREATE TABLE buffered_send_keys (
+    name            text NOT NULL,
+    correlation_key text NOT NULL,
+    send_id         bigint NOT NULL REFERENCES message_instances (id) ON DELETE CASCADE,
+    PRIMARY KEY (name, correlation_key, send_id)
+);
+CREATE INDEX buffered_send_keys_send ON buffered_send_keys (send_id);
+-- sends buffered before this migration: their full key (the common case: a receive expecting
+-- every property of the message)
+INSERT INTO buffered_send_keys (name, correlation_key, send_id)
+SELECT name, correlation_key, id FROM message_instances
+WHERE status = 'ready' AND message_type = 'send' AND correlation_key <> '{}';
 DROP INDEX message_instances_ready_send_keys;
-CREATE INDEX message_instances_ready_send_keys ON message_instances
-    USING gin (correlation_keys jsonb_path_ops)
-    WHERE status = 'ready' AND message_type = 'send';

@@ -439,7 +439,7 @@ impl<'c> UnitOfWork<'c> {
         let buffered = store::messages::claim_buffered_send(
             &mut self.tx,
             name,
-            &expected_json,
+            &canonical_key(expected),
             receive_id,
             id,
         )
@@ -619,6 +619,14 @@ impl<'c> UnitOfWork<'c> {
                 ("not_accepted", None, None, Some(cause.as_str()), None)
             }
         };
+        // a buffered send is found by any subset of its values (the empty one: by name)
+        let buffer_keys: Vec<String> = match routed {
+            Routed::Buffered => candidate_keys(values)
+                .into_iter()
+                .filter(|key| key != "{}")
+                .collect(),
+            _ => Vec::new(),
+        };
         let (sender, task_guid) = match sent.sender {
             Some((instance, task)) => (Some(instance), Some(task)),
             None => (None, None),
@@ -639,6 +647,7 @@ impl<'c> UnitOfWork<'c> {
                 failure_cause: cause,
                 ttl_seconds: ttl,
                 created_by: sent.created_by,
+                buffer_keys: &buffer_keys,
             },
         )
         .await?)

@@ -84,6 +84,8 @@ pub struct SendRecord<'a> {
     pub failure_cause: Option<&'a str>,
     pub ttl_seconds: Option<i64>,
     pub created_by: Option<&'a str>,
+    /// A buffered send's lookup keys (see [`claim_buffered_send`]); empty otherwise.
+    pub buffer_keys: &'a [String],
 }
 
 /// Stores a routed send, and completes the receive it went to (each pointing at the
@@ -100,7 +102,9 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                           ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11) \
                  RETURNING id), \
              receive AS (UPDATE message_instances SET status = 'completed', \
-                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8) \
+                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
+             keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
+                 SELECT $1, k, (SELECT id FROM sent) FROM unnest($13::text[]) AS k) \
              SELECT id FROM sent",
         ),
         Some(_) => sqlx::query_scalar(
@@ -113,7 +117,9 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                      created_by = COALESCE(created_by, $11), updated_at = now() \
                  WHERE id = $12 AND name = $1 RETURNING id), \
              receive AS (UPDATE message_instances SET status = 'completed', \
-                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8) \
+                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
+             keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
+                 SELECT $1, k, (SELECT id FROM sent) FROM unnest($13::text[]) AS k) \
              SELECT id FROM sent",
         ),
     };
@@ -130,6 +136,7 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
         .bind(r.failure_cause)
         .bind(r.created_by)
         .bind(r.id.unwrap_or_default())
+        .bind(r.buffer_keys)
         .fetch_one(conn)
         .await
 }
@@ -191,44 +198,51 @@ pub struct BufferedSend {
     pub payload: Option<Json<Value>>,
 }
 
-/// Claims the oldest buffered, unexpired send of `name` whose values contain `expected`,
-/// marking it delivered to the receive `receive_id` of `instance_id`.
+/// Claims the oldest buffered, unexpired send of `name` whose values match `expected` (equal on
+/// every expected property; the send may have more), marking it delivered to the receive
+/// `receive_id` of `instance_id`, and drops its lookup keys.
 ///
-/// Both ways in are index probes whatever the buffer holds: with expected values, the GIN
-/// index on the sends' values (a materialised CTE, so no plan can walk the buffer in id order
-/// and filter instead); without, every send of the name matches and the oldest is the first
-/// entry of the `(name, id)` index. The conditions are repeated on the locked row, so a send
-/// claimed meanwhile by another transaction is skipped after the wait, not returned.
+/// Both ways in are btree probes whatever the buffer holds: with expected values, the send's
+/// key `(name, canonical expected values)` in `buffered_send_keys` (written with the send for
+/// every subset of its values); without, every send of the name matches and the oldest is the
+/// first entry of the `(name, id)` index. The conditions are repeated on the locked row, so a
+/// send claimed meanwhile by another transaction is skipped after the wait, not returned.
 pub async fn claim_buffered_send(
     conn: &mut PgConnection,
     name: &str,
-    expected: &Value,
+    expected_key: &str,
     receive_id: i64,
     instance_id: i64,
 ) -> sqlx::Result<Option<BufferedSend>> {
-    let any_send = expected.as_object().is_some_and(|values| values.is_empty());
-    let candidate = if any_send {
+    let candidate = if expected_key == "{}" {
         "SELECT id FROM message_instances \
          WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
-           AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::jsonb IS NOT NULL \
+           AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::text IS NOT NULL \
          ORDER BY id LIMIT 1 FOR UPDATE"
     } else {
-        "WITH containing AS MATERIALIZED ( \
-             SELECT id FROM message_instances \
-             WHERE message_type = 'send' AND status = 'ready' AND correlation_keys @> $2) \
-         SELECT m.id FROM containing c JOIN message_instances m ON m.id = c.id \
-         WHERE m.name = $1 AND m.message_type = 'send' AND m.status = 'ready' \
-           AND (m.expires_at IS NULL OR m.expires_at > clock_timestamp()) \
-         ORDER BY m.id LIMIT 1 FOR UPDATE OF m"
+        // The keys' sends by primary key: an array, so no plan joins by scanning the buffer,
+        // and no `message_type` condition, so no partial index over every buffered send is
+        // usable either (keys only ever name sends). A key whose send was claimed or expired
+        // meanwhile is filtered here.
+        "SELECT id FROM message_instances \
+         WHERE id = ANY (ARRAY(SELECT send_id FROM buffered_send_keys \
+                               WHERE name = $1 AND correlation_key = $2 \
+                               ORDER BY send_id LIMIT 100)) \
+           AND status = 'ready' \
+           AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
+         ORDER BY id LIMIT 1 FOR UPDATE"
     };
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
-             process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
-         WHERE id = ({candidate}) AND status = 'ready' \
-         RETURNING id, payload"
+        "WITH claimed AS ( \
+             UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
+                 process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
+             WHERE id = ({candidate}) AND status = 'ready' \
+             RETURNING id, payload), \
+         unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM claimed)) \
+         SELECT id, payload FROM claimed"
     )))
     .bind(name)
-    .bind(Json(expected))
+    .bind(expected_key)
     .bind(receive_id)
     .bind(instance_id)
     .fetch_optional(conn)
@@ -422,19 +436,23 @@ pub async fn expire_due(
     now: DateTime<Utc>,
     limit: i64,
 ) -> sqlx::Result<u64> {
-    let done = sqlx::query(
-        "UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
-             updated_at = now() \
-         WHERE id IN (SELECT id FROM message_instances \
-                      WHERE status = 'ready' AND expires_at IS NOT NULL AND expires_at <= $1 \
-                      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-           AND status = 'ready'",
+    let expired: i64 = sqlx::query_scalar(
+        "WITH expired AS ( \
+             UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
+                 updated_at = now() \
+             WHERE id IN (SELECT id FROM message_instances \
+                          WHERE status = 'ready' AND expires_at IS NOT NULL AND expires_at <= $1 \
+                          ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+               AND status = 'ready' \
+             RETURNING id), \
+         unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM expired)) \
+         SELECT count(*) FROM expired",
     )
     .bind(now)
     .bind(limit)
-    .execute(conn)
+    .fetch_one(conn)
     .await?;
-    Ok(done.rows_affected())
+    Ok(expired as u64)
 }
 
 /// When the next buffered message expires (the first entry of the expiry index).
