@@ -24,7 +24,7 @@ use uuid::Uuid;
     tag = "service tasks",
     params(
         ("process_instance_id" = i64, Path, description = "Process instance id"),
-        ("task_guid" = String, Path, description = "Service task guid"),
+        ("task_guid" = String, Path, format = Uuid, description = "Service task guid"),
     ),
     request_body(content = Object, description = "Version 2 envelope: `command_response.body`, or a structured `error`", content_type = "application/json"),
     responses(
@@ -34,6 +34,7 @@ use uuid::Uuid;
         (status = 403, description = "`not_authorized`: the caller may read the instance but not update it", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -125,6 +126,7 @@ pub async fn authentications(
         (status = 404, description = "`process_instance_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -15,9 +15,13 @@ use utoipa::{IntoParams, ToSchema};
 pub struct SendQuery {
     /// Buffering window when nothing waits for the message yet: 0 (default) to 300 seconds.
     /// Above 0, `message_instance_uuid` is required.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 300)]
     time_to_live_in_seconds: Option<String>,
     /// Idempotency key (canonical hyphenated UUID): a retry with the same key returns the
     /// stored outcome and never delivers twice.
+    #[param(
+        pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
     message_instance_uuid: Option<String>,
     /// Accepted for compatibility with the reference; delivery is always synchronous.
     #[allow(dead_code)]
@@ -59,7 +63,7 @@ pub struct Object(#[allow(dead_code)] Value);
     path = "/v1.0/messages/{modified_message_name}",
     tag = "messages",
     params(
-        ("modified_message_name" = String, Path, description = "The message name (URL-encoded); a process-group prefix `group:sub:` is allowed and ignored"),
+        ("modified_message_name" = String, Path, max_length = 255, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", description = "The message name (URL-encoded; at most 255 bytes, no control characters); a process-group prefix `group:sub:` is allowed and ignored"),
         SendQuery,
     ),
     request_body(content = Object, description = "The payload: a JSON object", content_type = "application/json"),
@@ -131,14 +135,20 @@ const MESSAGE_STATUSES: &[&str] = &[
 #[into_params(parameter_in = Query)]
 pub struct MessageListQuery {
     process_instance_id: Option<i64>,
+    /// A message name (an empty value is no filter)
+    #[param(max_length = 255, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$")]
     name: Option<String>,
     /// `ready`, `running`, `completed`, `failed`, `cancelled`, `not_accepted`
+    #[param(pattern = "^(|ready|running|completed|failed|cancelled|not_accepted)$")]
     status: Option<String>,
     /// `send` or `receive`
+    #[param(pattern = "^(|send|receive)$")]
     message_type: Option<String>,
     /// 1 (default) to 100000
+    #[param(minimum = 1, maximum = 100000)]
     page: Option<i64>,
     /// 1 to 500 (default 10)
+    #[param(minimum = 1, maximum = 500)]
     per_page: Option<i64>,
 }
 
@@ -163,6 +173,7 @@ pub struct ListAnswer {
         (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:*` or `admin`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -172,21 +183,20 @@ pub async fn list_messages(
     query: web::Query<MessageListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
-    input::check_choice(query.status.as_deref(), "status", MESSAGE_STATUSES)?;
-    input::check_choice(
-        query.message_type.as_deref(),
-        "message_type",
-        &["send", "receive"],
-    )?;
-    if let Some(name) = &query.name {
+    let status = super::filter(&query.status);
+    let message_type = super::filter(&query.message_type);
+    let name = super::filter(&query.name);
+    input::check_choice(status, "status", MESSAGE_STATUSES)?;
+    input::check_choice(message_type, "message_type", &["send", "receive"])?;
+    if let Some(name) = name {
         input::check_text(name, "invalid_query", "name", input::MAX_NAME_BYTES)?;
     }
     let page = super::page(query.page, query.per_page)?;
     let filter = crate::store::messages::MessageFilter {
         process_instance_id: query.process_instance_id,
-        name: query.name.as_deref(),
-        status: query.status.as_deref(),
-        message_type: query.message_type.as_deref(),
+        name,
+        status,
+        message_type,
     };
     Ok(HttpResponse::Ok().json(services::messages::list(&state.pool, &filter, page).await?))
 }
@@ -203,6 +213,7 @@ pub async fn list_messages(
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:*` or `admin`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`message_instance_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

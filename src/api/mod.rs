@@ -108,6 +108,11 @@ pub fn page(page: Option<i64>, per_page: Option<i64>) -> Result<crate::store::Pa
     crate::store::Page::new(page, per_page).map_err(|e| ApiError::bad_request("invalid_query", e))
 }
 
+/// A list filter from the query string: an empty value is no filter.
+pub fn filter(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
 /// A JSON answer serialised on the blocking pool: a large body (a full payload, an instance's
 /// task history) never holds up the async workers that serve every other request.
 pub async fn json_off_thread(

@@ -17,14 +17,15 @@ use uuid::Uuid;
     post,
     path = "/v1.0/process-instances/{modified_process_model_identifier}",
     tag = "process instances",
-    params(("modified_process_model_identifier" = String, Path, description = "`group:sub:model`")),
-    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object)", content_type = "application/json"),
+    params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
+    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json"),
     responses(
         (status = 201, description = "Started; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`invalid_payload`, `invalid_json`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:create:<model>`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_model_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -41,6 +42,7 @@ pub async fn start_instance(
     } else {
         match serde_json::from_slice::<Value>(&body) {
             Ok(Value::Object(map)) => map,
+            Ok(Value::Null) => Map::new(),
             Ok(_) => {
                 return Err(ApiError::bad_request(
                     "invalid_payload",
@@ -75,7 +77,8 @@ pub async fn start_instance(
         (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -120,13 +123,22 @@ pub(crate) async fn authorize(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct InstanceListQuery {
-    /// `group/sub/model` or `group:sub:model`
+    /// `group/sub/model` or `group:sub:model` (an empty value is no filter)
+    #[param(
+        max_length = 255,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}([:/][A-Za-z0-9][A-Za-z0-9._-]{0,99})*$"
+    )]
     process_model_identifier: Option<String>,
     /// `running`, `waiting`, `user_input_required`, `complete`, `error`, `suspended`, `terminated`
+    #[param(
+        pattern = "^(|running|waiting|user_input_required|complete|error|suspended|terminated)$"
+    )]
     status: Option<String>,
     /// 1 (default) to 100000
+    #[param(minimum = 1, maximum = 100000)]
     page: Option<i64>,
     /// 1 to 500 (default 10)
+    #[param(minimum = 1, maximum = 500)]
     per_page: Option<i64>,
 }
 
@@ -141,6 +153,7 @@ pub struct InstanceListQuery {
         (status = 400, description = "`invalid_query`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>` (or `instances:read:*` without a model filter)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -149,16 +162,17 @@ pub async fn list_instances(
     state: web::Data<AppState>,
     query: web::Query<InstanceListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let model = match &query.process_model_identifier {
+    let model = match super::filter(&query.process_model_identifier) {
         Some(m) => Some(services::models::identifier_from_url(m)?),
         None => None,
     };
+    let status = super::filter(&query.status);
     principal.require(&format!(
         "instances:read:{}",
         model.as_deref().unwrap_or("*")
     ))?;
     input::check_choice(
-        query.status.as_deref(),
+        status,
         "status",
         &[
             "running",
@@ -173,7 +187,7 @@ pub async fn list_instances(
     let page = super::page(query.page, query.per_page)?;
     let filter = crate::store::instances::InstanceFilter {
         process_model_identifier: model.as_deref(),
-        status: query.status.as_deref(),
+        status,
     };
     Ok(HttpResponse::Ok().json(services::instances::list(&state.pool, &filter, page).await?))
 }
@@ -252,8 +266,11 @@ pub async fn migrate_instance(
         (status = 200, description = "Completed; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`not_waiting`, `task_not_found`, `invalid_payload`, `invalid_path`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`: needs `instances:update:<model>`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `instances:update:<model>` (and may read the instance)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

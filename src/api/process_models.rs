@@ -19,17 +19,18 @@ use utoipa::IntoParams;
     path = "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
     tag = "process models",
     params(
-        ("modified_process_model_identifier" = String, Path, description = "`group:sub:model` (the model's path with `/` written `:`)"),
-        ("file_name" = String, Path, description = "NAME.bpmn"),
+        ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model` (the model's path with `/` written `:`)"),
+        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,94}\\.bpmn$", description = "NAME.bpmn"),
     ),
     request_body(content = String, description = "BPMN 2.0 XML", content_type = "application/xml"),
     responses(
         (status = 201, description = "Model created", body = Object),
         (status = 200, description = "Model updated", body = Object),
-        (status = 400, description = "`invalid_process_model` (with `file_name`, `element_id`, `reason`), `message_start_conflict`, `invalid_file_name`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_process_model` (with `file_name`, `element_id`, `reason`; also a NUL character in the file), `message_start_conflict`, `invalid_file_name`, `invalid_process_model_identifier`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:write`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -59,7 +60,11 @@ pub async fn put_file(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
+    /// 1 (default) to 100000
+    #[param(minimum = 1, maximum = 100000)]
     page: Option<i64>,
+    /// 1 to 500 (default 10)
+    #[param(minimum = 1, maximum = 500)]
     per_page: Option<i64>,
 }
 
@@ -71,8 +76,10 @@ pub struct PageQuery {
     params(PageQuery),
     responses(
         (status = 200, description = "Process models", body = ListAnswer),
+        (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:read` or `models:write`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -87,18 +94,19 @@ pub async fn list_models(
 }
 
 /// Show a process model: files, processes, start events, the messages it starts with and
-/// waits for.
+/// waits for, its `current_version` and the `versions_in_use` by live instances.
 #[utoipa::path(
     get,
     path = "/v1.0/process-models/{modified_process_model_identifier}",
     tag = "process models",
-    params(("modified_process_model_identifier" = String, Path, description = "`group:sub:model`")),
+    params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
     responses(
         (status = 200, description = "The process model", body = Object),
         (status = 400, description = "`invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_model_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
