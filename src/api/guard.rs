@@ -4,7 +4,9 @@
 //!   one; `%00` cannot be stored): 400 `invalid_path` or `invalid_query`;
 //! - the body must have arrived within the body-read deadline after the headers (a client that
 //!   trickles a byte every few seconds would otherwise hold a connection and a worker forever):
-//!   reading it then fails, and the extractors answer 408 `request_timeout`.
+//!   reading it then fails, and the extractors answer 408 `request_timeout`;
+//! - a panic while handling the request (a defect) answers 500 `internal_server_error`, logged
+//!   with the path, instead of dropping the connection without an answer.
 
 use std::time::Duration;
 
@@ -12,8 +14,9 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::error::PayloadError;
 use actix_web::middleware::Next;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use percent_encoding::percent_decode;
+use std::panic::AssertUnwindSafe;
 
 use super::error::ApiError;
 
@@ -49,7 +52,12 @@ pub async fn guard_requests(
         let payload = actix_web::HttpMessage::take_payload(&mut req);
         req.set_payload(with_deadline(payload, timeout.0));
     }
-    next.call(req).await
+    // the request itself cannot be kept (routing needs it unshared): its path can
+    let path = req.path().to_owned();
+    match AssertUnwindSafe(next.call(req)).catch_unwind().await {
+        Ok(result) => result,
+        Err(_) => Err(ApiError::internal(format_args!("panic while handling {path}")).into()),
+    }
 }
 
 /// Percent-decodes `raw` (a path or a query string) and checks the result.

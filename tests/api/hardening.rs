@@ -611,3 +611,22 @@ async fn expired_buffered_messages_are_swept_in_bounded_steps_with_an_injected_c
         .unwrap();
     assert_eq!((sweep.expired, sweep.next_expiry), (2, None));
 }
+
+#[tokio::test]
+async fn a_panic_in_a_handler_is_answered_and_the_server_goes_on() {
+    let app = spawn_app().await;
+    for _ in 0..3 {
+        let response = app.get("/test/panic").await;
+        let body = refused(
+            response,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_server_error",
+        )
+        .await;
+        assert!(
+            !body["detail"].as_str().unwrap().contains("defect"),
+            "{body}"
+        );
+    }
+    assert_eq!(app.get("/v1.0/status").await.status(), StatusCode::OK);
+}

@@ -220,7 +220,8 @@ fn probe_routes(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/test/echo").route(web::post().to(echo)))
         .service(web::resource("/test/items/{id}").route(web::get().to(item)))
         .service(web::resource("/test/raw").route(web::post().to(raw)))
-        .service(web::resource("/test/boom").route(web::get().to(boom)));
+        .service(web::resource("/test/boom").route(web::get().to(boom)))
+        .service(web::resource("/test/panic").route(web::get().to(panics)));
 }
 
 async fn whoami(principal: Principal) -> HttpResponse {
@@ -250,6 +251,10 @@ async fn item(id: web::Path<u32>) -> HttpResponse {
 
 async fn raw(body: web::Bytes) -> HttpResponse {
     HttpResponse::Ok().json(json!({"length": body.len()}))
+}
+
+async fn panics() -> HttpResponse {
+    panic!("a defect in a handler");
 }
 
 async fn boom() -> Result<HttpResponse, ApiError> {
