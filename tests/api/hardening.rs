@@ -125,8 +125,9 @@ async fn values_that_cannot_be_read_back_are_refused_at_the_door() {
 async fn what_is_accepted_is_read_back_on_every_path() {
     let app = spawn_app().await;
     orders(&app).await;
-    // the deepest payload accepted, with large and tiny numbers: started, then correlated
-    let deep: Value = serde_json::from_str(&nested(62)).unwrap();
+    // the deepest payload accepted (64 levels: the object and 63 below it), with large and
+    // tiny numbers: started, then correlated
+    let deep: Value = serde_json::from_str(&nested(63)).unwrap();
     let mut placed = deep.clone();
     placed["order_id"] = json!(5);
     placed["big"] = json!(1.5e300);

@@ -1069,3 +1069,40 @@ async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(shown["data"]["result"]["body"], json!({"echo": "x"}));
 }
+
+#[tokio::test]
+async fn a_callback_body_that_cannot_be_stored_is_refused_and_the_task_still_waits() {
+    use workflow_backend::workers::connector_dispatcher::dispatch_once;
+    let proxy = FakeProxy::start();
+    let app = driven_app(&proxy).await;
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    dispatch_once(&app.state).await;
+    let guid = proxy.calls()[0].body["wf__task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for body in [
+        r#"{"command_response": {"body": "a\u0000b"}}"#,
+        r#"{"command_response": {"body": {"k\u0000": 1}}}"#,
+        r#"{"command_response": {"body": 1}, "wf__logs": ["\u0000"]}"#,
+    ] {
+        let response = app
+            .client
+            .put(app.url(&format!("/v1.0/tasks/{id}/{guid}/callback")))
+            .bearer_auth(app.token("admin"))
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["error_code"], "invalid_callback_body", "{problem}");
+    }
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+    let success =
+        json!({"command_response": {"body": {"fine": true}, "mimetype": "application/json"}});
+    let (status, body) = callback(&app, id, &guid, Some(&app.token("admin")), &success).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
