@@ -15,6 +15,8 @@ use tokio::sync::{watch, Notify};
 
 /// The longest sleep between sweeps (a message buffered by another replica).
 pub const MAX_SLEEP: Duration = Duration::from_secs(5);
+/// The shortest sleep between sweeps that found nothing more to do now.
+pub const MIN_SLEEP: Duration = Duration::from_millis(50);
 /// The most rows one sweep marks; a full batch is followed by another sweep at once.
 pub const SWEEP_BATCH: i64 = 1_000;
 
@@ -33,10 +35,14 @@ pub async fn run(pool: PgPool, buffered: Arc<Notify>, mut shutdown: watch::Recei
         }
         let pause = match sweep_once(&pool, Utc::now()).await {
             Ok(sweep) if sweep.expired as i64 >= SWEEP_BATCH => Duration::ZERO,
-            Ok(sweep) => sweep
-                .next_expiry
-                .and_then(|at| (at - Utc::now()).to_std().ok())
-                .map_or(MAX_SLEEP, |until| until.min(MAX_SLEEP)),
+            // a deadline already past (it passed during the sweep, or its row was locked by
+            // a delivery): look again shortly
+            Ok(sweep) => sweep.next_expiry.map_or(MAX_SLEEP, |at| {
+                (at - Utc::now())
+                    .to_std()
+                    .unwrap_or(MIN_SLEEP)
+                    .clamp(MIN_SLEEP, MAX_SLEEP)
+            }),
             Err(e) => {
                 tracing::warn!(error = %e, "message expiry sweep failed");
                 MAX_SLEEP
