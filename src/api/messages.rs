@@ -144,8 +144,9 @@ pub struct MessageListQuery {
     /// `send` or `receive`
     #[param(pattern = "^(|send|receive)$")]
     message_type: Option<String>,
-    /// 1 (default) to 100000
-    #[param(minimum = 1, maximum = 100000)]
+    /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
+    /// with `per_page=500`)
+    #[param(minimum = 1, maximum = 100001)]
     page: Option<i64>,
     /// 1 to 500 (default 10)
     #[param(minimum = 1, maximum = 500)]

@@ -179,13 +179,15 @@ pub async fn list(
     .bind(offset)
     .fetch_all(&mut *conn)
     .await?;
+    // counted up to one past the rows a list may show (see `Page::MAX_ROWS`)
     let total = sqlx::query_scalar(
-        "SELECT count(*) FROM process_instances \
+        "SELECT count(*) FROM (SELECT 1 FROM process_instances \
          WHERE ($1::text IS NULL OR process_model_identifier = $1) \
-           AND ($2::text IS NULL OR status = $2)",
+           AND ($2::text IS NULL OR status = $2) LIMIT $3) AS counted",
     )
     .bind(filter.process_model_identifier)
     .bind(filter.status)
+    .bind(super::Page::MAX_ROWS + 1)
     .fetch_one(&mut *conn)
     .await?;
     Ok((rows, total))

@@ -59,24 +59,28 @@ pub struct Page {
 
 impl Page {
     pub const MAX_PER_PAGE: i64 = 500;
-    /// Deeper pages than this are refused (OFFSET work grows with the page number).
-    pub const MAX_PAGE: i64 = 100_000;
+    /// Rows a list may skip: deeper pages are refused (OFFSET reads every row it skips), and
+    /// totals are counted up to this many rows.
+    pub const MAX_ROWS: i64 = 100_000;
 
-    /// `page` from 1 to [`Page::MAX_PAGE`] (default 1), `per_page` from 1 to
-    /// [`Page::MAX_PER_PAGE`] (default 10); otherwise what is wrong, for a 400.
+    /// `page` from 1 (default 1), `per_page` from 1 to [`Page::MAX_PER_PAGE`] (default 10),
+    /// and the page must start within the first [`Page::MAX_ROWS`] rows; otherwise what is
+    /// wrong, for a 400.
     pub fn new(page: Option<i64>, per_page: Option<i64>) -> Result<Page, String> {
         let page = page.unwrap_or(1);
         let per_page = per_page.unwrap_or(10);
-        if !(1..=Self::MAX_PAGE).contains(&page) {
-            return Err(format!(
-                "page must be from 1 to {}, got {page}",
-                Self::MAX_PAGE
-            ));
-        }
         if !(1..=Self::MAX_PER_PAGE).contains(&per_page) {
             return Err(format!(
                 "per_page must be from 1 to {}, got {per_page}",
                 Self::MAX_PER_PAGE
+            ));
+        }
+        let last_page = Self::MAX_ROWS / per_page + 1;
+        if !(1..=last_page).contains(&page) {
+            return Err(format!(
+                "page must be from 1 to {last_page} with per_page={per_page} (lists show the \
+                 first {} rows; narrow them with filters), got {page}",
+                Self::MAX_ROWS
             ));
         }
         Ok(Page { page, per_page })
@@ -86,11 +90,42 @@ impl Page {
         (self.page - 1) * self.per_page
     }
 
+    /// `{count, total, pages}`; `total` counts at most [`Page::MAX_ROWS`] + 1 rows, and
+    /// `total_exact` says whether it is the real number.
     pub fn pagination(&self, total: i64, count: usize) -> serde_json::Value {
         serde_json::json!({
             "count": count,
             "total": total,
+            "total_exact": total <= Self::MAX_ROWS,
             "pages": (total + self.per_page - 1) / self.per_page,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Page;
+
+    #[test]
+    fn pages_start_within_the_rows_a_list_shows() {
+        assert!(Page::new(None, None).is_ok());
+        assert!(Page::new(Some(201), Some(500)).is_ok());
+        assert!(Page::new(Some(202), Some(500)).is_err());
+        assert!(Page::new(Some(100_001), Some(1)).is_ok());
+        assert!(Page::new(Some(i64::MAX), Some(100)).is_err());
+        assert!(Page::new(Some(0), None).is_err());
+        assert!(Page::new(Some(1), Some(501)).is_err());
+        assert!(Page::new(Some(1), Some(0)).is_err());
+    }
+
+    #[test]
+    fn a_total_past_the_counted_rows_is_not_exact() {
+        let page = Page::new(Some(1), Some(10)).unwrap();
+        assert_eq!(page.pagination(25, 10)["pages"], 3);
+        assert_eq!(page.pagination(25, 10)["total_exact"], true);
+        assert_eq!(
+            page.pagination(Page::MAX_ROWS + 1, 10)["total_exact"],
+            false
+        );
     }
 }
