@@ -80,3 +80,71 @@ pub fn migration_blockers_between(
     }
     blockers
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Event, Map};
+
+    const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="t">"#;
+
+    /// start -> `{waiting}` (a `{kind}`) -> end, in process `P`.
+    fn model(waiting: &str, kind: &str) -> ModelSpec {
+        let xml = format!(
+            "{HEADER}<bpmn:message id=\"m\" name=\"ping\" /><bpmn:process id=\"P\" isExecutable=\"true\">\
+             <bpmn:startEvent id=\"s\" /><bpmn:sequenceFlow id=\"f\" sourceRef=\"s\" targetRef=\"{waiting}\" />\
+             {kind}<bpmn:sequenceFlow id=\"g\" sourceRef=\"{waiting}\" targetRef=\"e\" />\
+             <bpmn:endEvent id=\"e\" /></bpmn:process></bpmn:definitions>"
+        );
+        crate::bpmn::build_model(&[("p.bpmn".into(), xml)], Some("P")).expect("model")
+    }
+
+    fn user_task(id: &str) -> ModelSpec {
+        model(id, &format!("<bpmn:userTask id=\"{id}\" />"))
+    }
+
+    fn waiting_at(spec: &ModelSpec) -> InstanceState {
+        let start = Event::Start {
+            start_event_id: None,
+            data: Map::new(),
+            message: None,
+        };
+        crate::engine::start(spec, "P", start).expect("started").0
+    }
+
+    #[test]
+    fn a_target_with_the_same_live_elements_carries_the_instance() {
+        let v1 = user_task("approve");
+        let state = waiting_at(&v1);
+        assert!(migration_blockers_between(&state, &v1, &user_task("approve")).is_empty());
+    }
+
+    #[test]
+    fn a_missing_or_changed_element_blocks_the_move() {
+        let v1 = user_task("approve");
+        let state = waiting_at(&v1);
+        let renamed = migration_blockers_between(&state, &v1, &user_task("approve2"));
+        assert_eq!(renamed.len(), 1);
+        assert_eq!(renamed[0].element_id, "approve");
+        assert!(
+            renamed[0].reason.contains("not in the target"),
+            "{renamed:?}"
+        );
+
+        let manual = model("approve", "<bpmn:manualTask id=\"approve\" />");
+        let changed = migration_blockers_between(&state, &v1, &manual);
+        assert_eq!(changed.len(), 1);
+        assert!(changed[0].reason.contains("manualTask"), "{changed:?}");
+
+        let other_process = crate::bpmn::build_model(
+            &[(
+                "q.bpmn".into(),
+                format!("{HEADER}<bpmn:process id=\"Q\" isExecutable=\"true\"><bpmn:startEvent id=\"s\" /></bpmn:process></bpmn:definitions>"),
+            )],
+            Some("Q"),
+        )
+        .expect("model");
+        let gone = migration_blockers_between(&state, &v1, &other_process);
+        assert_eq!(gone[0].element_id, "P");
+    }
+}
