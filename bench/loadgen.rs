@@ -206,18 +206,15 @@ async fn main() {
             }
         })
         .await;
-        let (t, name) = (target.clone(), work_name.clone());
-        run_case("correlate", clients, total, move |i| {
-            let (t, name, p) = (t.clone(), name.clone(), prefix.clone());
-            async move {
-                t.post(
-                    &format!("/v1.0/messages/{name}"),
-                    json!({"key": format!("{p}{i}")}),
-                    200,
-                )
-                .await
-            }
-        })
+        keyed_messages(
+            target.clone(),
+            "correlate",
+            clients,
+            total,
+            &work_name,
+            "key",
+            &prefix,
+        )
         .await;
     }
     if buffered > 0 {
@@ -262,31 +259,52 @@ async fn start_then_correlate(
 ) {
     for clients in [1, 16] {
         let prefix = format!("{label}{clients}_");
-        let (t, name, p) = (target.clone(), placed.to_string(), prefix.clone());
-        run_case(&format!("start/{label}"), clients, total, move |i| {
-            let (t, name, p) = (t.clone(), name.clone(), p.clone());
-            async move {
-                t.post(
-                    &format!("/v1.0/messages/{name}"),
-                    json!({"order_id": format!("{p}{i}")}),
-                    200,
-                )
-                .await
-            }
-        })
+        let start = format!("start/{label}");
+        keyed_messages(
+            target.clone(),
+            &start,
+            clients,
+            total,
+            placed,
+            "order_id",
+            &prefix,
+        )
         .await;
-        let (t, name, p) = (target.clone(), paid.to_string(), prefix);
-        run_case(&format!("correl/{label}"), clients, total, move |i| {
-            let (t, name, p) = (t.clone(), name.clone(), p.clone());
-            async move {
-                t.post(
-                    &format!("/v1.0/messages/{name}"),
-                    json!({"order_id": format!("{p}{i}")}),
-                    200,
-                )
-                .await
-            }
-        })
+        let correlate = format!("correl/{label}");
+        keyed_messages(
+            target.clone(),
+            &correlate,
+            clients,
+            total,
+            paid,
+            "order_id",
+            &prefix,
+        )
         .await;
     }
+}
+
+/// A case of `total` messages `name` with `{key: "<prefix><i>"}`, each answered 200.
+async fn keyed_messages(
+    target: Arc<Target>,
+    label: &str,
+    clients: usize,
+    total: usize,
+    name: &str,
+    key: &str,
+    prefix: &str,
+) {
+    let (name, key, prefix) = (name.to_string(), key.to_string(), prefix.to_string());
+    run_case(label, clients, total, move |i| {
+        let (t, name, key, prefix) = (target.clone(), name.clone(), key.clone(), prefix.clone());
+        async move {
+            t.post(
+                &format!("/v1.0/messages/{name}"),
+                json!({ key: format!("{prefix}{i}") }),
+                200,
+            )
+            .await
+        }
+    })
+    .await;
 }

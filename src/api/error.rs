@@ -213,12 +213,6 @@ impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
         if crate::store::is_unavailable(&err) {
             ApiError::database_unavailable(err)
-        } else if crate::store::is_unstorable_text(&err) {
-            // the input checks should have caught it: refuse rather than fail
-            ApiError::bad_request(
-                "invalid_input",
-                "A value contains a character that cannot be stored (NUL).",
-            )
         } else {
             ApiError::internal(format_args!("database error: {err}"))
         }

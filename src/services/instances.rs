@@ -110,15 +110,12 @@ async fn migrate_once(
                 .version_sha
         }
     };
-    if store::models::version(uow.conn(), &model, &target)
-        .await?
-        .is_none()
-    {
-        return Err(Error::not_found(
+    let target_spec = uow.version_spec(&model, &target).await?.ok_or_else(|| {
+        Error::not_found(
             "process_model_version_not_found",
             format!("process model '{model}' has no version '{target}'"),
-        ));
-    }
+        )
+    })?;
     let state = uow.state(id).expect("loaded above");
     if state.status.is_final() {
         return Err(Error::conflict(
@@ -130,8 +127,6 @@ async fn migrate_once(
         ));
     }
     let current = uow.spec(id).expect("loaded above");
-    let target_spec = uow.version_spec(&model, &target).await?;
-    let state = uow.state(id).expect("loaded above");
     let blockers = crate::engine::migration_blockers_between(state, &current, &target_spec);
     if !blockers.is_empty() {
         let listed = blockers

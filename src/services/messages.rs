@@ -239,29 +239,16 @@ pub fn message_json(row: &MessageRow) -> Value {
     })
 }
 
-/// A message as the audit list shows it (see [`store::messages::MessageSummary`]).
-fn summary_json(row: &store::messages::MessageSummary) -> Value {
-    json!({
-        "id": row.id,
-        "name": row.name,
-        "message_type": row.message_type,
-        "status": row.status,
-        "correlation_key": row.correlation_key,
-        "process_instance_id": row.process_instance_id,
-        "process_model_identifier": row.process_model_identifier,
-        "task_guid": row.task_guid,
-        "message_instance_uuid": row.message_instance_uuid,
-        "expires_at": row.expires_at,
-        "expires_at_in_seconds": row.expires_at.map(|t| t.timestamp()),
-        "counterpart_id": row.counterpart_id,
-        "failure_cause": row.failure_cause,
-        "truncated": row.truncated,
-        "created_by": row.created_by,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "created_at_in_seconds": row.created_at.timestamp(),
-        "updated_at_in_seconds": row.updated_at.timestamp(),
-    })
+/// A message as the audit list shows it: [`message_json`] without the payload and the
+/// correlation values (see [`store::messages::MessageSummary`]).
+fn summary_json(summary: &store::messages::MessageSummary) -> Value {
+    let mut shown = message_json(&summary.row);
+    if let Value::Object(members) = &mut shown {
+        members.remove("payload");
+        members.remove("correlation_keys");
+        members.insert("truncated".into(), json!(summary.truncated));
+    }
+    shown
 }
 
 pub async fn find(pool: &PgPool, id: i64) -> Result<Value> {

@@ -29,19 +29,31 @@ impl ModelCache {
         identifier: &str,
         version_sha: &str,
     ) -> Result<Arc<ModelSpec>> {
-        if let Some(spec) = self.specs.read().expect("cache lock").get(version_sha) {
-            return Ok(spec.clone());
-        }
-        let version = store::models::version(conn, identifier, version_sha)
+        self.version_spec(conn, identifier, version_sha)
             .await?
             .ok_or_else(|| {
-                anyhow!("version {version_sha} of process model {identifier} is gone")
-            })?;
+                anyhow!("version {version_sha} of process model {identifier} is gone").into()
+            })
+    }
+
+    /// As [`ModelCache::spec`], `None` when the model has no such version.
+    pub async fn version_spec(
+        &self,
+        conn: &mut PgConnection,
+        identifier: &str,
+        version_sha: &str,
+    ) -> Result<Option<Arc<ModelSpec>>> {
+        if let Some(spec) = self.specs.read().expect("cache lock").get(version_sha) {
+            return Ok(Some(spec.clone()));
+        }
+        let Some(version) = store::models::version(conn, identifier, version_sha).await? else {
+            return Ok(None);
+        };
         let spec = build_model(&version.files(), Some(&version.primary_process_id))
             .map_err(|e| anyhow!("stored model {identifier} no longer builds: {e}"))?;
         let spec = Arc::new(spec);
         self.insert(version_sha, spec.clone());
-        Ok(spec)
+        Ok(Some(spec))
     }
 
     pub fn insert(&self, version_sha: &str, spec: Arc<ModelSpec>) {

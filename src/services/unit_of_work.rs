@@ -227,14 +227,15 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// The compiled model of a version (from the cache, or built from its stored files).
+    /// The compiled model of a version (from the cache, or built from its stored files);
+    /// `None` when the model has no such version.
     pub async fn version_spec(
         &mut self,
         process_model_identifier: &str,
         version_sha: &str,
-    ) -> Result<Arc<ModelSpec>> {
+    ) -> Result<Option<Arc<ModelSpec>>> {
         self.cache
-            .spec(&mut self.tx, process_model_identifier, version_sha)
+            .version_spec(&mut self.tx, process_model_identifier, version_sha)
             .await
     }
 

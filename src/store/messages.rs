@@ -362,28 +362,16 @@ pub struct MessageFilter<'a> {
     pub message_type: Option<&'a str>,
 }
 
-/// A message as lists show it: no payload or correlation values, and the two texts that can
-/// be long (`correlation_key`, `failure_cause`) cut to [`SUMMARY_TEXT_CHARS`] characters, so a
-/// page costs the same whatever the messages hold.
+/// A message as lists show it: no payload or correlation values (`payload` is NULL,
+/// `correlation_keys` empty), and the two texts that can be long (`correlation_key`,
+/// `failure_cause`) cut to [`SUMMARY_TEXT_CHARS`] characters, so a page costs the same whatever
+/// the messages hold.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MessageSummary {
-    pub id: i64,
-    pub name: String,
-    pub message_type: String,
-    pub status: String,
-    pub correlation_key: String,
-    pub process_instance_id: Option<i64>,
-    pub process_model_identifier: Option<String>,
-    pub task_guid: Option<Uuid>,
-    pub message_instance_uuid: Option<Uuid>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub counterpart_id: Option<i64>,
-    pub failure_cause: Option<String>,
+    #[sqlx(flatten)]
+    pub row: MessageRow,
     /// `correlation_key` or `failure_cause` was cut.
     pub truncated: bool,
-    pub created_by: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
 }
 
 pub const SUMMARY_TEXT_CHARS: i32 = 1000;
@@ -398,10 +386,11 @@ pub async fn list(
          AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
          AND ($4::text IS NULL OR m.message_type = $4)";
     let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT m.id, m.name, m.message_type, m.status, \
-             left(m.correlation_key, $7) AS correlation_key, m.process_instance_id, \
-             pi.process_model_identifier, m.task_guid, m.message_instance_uuid, m.expires_at, \
-             m.counterpart_id, left(m.failure_cause, $7) AS failure_cause, \
+        "SELECT m.id, m.name, m.message_type, m.status, NULL::jsonb AS payload, \
+             '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $7) AS correlation_key, \
+             m.process_instance_id, pi.process_model_identifier, m.task_guid, \
+             m.message_instance_uuid, m.expires_at, m.counterpart_id, \
+             left(m.failure_cause, $7) AS failure_cause, \
              (length(m.correlation_key) > $7 OR coalesce(length(m.failure_cause), 0) > $7) \
                  AS truncated, \
              m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{WHERE} \

@@ -45,11 +45,6 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
     }
 }
 
-/// Text Postgres cannot hold (a NUL character in `text` or `jsonb`).
-pub fn is_unstorable_text(err: &sqlx::Error) -> bool {
-    matches!(err, sqlx::Error::Database(e) if matches!(e.code().as_deref(), Some("22P05" | "22021")))
-}
-
 /// `LIMIT/OFFSET` from 1-based page numbers, bounded.
 #[derive(Debug, Clone, Copy)]
 pub struct Page {

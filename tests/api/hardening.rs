@@ -4,19 +4,19 @@
 
 use crate::domain::*;
 use crate::helpers::{problem, spawn_app, spawn_app_with, spawn_app_without_database, TestApp};
+use crate::messages::orders;
 use crate::models;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const ORDERS: &str = "shop/orders";
-
-async fn orders(app: &TestApp) {
+/// Uploads `shop/approve`: a user task, then a script.
+async fn approvals(app: &TestApp) {
     upload_ok(
         app,
-        ORDERS,
-        "orders.bpmn",
-        &models::order_process("orders", "placed", "paid"),
+        "shop/approve",
+        "approve.bpmn",
+        &models::user_task_process("approve"),
     )
     .await;
 }
@@ -105,13 +105,7 @@ async fn values_that_cannot_be_read_back_are_refused_at_the_door() {
         "invalid_payload",
     )
     .await;
-    upload_ok(
-        &app,
-        "shop/approve",
-        "approve.bpmn",
-        &models::user_task_process("approve"),
-    )
-    .await;
+    approvals(&app).await;
     refused(
         post_raw(&app, "/v1.0/process-instances/shop:approve", huge).await,
         StatusCode::BAD_REQUEST,
@@ -149,13 +143,7 @@ async fn what_is_accepted_is_read_back_on_every_path() {
 async fn nul_characters_are_refused_everywhere_they_could_be_stored() {
     let app = spawn_app().await;
     orders(&app).await;
-    upload_ok(
-        &app,
-        "shop/approve",
-        "approve.bpmn",
-        &models::user_task_process("approve"),
-    )
-    .await;
+    approvals(&app).await;
     for body in [
         r#"{"order_id": "a\u0000b"}"#,
         r#"{"order\u0000id": 1}"#,
@@ -285,13 +273,7 @@ async fn lists_are_summaries_whatever_the_rows_hold() {
     assert_eq!(one["payload"]["blob"].as_str().unwrap().len(), 800_000);
 
     // instances: no data in the list
-    upload_ok(
-        &app,
-        "shop/approve",
-        "approve.bpmn",
-        &models::user_task_process("approve"),
-    )
-    .await;
+    approvals(&app).await;
     let id = start_ok(&app, "shop/approve", &json!({"blob": "y".repeat(100_000)})).await;
     let (_, list) = get(&app, "/v1.0/process-instances").await;
     let row = &list["results"][0];

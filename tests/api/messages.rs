@@ -12,7 +12,8 @@ use std::time::Duration;
 const ORDERS: &str = "shop/orders";
 
 /// The orders model: `placed` starts it (order_id), `paid` continues it.
-async fn orders(app: &TestApp) {
+/// Uploads `shop/orders`: message start `placed`, then waits for `paid` by `order_id`.
+pub async fn orders(app: &TestApp) {
     upload_ok(
         app,
         ORDERS,

@@ -29,6 +29,11 @@ fn waiter(catch: &str) -> String {
     models::keyed_waiter("pinger", "ping").replace("\"wait\"", &format!("\"{catch}\""))
 }
 
+/// Uploads a version of `hr/leave` (see [`approval`]).
+async fn upload_leave(app: &TestApp, task: &str, script: &str) {
+    upload_ok(app, MODEL, "leave.bpmn", &approval(task, script)).await;
+}
+
 async fn version_of(app: &TestApp, id: i64) -> String {
     show(app, id).await["process_model_version"]
         .as_str()
@@ -49,25 +54,13 @@ async fn migrate(app: &TestApp, id: i64, body: Value) -> reqwest::Response {
 #[tokio::test]
 async fn an_old_instance_completes_on_its_version_after_an_incompatible_upload() {
     let app = spawn_app().await;
-    upload_ok(
-        &app,
-        MODEL,
-        "leave.bpmn",
-        &approval("approve", "path = 'v1'"),
-    )
-    .await;
+    upload_leave(&app, "approve", "path = 'v1'").await;
     let old = start_ok(&app, MODEL, &json!({})).await;
     let v1 = version_of(&app, old).await;
     let guid = waiting_task(&app, old, "approve").await;
 
     // the waiting element is renamed in the new version
-    upload_ok(
-        &app,
-        MODEL,
-        "leave.bpmn",
-        &approval("approve_v2", "path = 'v2'"),
-    )
-    .await;
+    upload_leave(&app, "approve_v2", "path = 'v2'").await;
     let (_, model) = get(&app, "/v1.0/process-models/hr:leave").await;
     let v2 = model["current_version"].as_str().unwrap().to_string();
     assert_ne!(v1, v2);
@@ -107,22 +100,10 @@ async fn a_message_reaches_an_instance_whose_waiting_element_was_renamed_since()
 #[tokio::test]
 async fn migration_moves_an_instance_when_the_target_carries_its_tasks() {
     let app = spawn_app().await;
-    upload_ok(
-        &app,
-        MODEL,
-        "leave.bpmn",
-        &approval("approve", "path = 'v1'"),
-    )
-    .await;
+    upload_leave(&app, "approve", "path = 'v1'").await;
     let id = start_ok(&app, MODEL, &json!({})).await;
     let v1 = version_of(&app, id).await;
-    upload_ok(
-        &app,
-        MODEL,
-        "leave.bpmn",
-        &approval("approve", "path = 'v2'"),
-    )
-    .await;
+    upload_leave(&app, "approve", "path = 'v2'").await;
     assert_eq!(version_of(&app, id).await, v1, "an upload moves nothing");
 
     let response = migrate(&app, id, json!({})).await;
@@ -151,22 +132,10 @@ async fn migration_moves_an_instance_when_the_target_carries_its_tasks() {
 #[tokio::test]
 async fn migration_is_refused_naming_the_elements_the_target_lacks() {
     let app = spawn_app().await;
-    upload_ok(
-        &app,
-        MODEL,
-        "leave.bpmn",
-        &approval("approve", "path = 'v1'"),
-    )
-    .await;
+    upload_leave(&app, "approve", "path = 'v1'").await;
     let id = start_ok(&app, MODEL, &json!({})).await;
     let v1 = version_of(&app, id).await;
-    upload_ok(
-        &app,
-        MODEL,
-        "leave.bpmn",
-        &approval("approve_v2", "path = 'v2'"),
-    )
-    .await;
+    upload_leave(&app, "approve_v2", "path = 'v2'").await;
 
     let (status, body) = problem(migrate(&app, id, json!({})).await).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
