@@ -37,24 +37,14 @@ pub async fn start_instance(
 ) -> Result<HttpResponse, ApiError> {
     let model = services::models::identifier_from_url(&path)?;
     principal.require(&format!("instances:create:{model}"))?;
-    let data: Map<String, Value> = if body.iter().all(u8::is_ascii_whitespace) {
-        Map::new()
-    } else {
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(Value::Object(map)) => map,
-            Ok(Value::Null) => Map::new(),
-            Ok(_) => {
-                return Err(ApiError::bad_request(
-                    "invalid_payload",
-                    "the initial data must be a JSON object",
-                ))
-            }
-            Err(e) => {
-                return Err(ApiError::bad_request(
-                    "invalid_json",
-                    format!("the body is not JSON: {e}"),
-                ))
-            }
+    let data = match optional_json(&body)? {
+        None => Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "the initial data must be a JSON object",
+            ))
         }
     };
     input::check_json(
@@ -64,6 +54,22 @@ pub async fn start_instance(
     )?;
     let answer = services::instances::start(&state.pool, &state.models, &model, &data).await?;
     Ok(HttpResponse::Created().json(answer))
+}
+
+/// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
+/// JSON; 400 `invalid_json` when it is not JSON.
+fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Null) => Ok(None),
+        Ok(value) => Ok(Some(value)),
+        Err(e) => Err(ApiError::bad_request(
+            "invalid_json",
+            format!("the body is not JSON: {e}"),
+        )),
+    }
 }
 
 /// Show an instance: status, data, every task (guid, element, type, state) and its error.
@@ -232,12 +238,11 @@ pub async fn migrate_instance(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     authorize(&principal, &state, id, "update", None).await?;
-    let request: MigrateRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        MigrateRequest::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| {
+    let request: MigrateRequest = match optional_json(&body)? {
+        None => MigrateRequest::default(),
+        Some(value) => serde_json::from_value(value).map_err(|e| {
             ApiError::bad_request("invalid_json", format!("the body is not a migration: {e}"))
-        })?
+        })?,
     };
     if let Some(version) = &request.target_version {
         input::check_text(version, "invalid_json", "target_version", 128)?;
