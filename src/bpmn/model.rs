@@ -1,5 +1,6 @@
 //! Several files -> one `ModelSpec`: merge, resolve cross-file references, validate.
 use super::*;
+use crate::expr::Context;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -278,13 +279,14 @@ impl ModelSpec {
         &self,
         message_name: &str,
         payload: &Value,
+        cx: &Context,
     ) -> BTreeMap<String, Value> {
         let empty = Map::new();
         let vars = payload.as_object().unwrap_or(&empty);
         let mut out = BTreeMap::new();
         for p in &self.correlation_properties {
             if let Some(e) = p.retrieval.get(message_name) {
-                if let Ok(v) = e.eval(vars) {
+                if let Ok(v) = e.eval(vars, cx) {
                     if !v.is_null() {
                         out.insert(p.id.clone(), v);
                     }

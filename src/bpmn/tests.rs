@@ -19,6 +19,11 @@ pub(crate) fn process(body: &str, extra: &str) -> String {
     ))
 }
 
+/// Evaluations in these tests read no clock.
+fn cx() -> crate::expr::Context {
+    crate::expr::Context::at(chrono::DateTime::UNIX_EPOCH)
+}
+
 fn model(xml: &str) -> ModelSpec {
     build_model(&[("t.bpmn".to_string(), xml.to_string())], None)
         .unwrap_or_else(|e| panic!("model refused: {e}"))
@@ -780,6 +785,7 @@ fn correlation_values_evaluate_retrieval_expressions_on_the_payload() {
     let v = m.correlation_values(
         "start me",
         &json!({"order_id": 7, "customer": "acme", "x": 1}),
+        &cx(),
     );
     assert_eq!(
         v,
@@ -790,19 +796,21 @@ fn correlation_values_evaluate_retrieval_expressions_on_the_payload() {
         .into()
     );
     // missing key: that property is left out
-    let v = m.correlation_values("start me", &json!({"order_id": 7}));
+    let v = m.correlation_values("start me", &json!({"order_id": 7}), &cx());
     assert_eq!(v, [("order_id".to_string(), json!(7))].into());
     // null is not a value
     assert!(m
-        .correlation_values("start me", &json!({"order_id": null}))
+        .correlation_values("start me", &json!({"order_id": null}), &cx())
         .is_empty());
     // non-object payload, unknown message
-    assert!(m.correlation_values("start me", &json!([1])).is_empty());
     assert!(m
-        .correlation_values("other", &json!({"order_id": 1}))
+        .correlation_values("start me", &json!([1]), &cx())
+        .is_empty());
+    assert!(m
+        .correlation_values("other", &json!({"order_id": 1}), &cx())
         .is_empty());
     // subscripts (real Python semantics)
-    let v = m.correlation_values("reply", &json!({"order": {"id": "A-1"}}));
+    let v = m.correlation_values("reply", &json!({"order": {"id": "A-1"}}), &cx());
     assert_eq!(v, [("order_id".to_string(), json!("A-1"))].into());
     assert_eq!(
         m.correlation_properties_for("start me"),

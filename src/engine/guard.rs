@@ -3,11 +3,13 @@
 //! ended loop): the instance goes to `Error` with a readable cause instead, and the step's
 //! state changes are dropped (the interpreter works on a copy until it finishes).
 
-use super::run;
+use super::{activities, commands};
 use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, ServiceCall,
+    StepContext,
 };
 use crate::bpmn::ModelSpec;
+use crate::expr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use uuid::Uuid;
 
@@ -35,9 +37,12 @@ pub fn start(
     model: &ModelSpec,
     process_id: &str,
     event: Event,
+    context: &mut StepContext,
 ) -> Result<(InstanceState, Vec<Effect>), EngineError> {
-    catch_unwind(AssertUnwindSafe(|| run::start(model, process_id, event)))
-        .unwrap_or_else(|panic| Err(EngineError::Invalid(panic_error(&*panic).message)))
+    catch_unwind(AssertUnwindSafe(|| {
+        commands::start(model, process_id, event, context)
+    }))
+    .unwrap_or_else(|panic| Err(EngineError::Invalid(panic_error(&*panic).message)))
 }
 
 /// Apply one event to a running instance. Err only for caller mistakes (state untouched).
@@ -45,8 +50,11 @@ pub fn step(
     model: &ModelSpec,
     state: &mut InstanceState,
     event: Event,
+    context: &mut StepContext,
 ) -> Result<Vec<Effect>, EngineError> {
-    match catch_unwind(AssertUnwindSafe(|| run::step(model, state, event))) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        commands::step(model, state, event, context)
+    })) {
         Ok(result) => result,
         Err(panic) => Ok(fail(model, state, None, panic_error(&*panic))),
     }
@@ -57,14 +65,15 @@ pub fn service_call(
     model: &ModelSpec,
     state: &InstanceState,
     task_guid: Uuid,
+    cx: &expr::Context,
 ) -> Result<ServiceCall, InstanceError> {
     catch_unwind(AssertUnwindSafe(|| {
-        run::service_call(model, state, task_guid)
+        activities::service_call(model, state, task_guid, cx)
     }))
     .unwrap_or_else(|panic| Err(panic_error(&*panic)))
 }
 
-/// Put the instance in `Error` from outside a step; see [`run::fail`]. If even that panics,
+/// Put the instance in `Error` from outside a step; see [`commands::fail`]. If even that panics,
 /// the instance is marked `Error` directly (its waits are then closed when it is stored).
 pub fn fail(
     model: &ModelSpec,
@@ -74,7 +83,7 @@ pub fn fail(
 ) -> Vec<Effect> {
     let fallback = error.clone();
     match catch_unwind(AssertUnwindSafe(|| {
-        run::fail(model, state, task_guid, error)
+        commands::fail(model, state, task_guid, error)
     })) {
         Ok(effects) => effects,
         Err(_) => {

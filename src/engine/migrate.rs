@@ -109,7 +109,13 @@ mod tests {
             data: Map::new(),
             message: None,
         };
-        crate::engine::start(spec, "P", start).expect("started").0
+        let mut context = crate::engine::StepContext::new(
+            chrono::DateTime::UNIX_EPOCH,
+            crate::engine::TaskIds::from_seed(uuid::Uuid::nil()),
+        );
+        crate::engine::start(spec, "P", start, &mut context)
+            .expect("started")
+            .0
     }
 
     #[test]

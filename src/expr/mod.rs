@@ -11,6 +11,7 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
+use chrono::{DateTime, Utc};
 use convert::{is_truthy, to_json};
 use fast::FastExpr;
 use monty_types::MontyObject;
@@ -19,6 +20,20 @@ use serde_json::{Map as JsonMap, Value};
 use std::fmt;
 
 pub type Map = JsonMap<String, Value>;
+
+/// What code may read from outside its variables: today the time (`datetime.now()`,
+/// `date.today()`). Passed in rather than read from the system so that the same code over the
+/// same data gives the same result, and tests can pin it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context {
+    pub now: DateTime<Utc>,
+}
+
+impl Context {
+    pub fn at(now: DateTime<Utc>) -> Context {
+        Context { now }
+    }
+}
 
 /// A Python-style error: `NameError: name 'x' is not defined`, `KeyError: 'k'`, ...
 #[derive(Debug, Clone, PartialEq)]
@@ -78,26 +93,26 @@ impl Expression {
     }
 
     /// Evaluate with the top-level keys of `vars` as Python variables.
-    pub fn eval(&self, vars: &Map) -> Result<Value, ExprError> {
-        match self.evaluate(vars)? {
+    pub fn eval(&self, vars: &Map, cx: &Context) -> Result<Value, ExprError> {
+        match self.evaluate(vars, cx)? {
             Outcome::Json(value) => Ok(value),
             Outcome::Object(object) => to_json(object),
         }
     }
 
     /// Python truthiness of the result (None, False, 0, 0.0, "", [], {} are false).
-    pub fn eval_bool(&self, vars: &Map) -> Result<bool, ExprError> {
-        Ok(match self.evaluate(vars)? {
+    pub fn eval_bool(&self, vars: &Map, cx: &Context) -> Result<bool, ExprError> {
+        Ok(match self.evaluate(vars, cx)? {
             Outcome::Json(value) => is_truthy(&value),
             Outcome::Object(object) => object.is_truthy(),
         })
     }
 
-    fn evaluate(&self, vars: &Map) -> Result<Outcome, ExprError> {
+    fn evaluate(&self, vars: &Map, cx: &Context) -> Result<Outcome, ExprError> {
         if let Some(result) = self.fast.as_ref().and_then(|fast| fast.eval(vars)) {
             return result.map(Outcome::Json);
         }
-        self.program.run(vars).map(Outcome::Object)
+        self.program.run(vars, cx).map(Outcome::Object)
     }
 }
 
@@ -143,8 +158,8 @@ impl Script {
     /// or read (so in-place changes such as `d["k"] = 1` are kept) is written into `data` if
     /// its value is JSON; functions, modules and other non-JSON values are skipped. On error
     /// `data` is left untouched.
-    pub fn run(&self, data: &mut Map) -> Result<(), ExprError> {
-        let MontyObject::Dict(values) = self.program.run(data)? else {
+    pub fn run(&self, data: &mut Map, cx: &Context) -> Result<(), ExprError> {
+        let MontyObject::Dict(values) = self.program.run(data, cx)? else {
             return Err(ExprError::new(
                 "RuntimeError: script epilogue did not return a dict",
             ));

@@ -2,7 +2,7 @@
 //! and the few host functions scripts may call (`time.sleep`, `datetime.now()`).
 use super::convert::{py_str_repr, to_monty, type_name};
 use super::scan::{self, TIME_MODULE};
-use super::{ExprError, Map};
+use super::{Context, ExprError, Map};
 use chrono::{Datelike, Timelike};
 use monty::{FunctionCall, MontyRun, NameLookup, RunProgress};
 use monty_types::{
@@ -92,13 +92,14 @@ impl Program {
         Ok(Program { plain, shadowing })
     }
 
-    pub(super) fn run(&self, vars: &Map) -> Result<MontyObject, ExprError> {
+    pub(super) fn run(&self, vars: &Map, cx: &Context) -> Result<MontyObject, ExprError> {
         let code = match &self.shadowing {
             Some((names, code)) if names.iter().any(|n| vars.contains_key(n)) => code,
             _ => &self.plain,
         };
         Session {
             vars,
+            cx,
             in_epilogue: false,
         }
         .drive(code.fresh())
@@ -119,6 +120,7 @@ pub(super) fn compile(code: &str) -> Result<MontyRun, ExprError> {
 /// One run: answers the interpreter's questions from `vars`.
 struct Session<'a> {
     vars: &'a Map,
+    cx: &'a Context,
     in_epilogue: bool,
 }
 
@@ -162,7 +164,10 @@ impl Session<'_> {
                     let result = self.call(&call);
                     call.resume(result, PrintWriter::Disabled)
                 }
-                RunProgress::OsCall(call) => call.resume_with(PrintWriter::Disabled, os_call),
+                RunProgress::OsCall(call) => {
+                    let now = self.cx.now;
+                    call.resume_with(PrintWriter::Disabled, |call| os_call(call, now))
+                }
                 RunProgress::ResolveFutures(_) => {
                     return Err(ExprError::new("RuntimeError: async code is not supported"))
                 }
@@ -277,10 +282,10 @@ fn sleep(args: &[MontyObject], kwargs: usize) -> ExtFunctionResult {
     }
 }
 
-/// `datetime.now()` and `date.today()` read the clock (UTC, with the given zone's offset);
-/// files and the environment are not available.
-fn os_call(call: OsFunctionCall) -> ExtFunctionResult {
-    let now = chrono::Utc::now().naive_utc();
+/// `datetime.now()` and `date.today()` answer the context's time (UTC, with the given zone's
+/// offset); files and the environment are not available.
+fn os_call(call: OsFunctionCall, now: chrono::DateTime<chrono::Utc>) -> ExtFunctionResult {
+    let now = now.naive_utc();
     match call {
         OsFunctionCall::DateTimeNow(zone) => {
             let offset = zone.as_ref().map(|z: &MontyTimeZone| z.offset_seconds);

@@ -18,9 +18,18 @@ fn data() -> Map {
     }))
 }
 
+/// A fixed time: evaluations read no clock of their own.
+fn cx() -> Context {
+    Context::at(
+        chrono::DateTime::parse_from_rfc3339("2026-11-26T09:30:15.250Z")
+            .unwrap()
+            .into(),
+    )
+}
+
 fn eval(source: &str, vars: &Map) -> Result<Value, String> {
     let expr = Expression::compile(source).map_err(|e| e.message)?;
-    expr.eval(vars).map_err(|e| e.message)
+    expr.eval(vars, &cx()).map_err(|e| e.message)
 }
 
 fn err(message: &str) -> Result<Value, String> {
@@ -98,7 +107,7 @@ fn fast_path_forms_match_python_via_monty() {
         assert_eq!(&eval(source, &vars), expected, "fast path: {source}");
         let via_monty = expr
             .program
-            .run(&vars)
+            .run(&vars, &cx())
             .and_then(to_json)
             .map_err(|e| e.message);
         match monty_differs.iter().find(|(s, _)| s == source) {
@@ -273,11 +282,11 @@ fn truthiness() {
     ];
     for (source, expected) in cases {
         let expr = Expression::compile(source).unwrap();
-        assert_eq!(expr.eval_bool(&vars), Ok(expected), "{source}");
+        assert_eq!(expr.eval_bool(&vars, &cx()), Ok(expected), "{source}");
     }
     let missing = Expression::compile("missing").unwrap();
     assert_eq!(
-        missing.eval_bool(&vars).unwrap_err().message,
+        missing.eval_bool(&vars, &cx()).unwrap_err().message,
         "NameError: name 'missing' is not defined"
     );
 }
@@ -311,21 +320,27 @@ fn compile_once_eval_many() {
     let expr = Expression::compile("{'a': a, 'b': b}").unwrap();
     for i in 0..20 {
         let vars = map(json!({"a": i, "b": format!("v{i}")}));
-        assert_eq!(expr.eval(&vars), Ok(json!({"a": i, "b": format!("v{i}")})));
+        assert_eq!(
+            expr.eval(&vars, &cx()),
+            Ok(json!({"a": i, "b": format!("v{i}")}))
+        );
     }
     assert_eq!(
-        expr.eval(&map(json!({"a": 1}))).unwrap_err().message,
+        expr.eval(&map(json!({"a": 1})), &cx()).unwrap_err().message,
         "NameError: name 'b' is not defined"
     );
     assert_eq!(
-        expr.eval(&map(json!({"a": 1, "b": 2}))),
+        expr.eval(&map(json!({"a": 1, "b": 2})), &cx()),
         Ok(json!({"a": 1, "b": 2}))
     );
 
     let fast = Expression::compile("order['id']").unwrap();
-    assert_eq!(fast.eval(&map(json!({"order": {"id": 1}}))), Ok(json!(1)));
     assert_eq!(
-        fast.eval(&map(json!({"order": {"id": "x"}}))),
+        fast.eval(&map(json!({"order": {"id": 1}})), &cx()),
+        Ok(json!(1))
+    );
+    assert_eq!(
+        fast.eval(&map(json!({"order": {"id": "x"}})), &cx()),
         Ok(json!("x"))
     );
 }
@@ -333,7 +348,7 @@ fn compile_once_eval_many() {
 fn run(source: &str, input: Value) -> Result<Value, String> {
     let script = Script::compile(source).map_err(|e| e.message)?;
     let mut data = map(input);
-    script.run(&mut data).map_err(|e| e.message)?;
+    script.run(&mut data, &cx()).map_err(|e| e.message)?;
     Ok(Value::Object(data))
 }
 
@@ -468,7 +483,7 @@ fn time_sleep_fixture_does_not_block() {
     let script = Script::compile("time.sleep(0.1)").unwrap();
     let started = Instant::now();
     let mut data = map(json!({"a": 1}));
-    script.run(&mut data).unwrap();
+    script.run(&mut data, &cx()).unwrap();
     assert!(
         started.elapsed() < Duration::from_millis(90),
         "{:?}",
@@ -491,16 +506,27 @@ fn datetime_now_reads_the_clock() {
 }
 
 #[test]
+fn datetime_now_is_the_time_passed_in_not_the_system_clock() {
+    let out = run(
+        "from datetime import datetime, date\nnow = datetime.now().isoformat()\nday = str(date.today())",
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(out["now"], "2026-11-26T09:30:15.250000", "{out}");
+    assert_eq!(out["day"], "2026-11-26", "{out}");
+}
+
+#[test]
 fn script_runs_do_not_leak_state() {
     let script = Script::compile("if flag:\n    x = 1\ncount = count + 1").unwrap();
     let mut first = map(json!({"flag": true, "count": 0}));
-    script.run(&mut first).unwrap();
+    script.run(&mut first, &cx()).unwrap();
     assert_eq!(
         Value::Object(first),
         json!({"flag": true, "count": 1, "x": 1})
     );
     let mut second = map(json!({"flag": false, "count": 10}));
-    script.run(&mut second).unwrap();
+    script.run(&mut second, &cx()).unwrap();
     assert_eq!(Value::Object(second), json!({"flag": false, "count": 11}));
 }
 
@@ -509,7 +535,7 @@ fn failed_script_leaves_data_untouched() {
     let script = Script::compile("lst.append(1)\nx = 1\nraise ValueError('boom')").unwrap();
     let mut data = map(json!({"lst": []}));
     assert_eq!(
-        script.run(&mut data).unwrap_err().message,
+        script.run(&mut data, &cx()).unwrap_err().message,
         "ValueError: boom"
     );
     assert_eq!(Value::Object(data), json!({"lst": []}));
@@ -591,16 +617,18 @@ fn speed() {
     };
     let fast = Expression::compile("order['id']").unwrap();
     measure("fast path order['id']", &mut || {
-        assert_eq!(fast.eval(&vars), Ok(json!(7)))
+        assert_eq!(fast.eval(&vars, &cx()), Ok(json!(7)))
     });
     let dict = Expression::compile("{'a': a, 'b': b}").unwrap();
     measure("monty {'a': a, 'b': b}", &mut || {
-        assert!(dict.eval(&vars).is_ok())
+        assert!(dict.eval(&vars, &cx()).is_ok())
     });
     let cond = Expression::compile("a > 0 and b == 'two'").unwrap();
     measure("monty a > 0 and b == 'two'", &mut || {
-        assert_eq!(cond.eval_bool(&vars), Ok(true))
+        assert_eq!(cond.eval_bool(&vars, &cx()), Ok(true))
     });
     let script = Script::compile("c = a + 1").unwrap();
-    measure("script c = a + 1", &mut || script.run(&mut data).unwrap());
+    measure("script c = a + 1", &mut || {
+        script.run(&mut data, &cx()).unwrap()
+    });
 }

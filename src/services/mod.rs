@@ -1,6 +1,7 @@
 //! Use cases that join the store and the pure engine: one Postgres transaction each.
 //! Nothing here knows HTTP; `api` maps [`Error`] to responses.
 
+mod clock;
 pub mod input;
 pub mod instances;
 pub mod messages;

@@ -1,6 +1,7 @@
 //! Service tasks: the dispatcher's job (prepare in one transaction, call the proxy outside
 //! any transaction, apply the outcome in another) and the worker's callback.
 
+use super::clock::expr_now;
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
 use crate::engine::{self, EngineError, Event, TaskState};
@@ -176,7 +177,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
         }
         let spec = uow.spec(id).expect("loaded");
         (
-            engine::service_call(&spec, state, job.task_guid),
+            engine::service_call(&spec, state, job.task_guid, &expr_now()),
             Value::Object(state.data.clone()),
             uow.process_model_identifier(id)
                 .unwrap_or_default()
@@ -302,7 +303,7 @@ async fn schedule_retry(
         let (Some(state), Some(spec)) = (uow.state(id), uow.spec(id)) else {
             return Ok(None);
         };
-        match engine::service_call(&spec, state, task_guid) {
+        match engine::service_call(&spec, state, task_guid, &expr_now()) {
             Ok(call) => call,
             Err(_) => return Ok(None),
         }

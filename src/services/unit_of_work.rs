@@ -5,6 +5,7 @@
 //! Work is a FIFO queue rather than recursion: a step's effects may start or resume other
 //! instances, whose effects may come back to the first one; the queue runs them in order.
 
+use super::clock::{expr_now, step_context};
 use super::{Error, ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
@@ -293,7 +294,7 @@ impl<'c> UnitOfWork<'c> {
             data,
             message,
         };
-        let (state, effects) = engine::start(&spec, &process_id, start)
+        let (state, effects) = engine::start(&spec, &process_id, start, &mut step_context())
             .map_err(|e| Error::bad_request("process_instance_cannot_start", e.to_string()))?;
         self.insert_loaded(id, row, spec, state);
         self.mark_stepped(id)?;
@@ -313,7 +314,7 @@ impl<'c> UnitOfWork<'c> {
             return Err(super::instances::instance_not_found(id));
         }
         let loaded = self.instances.get_mut(&id).expect("loaded above");
-        match engine::step(&loaded.spec, &mut loaded.state, event) {
+        match engine::step(&loaded.spec, &mut loaded.state, event, &mut step_context()) {
             Ok(effects) => {
                 self.mark_stepped(id)?;
                 self.queue.push_back(Work::Effects(id, effects));
@@ -352,8 +353,9 @@ impl<'c> UnitOfWork<'c> {
                         continue;
                     }
                     let loaded = self.instances.get_mut(&id).expect("loaded above");
-                    let effects = engine::step(&loaded.spec, &mut loaded.state, event)
-                        .map_err(|e| anyhow!("instance {id} refused an internal event: {e}"))?;
+                    let effects =
+                        engine::step(&loaded.spec, &mut loaded.state, event, &mut step_context())
+                            .map_err(|e| anyhow!("instance {id} refused an internal event: {e}"))?;
                     self.mark_stepped(id)?;
                     self.queue.push_back(Work::Effects(id, effects));
                 }
@@ -480,7 +482,7 @@ impl<'c> UnitOfWork<'c> {
             let Some(expression) = self.cache.expression(&source) else {
                 continue;
             };
-            if let Ok(value) = expression.eval(&vars) {
+            if let Ok(value) = expression.eval(&vars, &expr_now()) {
                 if !value.is_null() {
                     values.insert(property_id, value);
                 }

@@ -1,0 +1,147 @@
+//! Tasks: script tasks run at once; user and manual tasks wait for a person; service tasks ask
+//! the shell for a connector call and wait for its result. Also what the dispatcher needs to
+//! make that call (`service_call`).
+
+use super::interpreter::{Interpreter, Outcome};
+use super::{Effect, InstanceError, InstanceState, Map, ServiceCall, TaskState};
+use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ServiceTaskSpec};
+use crate::expr::{self, Script};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+impl<'m> Interpreter<'m> {
+    pub fn run_script_task(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        script: &Option<Script>,
+    ) -> Outcome {
+        if let Some(script) = script {
+            self.run_script(element, script, "script")?;
+        }
+        self.complete_activity(guid)
+    }
+
+    pub fn wait_for_person(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        scope: Option<Uuid>,
+    ) -> Outcome {
+        self.set_state(guid, TaskState::Waiting);
+        self.start_boundaries(guid, element, scope)
+    }
+
+    pub fn call_service(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        scope: Option<Uuid>,
+    ) -> Outcome {
+        self.effects.push(Effect::CallService { task_guid: guid });
+        self.start_boundaries(guid, element, scope)
+    }
+
+    /// A person completed a waiting task: their answer is merged (top-level keys) into data.
+    pub fn complete_human_task(&mut self, guid: Uuid, answer: Map) -> Outcome {
+        self.current = Some(guid);
+        self.state.data.extend(answer);
+        self.complete_activity(guid)?;
+        self.run_until_waiting()
+    }
+
+    /// The proxy answered 202: the call is under way.
+    pub fn service_accepted(&mut self, guid: Uuid) -> Outcome {
+        self.set_state(guid, TaskState::Started);
+        Ok(())
+    }
+
+    /// The result goes into the task's result variable (if it names one); the task completes.
+    pub fn service_succeeded(&mut self, guid: Uuid, result: Value) -> Outcome {
+        self.current = Some(guid);
+        if let ElementKind::ServiceTask(spec) = &self.element_of(guid).kind {
+            if let Some(variable) = &spec.result_variable {
+                self.state.data.insert(variable.clone(), result);
+            }
+        }
+        self.complete_activity(guid)?;
+        self.run_until_waiting()
+    }
+
+    /// The call failed for good: the task goes ERROR and the error is thrown from it.
+    pub fn service_failed(&mut self, guid: Uuid, error_code: String, message: String) -> Outcome {
+        self.current = Some(guid);
+        let element_id = self.task(guid).element_id.clone();
+        let task = self.task_mut(guid);
+        task.state = TaskState::Error;
+        task.data = Some(json!({"error_code": error_code, "message": message}));
+        let scope = task.scope;
+        self.throw_error(Some(guid), scope, &element_id, Some(error_code), message)?;
+        self.run_until_waiting()
+    }
+}
+
+/// For the dispatcher: operator id, evaluated parameters, result variable, retry config.
+/// A parameter expression that fails, or a `required="true"` parameter that evaluates to
+/// None, is an `InstanceError` naming the parameter (pass it to `fail`).
+pub fn service_call(
+    model: &ModelSpec,
+    state: &InstanceState,
+    task_guid: Uuid,
+    cx: &expr::Context,
+) -> Result<ServiceCall, InstanceError> {
+    let task = state
+        .task(task_guid)
+        .ok_or_else(|| instance_error("", format!("task {task_guid} does not exist")))?;
+    let element = model
+        .process(&state.process_id)
+        .and_then(|p| p.elements.get(&task.element_id))
+        .ok_or_else(|| {
+            instance_error(&task.element_id, "the task's element is not in the model")
+        })?;
+    let ElementKind::ServiceTask(spec) = &element.kind else {
+        let message = format!("{} is not a service task", element.id);
+        return Err(instance_error(&element.id, message));
+    };
+    Ok(ServiceCall {
+        operator_id: spec.operator_id.clone(),
+        params: service_parameters(element, spec, &state.data, cx)?,
+        result_variable: spec.result_variable.clone(),
+        retries: spec.retries,
+        backoff_base: spec.backoff_base,
+    })
+}
+
+fn service_parameters(
+    element: &ElementSpec,
+    spec: &ServiceTaskSpec,
+    data: &Map,
+    cx: &expr::Context,
+) -> Result<Map, InstanceError> {
+    let mut params = Map::new();
+    for parameter in &spec.parameters {
+        let value = match &parameter.value {
+            Some(expression) => expression.eval(data, cx).map_err(|e| {
+                instance_error(
+                    &element.id,
+                    format!("{e} (in parameter '{}')", parameter.id),
+                )
+            })?,
+            None => Value::Null,
+        };
+        if parameter.required && value.is_null() {
+            let message = format!("required parameter '{}' evaluated to None", parameter.id);
+            return Err(instance_error(&element.id, message));
+        }
+        params.insert(parameter.id.clone(), value);
+    }
+    Ok(params)
+}
+
+fn instance_error(element_id: &str, message: impl Into<String>) -> InstanceError {
+    InstanceError {
+        element_id: element_id.to_string(),
+        message: message.into(),
+        error_code: None,
+    }
+}

@@ -1,0 +1,214 @@
+//! Boundary events, errors and signals: message and signal boundaries wait while their task
+//! does and interrupt it when they fire; errors go to the nearest matching error boundary on
+//! the failed task or an enclosing subprocess; cancelling a task takes its waits with it.
+
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::{Effect, TaskState};
+use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, ErrorRef};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+impl<'m> Interpreter<'m> {
+    /// The attached task starts waiting: its message and signal boundaries wait with it.
+    pub fn start_boundaries(
+        &mut self,
+        attached: Uuid,
+        element: &'m ElementSpec,
+        scope: Option<Uuid>,
+    ) -> Outcome {
+        for boundary_id in &element.boundaries {
+            let boundary = self.element(boundary_id);
+            let ElementKind::Boundary(spec) = &boundary.kind else {
+                continue;
+            };
+            match &spec.trigger {
+                BoundaryTrigger::Error(_) => {}
+                BoundaryTrigger::Message(message) => {
+                    let expected = self.expected_correlation(boundary, message)?;
+                    let guid = self.start_boundary(boundary, attached, scope);
+                    self.effects.push(Effect::WaitForMessage {
+                        task_guid: guid,
+                        name: message.message_name.clone(),
+                        expected,
+                    });
+                }
+                BoundaryTrigger::Signal { .. } => {
+                    self.start_boundary(boundary, attached, scope);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start_boundary(
+        &mut self,
+        boundary: &ElementSpec,
+        attached: Uuid,
+        scope: Option<Uuid>,
+    ) -> Uuid {
+        let guid = self.new_task(boundary, scope, TaskState::Waiting);
+        self.state.internal.boundaries.insert(guid, attached);
+        guid
+    }
+
+    pub fn cancel_boundaries(&mut self, attached: Uuid) {
+        let boundaries: Vec<Uuid> = self
+            .state
+            .internal
+            .boundaries
+            .iter()
+            .filter(|(_, a)| **a == attached)
+            .map(|(boundary, _)| *boundary)
+            .collect();
+        for boundary in boundaries {
+            self.state.internal.boundaries.remove(&boundary);
+            self.cancel_task(boundary);
+        }
+    }
+
+    /// Cancel a live task: its wait effects, its boundaries, and (subprocess) everything inside.
+    pub fn cancel_task(&mut self, guid: Uuid) {
+        if !self.is_live(guid) {
+            return;
+        }
+        let element = self.element_of(guid);
+        let task = self.task(guid);
+        let (waits_for_message, has_service_call) = (
+            task.waits_for_message(element),
+            task.has_service_call(element),
+        );
+        if waits_for_message {
+            self.effects
+                .push(Effect::CancelMessageWait { task_guid: guid });
+        }
+        if has_service_call {
+            self.effects
+                .push(Effect::CancelServiceCall { task_guid: guid });
+        }
+        self.set_state(guid, TaskState::Cancelled);
+        if matches!(element.kind, ElementKind::SubProcess { .. }) {
+            self.cancel_children(guid);
+        }
+        self.cancel_boundaries(guid);
+        self.state.internal.boundaries.remove(&guid);
+    }
+
+    /// Offer an error to the error boundaries of `origin` (a failed task), then of the
+    /// enclosing subprocesses from `scope` outwards. Uncaught: the step fails.
+    pub fn throw_error(
+        &mut self,
+        origin: Option<Uuid>,
+        scope: Option<Uuid>,
+        element_id: &str,
+        code: Option<String>,
+        message: String,
+    ) -> Outcome {
+        let mut candidate = origin.or(scope);
+        while let Some(guid) = candidate {
+            let element = self.element_of(guid);
+            if let Some(boundary) = self.error_boundary_for(element, code.as_deref()) {
+                if Some(guid) == origin {
+                    // the failed task is already ERROR; its other boundaries go.
+                    self.cancel_boundaries(guid);
+                } else {
+                    self.cancel_task(guid);
+                }
+                let value = json!({"error_code": code, "message": message});
+                let attached_scope = self.task(guid).scope;
+                return self.fire_error_boundary(boundary, attached_scope, value);
+            }
+            candidate = self.task(guid).scope;
+        }
+        Err(ModelFailure {
+            element_id: element_id.to_string(),
+            message,
+            error_code: code,
+        })
+    }
+
+    /// The boundary catching exactly this code, else a catch-all one.
+    fn error_boundary_for(
+        &self,
+        element: &'m ElementSpec,
+        code: Option<&str>,
+    ) -> Option<&'m ElementSpec> {
+        let catches: Vec<(&'m ElementSpec, &'m ErrorRef)> = element
+            .boundaries
+            .iter()
+            .map(|id| self.element(id))
+            .filter_map(|boundary| error_caught_by(boundary).map(|error| (boundary, error)))
+            .collect();
+        let exact = code.and_then(|code| {
+            catches
+                .iter()
+                .find(|(_, error)| error.error_code.as_deref() == Some(code))
+        });
+        exact
+            .or_else(|| catches.iter().find(|(_, error)| error.error_code.is_none()))
+            .map(|(boundary, _)| *boundary)
+    }
+
+    /// The error boundary fires: the error goes into its variable (default `error`).
+    fn fire_error_boundary(
+        &mut self,
+        boundary: &'m ElementSpec,
+        scope: Option<Uuid>,
+        value: Value,
+    ) -> Outcome {
+        self.count_execution(&boundary.id)?;
+        let variable = error_caught_by(boundary).and_then(|error| error.variable.clone());
+        let guid = self.new_task(boundary, scope, TaskState::Ready);
+        self.current = Some(guid);
+        self.task_mut(guid).data = Some(value.clone());
+        self.state
+            .data
+            .insert(variable.unwrap_or_else(|| "error".to_string()), value);
+        self.pre_script(boundary)?;
+        self.complete_activity(guid)
+    }
+
+    /// A waiting message or signal boundary fires: the attached task is interrupted.
+    pub fn fire_boundary(&mut self, guid: Uuid) -> Outcome {
+        let boundary = self.element_of(guid);
+        self.count_execution(&boundary.id)?;
+        if let Some(attached) = self.state.internal.boundaries.remove(&guid) {
+            self.cancel_task(attached);
+        }
+        self.current = Some(guid);
+        self.pre_script(boundary)?;
+        self.complete_activity(guid)
+    }
+
+    /// Fire every waiting signal boundary event with this signal name.
+    pub fn broadcast_signal(&mut self, name: &str) -> Outcome {
+        let waiting: Vec<Uuid> = self
+            .state
+            .live_tasks()
+            .filter(|task| catches_signal(self.element(&task.element_id), name))
+            .map(|task| task.guid)
+            .collect();
+        for guid in waiting {
+            // an earlier boundary may have cancelled this one
+            if self.is_live(guid) {
+                self.fire_boundary(guid)?;
+            }
+        }
+        self.run_until_waiting()
+    }
+}
+
+fn error_caught_by(boundary: &ElementSpec) -> Option<&ErrorRef> {
+    match &boundary.kind {
+        ElementKind::Boundary(spec) => match &spec.trigger {
+            BoundaryTrigger::Error(error) => Some(error),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn catches_signal(element: &ElementSpec, name: &str) -> bool {
+    matches!(&element.kind,
+        ElementKind::Boundary(spec) if matches!(&spec.trigger,
+            BoundaryTrigger::Signal { signal_name, .. } if signal_name == name))
+}

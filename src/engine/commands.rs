@@ -1,0 +1,271 @@
+//! The engine's commands: start an instance, apply one event to it, put it in error from
+//! outside. Each checks the caller's input first (an `EngineError` leaves the state
+//! untouched), then runs the interpreter on a copy and hands back the new state and effects.
+
+use super::context::{StepContext, TaskIds};
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::{
+    Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
+};
+use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ProcessSpec};
+use serde_json::Value;
+use uuid::Uuid;
+
+fn process_of<'m>(model: &'m ModelSpec, id: &str) -> Result<&'m ProcessSpec, EngineError> {
+    model
+        .process(id)
+        .ok_or_else(|| EngineError::Invalid(format!("process '{id}' is not in this model")))
+}
+
+/// Create an instance and run it until every path waits or ends.
+pub fn start(
+    model: &ModelSpec,
+    process_id: &str,
+    event: Event,
+    context: &mut StepContext,
+) -> Result<(InstanceState, Vec<Effect>), EngineError> {
+    let Event::Start {
+        start_event_id,
+        data,
+        message,
+    } = event
+    else {
+        return Err(EngineError::Invalid("start needs an Event::Start".into()));
+    };
+    let process = process_of(model, process_id)?;
+    let starts = match (&start_event_id, &message) {
+        (Some(id), _) => vec![named_start_event(process, id, message.as_ref())?],
+        (None, Some((name, _))) => vec![message_start_event(process, name)?],
+        (None, None) => none_start_events(process)?,
+    };
+    let state = InstanceState::new(process_id, data);
+    let mut interpreter = Interpreter::new(model, process, state, context);
+    let outcome = starts
+        .iter()
+        .try_for_each(|start| interpreter.fire_start_event(start, message.as_ref()))
+        .and_then(|()| interpreter.run_until_waiting());
+    Ok(interpreter.finish(outcome))
+}
+
+/// The start event the caller named; with a message it must be that message's start event.
+fn named_start_event(
+    process: &ProcessSpec,
+    id: &str,
+    message: Option<&(String, Value)>,
+) -> Result<String, EngineError> {
+    if !process.start_events.iter().any(|s| s == id) {
+        return Err(EngineError::Invalid(format!(
+            "'{id}' is not a start event of process '{}'",
+            process.id
+        )));
+    }
+    if let (Some(awaited), Some((name, _))) = (start_message(&process.elements[id]), message) {
+        if awaited != name {
+            return Err(EngineError::Invalid(format!(
+                "start event '{id}' waits for message '{awaited}', not '{name}'"
+            )));
+        }
+    }
+    Ok(id.to_string())
+}
+
+fn message_start_event(process: &ProcessSpec, name: &str) -> Result<String, EngineError> {
+    process
+        .start_events
+        .iter()
+        .find(|s| start_message(&process.elements[*s]) == Some(name))
+        .cloned()
+        .ok_or_else(|| {
+            EngineError::Invalid(format!(
+                "process '{}' has no start event for message '{name}'",
+                process.id
+            ))
+        })
+}
+
+/// Every start event that needs no message.
+fn none_start_events(process: &ProcessSpec) -> Result<Vec<String>, EngineError> {
+    let starts: Vec<String> = process
+        .start_events
+        .iter()
+        .filter(|s| start_message(&process.elements[*s]).is_none())
+        .cloned()
+        .collect();
+    if starts.is_empty() {
+        return Err(EngineError::Invalid(format!(
+            "process '{}' only starts with a message",
+            process.id
+        )));
+    }
+    Ok(starts)
+}
+
+/// The message a start event waits for (None for a none start event).
+fn start_message(element: &ElementSpec) -> Option<&str> {
+    match &element.kind {
+        ElementKind::StartEvent { message: Some(m) } => Some(&m.message_name),
+        _ => None,
+    }
+}
+
+/// Apply one event to a running instance. Err only for caller mistakes (state untouched).
+pub fn step(
+    model: &ModelSpec,
+    state: &mut InstanceState,
+    event: Event,
+    context: &mut StepContext,
+) -> Result<Vec<Effect>, EngineError> {
+    if state.status.is_final() || state.status == InstanceStatus::Suspended {
+        return Err(EngineError::Invalid(format!(
+            "the process instance is {}",
+            state.status.as_str()
+        )));
+    }
+    let process = process_of(model, &state.process_id)?;
+    if validate(process, state, &event)? == Validity::NothingToDo {
+        return Ok(vec![]);
+    }
+    let mut interpreter = Interpreter::new(model, process, state.clone(), context);
+    let outcome = apply(&mut interpreter, event);
+    let (new_state, effects) = interpreter.finish(outcome);
+    *state = new_state;
+    Ok(effects)
+}
+
+#[derive(PartialEq)]
+enum Validity {
+    Apply,
+    /// Valid, but it changes nothing (a repeated 202 from the proxy).
+    NothingToDo,
+}
+
+/// Check the event against the instance before touching anything.
+fn validate(
+    process: &ProcessSpec,
+    state: &InstanceState,
+    event: &Event,
+) -> Result<Validity, EngineError> {
+    let not_waiting = |guid| Err(EngineError::NotWaiting { task_guid: guid });
+    match event {
+        Event::Start { .. } => Err(EngineError::Invalid(
+            "the instance is already started".into(),
+        )),
+        Event::CompleteTask { task_guid, .. } => {
+            let (task, element) = target(process, state, *task_guid)?;
+            if !(element.is_human_task() && task.state == TaskState::Waiting) {
+                return not_waiting(*task_guid);
+            }
+            Ok(Validity::Apply)
+        }
+        Event::MessageDelivered {
+            task_guid, name, ..
+        } => {
+            let (task, element) = target(process, state, *task_guid)?;
+            let Some(catch) = element
+                .message_catch()
+                .filter(|_| task.waits_for_message(element))
+            else {
+                return not_waiting(*task_guid);
+            };
+            if &catch.message_name != name {
+                return Err(EngineError::Invalid(format!(
+                    "task {task_guid} waits for message '{}', not '{name}'",
+                    catch.message_name
+                )));
+            }
+            Ok(Validity::Apply)
+        }
+        Event::ServiceAccepted { task_guid } => {
+            let (task, element) = target(process, state, *task_guid)?;
+            if !task.has_service_call(element) {
+                return not_waiting(*task_guid);
+            }
+            Ok(match task.state {
+                TaskState::Started => Validity::NothingToDo,
+                _ => Validity::Apply,
+            })
+        }
+        Event::ServiceSucceeded { task_guid, .. } | Event::ServiceFailed { task_guid, .. } => {
+            let (task, element) = target(process, state, *task_guid)?;
+            if !task.has_service_call(element) {
+                return not_waiting(*task_guid);
+            }
+            Ok(Validity::Apply)
+        }
+        Event::Signal { .. } => Ok(Validity::Apply),
+    }
+}
+
+/// The task an event is for, and its element.
+fn target<'a>(
+    process: &'a ProcessSpec,
+    state: &'a InstanceState,
+    guid: Uuid,
+) -> Result<(&'a Task, &'a ElementSpec), EngineError> {
+    let task = state
+        .task(guid)
+        .ok_or(EngineError::UnknownTask { task_guid: guid })?;
+    let element = process.elements.get(&task.element_id).ok_or_else(|| {
+        EngineError::Invalid(format!(
+            "task {guid}: element '{}' is not in the model",
+            task.element_id
+        ))
+    })?;
+    Ok((task, element))
+}
+
+/// Hand a validated event to the element family it concerns.
+fn apply(interpreter: &mut Interpreter, event: Event) -> Outcome {
+    match event {
+        Event::Start { .. } => unreachable!("refused by validate"),
+        Event::CompleteTask { task_guid, data } => interpreter.complete_human_task(task_guid, data),
+        Event::MessageDelivered {
+            task_guid,
+            name,
+            payload,
+        } => interpreter.deliver_message(task_guid, &name, &payload),
+        Event::ServiceAccepted { task_guid } => interpreter.service_accepted(task_guid),
+        Event::ServiceSucceeded { task_guid, result } => {
+            interpreter.service_succeeded(task_guid, result)
+        }
+        Event::ServiceFailed {
+            task_guid,
+            error_code,
+            message,
+        } => interpreter.service_failed(task_guid, error_code, message),
+        Event::Signal { name } => interpreter.broadcast_signal(&name),
+    }
+}
+
+/// Put the instance in `Error` from outside a step (e.g. `service_call` failed): the task (if
+/// given) goes ERROR, and the effects cancel the instance's pending message waits and service
+/// calls. No-op (no effects) when the instance is already final.
+pub fn fail(
+    model: &ModelSpec,
+    state: &mut InstanceState,
+    task_guid: Option<Uuid>,
+    error: InstanceError,
+) -> Vec<Effect> {
+    if state.status.is_final() {
+        return vec![];
+    }
+    let Some(process) = model.process(&state.process_id) else {
+        state.status = InstanceStatus::Error;
+        state.error = Some(error);
+        return vec![];
+    };
+    // Failing creates no task and evaluates nothing: this context is never read.
+    let mut unused = StepContext::new(
+        chrono::DateTime::UNIX_EPOCH,
+        TaskIds::from_seed(Uuid::nil()),
+    );
+    let mut interpreter = Interpreter::new(model, process, state.clone(), &mut unused);
+    interpreter.current = task_guid.filter(|guid| interpreter.has_task(*guid));
+    let (new_state, effects) = interpreter.finish(Err(ModelFailure {
+        element_id: error.element_id,
+        message: error.message,
+        error_code: error.error_code,
+    }));
+    *state = new_state;
+    effects
+}

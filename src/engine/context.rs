@@ -1,0 +1,80 @@
+//! What a step takes from outside the engine: the time and the ids of the tasks it creates.
+//! Both are passed in, never read from the system inside the core, so the same model, state,
+//! event and context always give the same outcome, and tests can pin ids and times.
+
+use crate::expr;
+use chrono::{DateTime, Utc};
+use uuid::{Builder, Uuid};
+
+/// The outside world as one step sees it.
+#[derive(Clone, Debug)]
+pub struct StepContext {
+    /// The time of the step: what scripts read as `datetime.now()`.
+    pub now: DateTime<Utc>,
+    /// Where the ids of the tasks created in the step come from.
+    pub task_ids: TaskIds,
+}
+
+impl StepContext {
+    pub fn new(now: DateTime<Utc>, task_ids: TaskIds) -> StepContext {
+        StepContext { now, task_ids }
+    }
+
+    /// What expressions and scripts of this step may read.
+    pub fn expr(&self) -> expr::Context {
+        expr::Context::at(self.now)
+    }
+}
+
+/// Ids of the tasks one step creates: the n-th is `seed + n`, shaped as a version-4 UUID.
+///
+/// The shell seeds each step with a random UUID (one random draw per step instead of one per
+/// task); tests seed it with a constant and know every id in advance. Within a step the ids
+/// differ in their low 62 bits (a step creates at most `MAX_EXECUTIONS_PER_STEP` tasks), so
+/// setting the version and variant bits cannot make two equal.
+#[derive(Clone, Debug)]
+pub struct TaskIds {
+    seed: u128,
+    issued: u64,
+}
+
+impl TaskIds {
+    pub fn from_seed(seed: Uuid) -> TaskIds {
+        TaskIds {
+            seed: seed.as_u128(),
+            issued: 0,
+        }
+    }
+
+    pub fn next_id(&mut self) -> Uuid {
+        let value = self.seed.wrapping_add(u128::from(self.issued));
+        self.issued += 1;
+        Builder::from_random_bytes(value.to_be_bytes()).into_uuid()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_the_seed_and_are_version_4() {
+        let mut ids = TaskIds::from_seed(Uuid::nil());
+        assert_eq!(
+            ids.next_id().to_string(),
+            "00000000-0000-4000-8000-000000000000"
+        );
+        assert_eq!(
+            ids.next_id().to_string(),
+            "00000000-0000-4000-8000-000000000001"
+        );
+        assert_eq!(ids.next_id().get_version_num(), 4);
+    }
+
+    #[test]
+    fn ids_of_one_step_differ_even_where_the_seed_wraps() {
+        let mut ids = TaskIds::from_seed(Uuid::from_u128(u128::MAX - 2));
+        let issued: std::collections::HashSet<Uuid> = (0..10_000).map(|_| ids.next_id()).collect();
+        assert_eq!(issued.len(), 10_000);
+    }
+}

@@ -1,0 +1,165 @@
+//! Start, end and message events: firing start events, what an end event does (terminate,
+//! throw an error, send a message), sending messages with their correlation values, and
+//! waiting for and receiving messages (catch events, receive tasks; boundaries reuse these).
+
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::{Effect, TaskState};
+use crate::bpmn::{ElementKind, ElementSpec, EndKind, MessageCatchSpec, MessageThrowSpec};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+impl<'m> Interpreter<'m> {
+    /// A start event of the process fires (with the message that started it, if any).
+    pub fn fire_start_event(
+        &mut self,
+        start_id: &str,
+        message: Option<&(String, Value)>,
+    ) -> Outcome {
+        self.count_execution(start_id)?;
+        let element = self.element(start_id);
+        let guid = self.new_task(element, None, TaskState::Ready);
+        self.current = Some(guid);
+        self.pre_script(element)?;
+        if let (
+            ElementKind::StartEvent {
+                message: Some(catch),
+            },
+            Some((name, payload)),
+        ) = (&element.kind, message)
+        {
+            self.receive_message(catch, name, payload);
+        }
+        self.complete_activity(guid)
+    }
+
+    pub fn reach_end_event(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        kind: &'m EndKind,
+        scope: Option<Uuid>,
+    ) -> Outcome {
+        if let EndKind::Message(message) = kind {
+            self.send_message(guid, element, message)?;
+        }
+        self.post_script(element)?;
+        self.set_state(guid, TaskState::Completed);
+        match kind {
+            EndKind::Terminate => {
+                self.terminate(scope);
+                Ok(())
+            }
+            EndKind::Error(error) => {
+                let message = error
+                    .error_name
+                    .clone()
+                    .or_else(|| error.error_code.clone())
+                    .unwrap_or_else(|| "error end event".to_string());
+                self.throw_error(None, scope, &element.id, error.error_code.clone(), message)
+            }
+            EndKind::None | EndKind::Message(_) => Ok(()),
+        }
+    }
+
+    /// The payload (its expression, else all of data) goes out with the correlation values it
+    /// carries, which the instance now holds as established.
+    pub fn send_message(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        message: &'m MessageThrowSpec,
+    ) -> Outcome {
+        let payload = match &message.payload {
+            Some(expression) => self.eval(element, expression, "messagePayload")?,
+            None => Value::Object(self.state.data.clone()),
+        };
+        let correlation_values =
+            self.model
+                .correlation_values(&message.message_name, &payload, self.expr_context());
+        for (property, value) in &correlation_values {
+            self.state
+                .correlations
+                .insert(property.clone(), value.clone());
+        }
+        self.effects.push(Effect::SendMessage {
+            task_guid: guid,
+            name: message.message_name.clone(),
+            payload,
+            correlation_values,
+        });
+        Ok(())
+    }
+
+    pub fn wait_for_message(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        message: &'m MessageCatchSpec,
+        scope: Option<Uuid>,
+    ) -> Outcome {
+        let expected = self.expected_correlation(element, message)?;
+        self.set_state(guid, TaskState::Waiting);
+        self.effects.push(Effect::WaitForMessage {
+            task_guid: guid,
+            name: message.message_name.clone(),
+            expected,
+        });
+        self.start_boundaries(guid, element, scope)
+    }
+
+    /// What a waiting receive requires of a message: the established values of the
+    /// properties the message can carry, overridden by `processVariableCorrelation`
+    /// expressions over data (a null result constrains nothing).
+    pub fn expected_correlation(
+        &self,
+        element: &ElementSpec,
+        message: &MessageCatchSpec,
+    ) -> Result<BTreeMap<String, Value>, ModelFailure> {
+        let properties = self.model.correlation_properties_for(&message.message_name);
+        let mut expected = BTreeMap::new();
+        for property in &properties {
+            if let Some(value) = self.state.correlations.get(*property) {
+                expected.insert(property.to_string(), value.clone());
+            }
+        }
+        for (property, expression) in &message.process_correlations {
+            if !properties.contains(&property.as_str()) {
+                continue;
+            }
+            let what = format!("processVariableCorrelation for '{property}'");
+            let value = self.eval(element, expression, &what)?;
+            if !value.is_null() {
+                expected.insert(property.clone(), value);
+            }
+        }
+        Ok(expected)
+    }
+
+    /// The payload goes into the message variable; its correlation values become established.
+    pub fn receive_message(&mut self, catch: &MessageCatchSpec, name: &str, payload: &Value) {
+        if let Some(variable) = &catch.variable {
+            self.state.data.insert(variable.clone(), payload.clone());
+        }
+        let values = self
+            .model
+            .correlation_values(name, payload, self.expr_context());
+        self.state.correlations.extend(values);
+    }
+
+    /// A message for a waiting catch event, receive task or message boundary event.
+    pub fn deliver_message(&mut self, guid: Uuid, name: &str, payload: &Value) -> Outcome {
+        self.current = Some(guid);
+        let element = self.element_of(guid);
+        let catch = element
+            .message_catch()
+            .expect("validated: the task waits for a message");
+        self.receive_message(catch, name, payload);
+        if matches!(element.kind, ElementKind::Boundary(_)) {
+            self.fire_boundary(guid)?;
+        } else {
+            self.complete_activity(guid)?;
+        }
+        self.run_until_waiting()
+    }
+}

@@ -1,0 +1,94 @@
+//! The step driver: tokens run until every path waits or ends. A token entering an element
+//! creates its task and hands it to the element's family (activities, events, gateways,
+//! subprocesses); a completed task sends tokens along the outgoing flows its family chooses.
+
+use super::interpreter::{Interpreter, Outcome, Token};
+use super::TaskState;
+use crate::bpmn::{ElementKind, ElementSpec};
+use uuid::Uuid;
+
+impl<'m> Interpreter<'m> {
+    /// Run tokens until every path waits or ends; complete subprocesses whose paths all ended
+    /// (which may send more tokens on).
+    pub fn run_until_waiting(&mut self) -> Outcome {
+        loop {
+            while let Some(token) = self.tokens.pop_front() {
+                self.enter(token)?;
+            }
+            match self.finished_subprocess() {
+                Some(subprocess) => self.complete_subprocess(subprocess)?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// A token enters its element: unless a join holds it back, a task is created and the
+    /// element's family takes over.
+    fn enter(&mut self, token: Token) -> Outcome {
+        if let Some(scope) = token.scope {
+            if !self.is_live(scope) {
+                return Ok(()); // its subprocess was cancelled
+            }
+        }
+        self.current = None;
+        self.count_execution(&token.element)?;
+        let element = self.element(&token.element);
+        if !self.join_passes(element, &token) {
+            return Ok(()); // wait for the other branches
+        }
+        let guid = self.new_task(element, token.scope, TaskState::Ready);
+        self.current = Some(guid);
+        self.pre_script(element)?;
+        self.execute(guid, element, token.scope)
+    }
+
+    /// What the element does once its task exists, by family.
+    fn execute(&mut self, guid: Uuid, element: &'m ElementSpec, scope: Option<Uuid>) -> Outcome {
+        match &element.kind {
+            ElementKind::StartEvent { .. }
+            | ElementKind::PassThrough
+            | ElementKind::Boundary(_)
+            | ElementKind::ExclusiveGateway
+            | ElementKind::ParallelGateway => self.complete_activity(guid),
+            ElementKind::ScriptTask { script } => self.run_script_task(guid, element, script),
+            ElementKind::MessageThrow(message) => {
+                self.send_message(guid, element, message)?;
+                self.complete_activity(guid)
+            }
+            ElementKind::EndEvent(kind) => self.reach_end_event(guid, element, kind, scope),
+            ElementKind::UserTask | ElementKind::ManualTask => {
+                self.wait_for_person(guid, element, scope)
+            }
+            ElementKind::ServiceTask(_) => self.call_service(guid, element, scope),
+            ElementKind::MessageCatch(message) => {
+                self.wait_for_message(guid, element, message, scope)
+            }
+            ElementKind::SubProcess { start_events } => {
+                self.start_subprocess(guid, element, start_events, scope)
+            }
+        }
+    }
+
+    /// Post-script, COMPLETED, cancel the boundary events, follow the outgoing flows.
+    pub fn complete_activity(&mut self, guid: Uuid) -> Outcome {
+        let element = self.element_of(guid);
+        let scope = self.task(guid).scope;
+        self.post_script(element)?;
+        self.set_state(guid, TaskState::Completed);
+        self.cancel_boundaries(guid);
+        self.leave(element, scope)
+    }
+
+    /// Queue tokens for the targets of the outgoing flows the element takes.
+    fn leave(&mut self, element: &'m ElementSpec, scope: Option<Uuid>) -> Outcome {
+        for flow_id in self.outgoing_flows(element)? {
+            let flow = &self.process.flows[flow_id];
+            self.tokens.push_back(Token {
+                element: flow.target.clone(),
+                scope,
+                flow: Some(flow_id.to_string()),
+            });
+        }
+        Ok(())
+    }
+}

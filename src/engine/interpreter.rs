@@ -1,0 +1,206 @@
+//! The interpreter of one step: the instance state it works on (a copy, so a failed or
+//! panicking step leaves the caller's state untouched), the tokens still to run, the effects
+//! so far, and the bookkeeping every element family uses (tasks, scripts, the execution bound).
+//! The families add their own `impl Interpreter` blocks in their modules.
+
+use super::context::StepContext;
+use super::{Effect, InstanceState, Task, TaskState, MAX_EXECUTIONS_PER_STEP};
+use crate::bpmn::{ElementSpec, ModelSpec, ProcessSpec};
+use crate::expr::{self, Expression, Script};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet, VecDeque};
+use uuid::Uuid;
+
+/// A failure inside the model: the step ends and the instance goes to `Error`.
+#[derive(Debug)]
+pub(super) struct ModelFailure {
+    pub element_id: String,
+    pub message: String,
+    pub error_code: Option<String>,
+}
+
+impl ModelFailure {
+    pub fn new(element_id: &str, message: impl Into<String>) -> Self {
+        ModelFailure {
+            element_id: element_id.to_string(),
+            message: message.into(),
+            error_code: None,
+        }
+    }
+}
+
+pub(super) type Outcome = Result<(), ModelFailure>;
+
+/// A token about to enter an element.
+pub(super) struct Token {
+    pub element: String,
+    /// The subprocess task it runs in (None at top level).
+    pub scope: Option<Uuid>,
+    /// The sequence flow it arrived by (None for start events of a subprocess).
+    pub flow: Option<String>,
+}
+
+pub(super) struct Interpreter<'m> {
+    pub model: &'m ModelSpec,
+    pub process: &'m ProcessSpec,
+    pub state: InstanceState,
+    pub effects: Vec<Effect>,
+    pub tokens: VecDeque<Token>,
+    /// The task being executed (marked ERROR when the step fails).
+    pub current: Option<Uuid>,
+    /// Live tasks when the step began (their waits are cancelled if the step fails).
+    pub live_before: HashSet<Uuid>,
+    expr_context: expr::Context,
+    context: &'m mut StepContext,
+    executions: usize,
+    /// guid -> index in state.tasks (tasks are only appended during a step).
+    index: HashMap<Uuid, usize>,
+}
+
+impl<'m> Interpreter<'m> {
+    pub fn new(
+        model: &'m ModelSpec,
+        process: &'m ProcessSpec,
+        mut state: InstanceState,
+        context: &'m mut StepContext,
+    ) -> Self {
+        for task in &mut state.tasks {
+            task.dirty = false;
+        }
+        let live_before = state.live_tasks().map(|t| t.guid).collect();
+        let index = state
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.guid, i))
+            .collect();
+        Interpreter {
+            model,
+            process,
+            state,
+            effects: vec![],
+            tokens: VecDeque::new(),
+            current: None,
+            live_before,
+            expr_context: context.expr(),
+            context,
+            executions: 0,
+            index,
+        }
+    }
+
+    pub fn element(&self, id: &str) -> &'m ElementSpec {
+        &self.process.elements[id]
+    }
+
+    pub fn has_task(&self, guid: Uuid) -> bool {
+        self.index.contains_key(&guid)
+    }
+
+    pub fn task(&self, guid: Uuid) -> &Task {
+        &self.state.tasks[self.index[&guid]]
+    }
+
+    /// The task, marked as changed in this step.
+    pub fn task_mut(&mut self, guid: Uuid) -> &mut Task {
+        let task = &mut self.state.tasks[self.index[&guid]];
+        task.dirty = true;
+        task
+    }
+
+    pub fn element_of(&self, guid: Uuid) -> &'m ElementSpec {
+        let id = self.task(guid).element_id.clone();
+        self.element(&id)
+    }
+
+    pub fn is_live(&self, guid: Uuid) -> bool {
+        self.index
+            .get(&guid)
+            .is_some_and(|i| self.state.tasks[*i].state.is_live())
+    }
+
+    pub fn new_task(
+        &mut self,
+        element: &ElementSpec,
+        scope: Option<Uuid>,
+        state: TaskState,
+    ) -> Uuid {
+        let guid = self.context.task_ids.next_id();
+        self.index.insert(guid, self.state.tasks.len());
+        self.state.tasks.push(Task {
+            guid,
+            element_id: element.id.clone(),
+            element_type: element.element_type.clone(),
+            name: element.name.clone(),
+            state,
+            scope,
+            data: None,
+            dirty: true,
+        });
+        guid
+    }
+
+    pub fn set_state(&mut self, guid: Uuid, state: TaskState) {
+        self.task_mut(guid).state = state;
+    }
+
+    /// Counts one element execution; a model looping without a wait state fails here.
+    pub fn count_execution(&mut self, element_id: &str) -> Outcome {
+        self.executions += 1;
+        if self.executions > MAX_EXECUTIONS_PER_STEP {
+            return Err(ModelFailure::new(
+                element_id,
+                format!(
+                    "more than {MAX_EXECUTIONS_PER_STEP} element executions in one step: the model loops without reaching a wait state"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn run_script(&mut self, element: &ElementSpec, script: &Script, what: &str) -> Outcome {
+        script
+            .run(&mut self.state.data, &self.expr_context)
+            .map_err(|e| ModelFailure::new(&element.id, format!("{e} (in the {what})")))
+    }
+
+    pub fn eval(
+        &self,
+        element: &ElementSpec,
+        expression: &Expression,
+        what: &str,
+    ) -> Result<Value, ModelFailure> {
+        expression
+            .eval(&self.state.data, &self.expr_context)
+            .map_err(|e| ModelFailure::new(&element.id, format!("{e} (in the {what})")))
+    }
+
+    pub fn eval_bool(
+        &self,
+        element: &ElementSpec,
+        expression: &Expression,
+        what: &str,
+    ) -> Result<bool, ModelFailure> {
+        expression
+            .eval_bool(&self.state.data, &self.expr_context)
+            .map_err(|e| ModelFailure::new(&element.id, format!("{e} (in {what})")))
+    }
+
+    pub fn expr_context(&self) -> &expr::Context {
+        &self.expr_context
+    }
+
+    pub fn pre_script(&mut self, element: &ElementSpec) -> Outcome {
+        match &element.pre_script {
+            Some(script) => self.run_script(element, script, "preScript"),
+            None => Ok(()),
+        }
+    }
+
+    pub fn post_script(&mut self, element: &ElementSpec) -> Outcome {
+        match &element.post_script {
+            Some(script) => self.run_script(element, script, "postScript"),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! How a step ends: on success the instance status follows from its live tasks; on a model
+//! failure the instance goes to `Error`, the failing task to ERROR, and the only effects kept
+//! are those that close the waits and calls the shell already knew about.
+
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::{Effect, EngineInternal, InstanceError, InstanceState, InstanceStatus, TaskState};
+use serde_json::json;
+
+impl Interpreter<'_> {
+    pub fn finish(self, outcome: Outcome) -> (InstanceState, Vec<Effect>) {
+        match outcome {
+            Ok(()) => self.settle(),
+            Err(failure) => self.fail_instance(failure),
+        }
+    }
+
+    fn settle(mut self) -> (InstanceState, Vec<Effect>) {
+        let process = self.process;
+        let live: Vec<_> = self.state.live_tasks().collect();
+        let waits_for_person = live.iter().any(|task| {
+            task.state == TaskState::Waiting && process.elements[&task.element_id].is_human_task()
+        });
+        self.state.status = if live.is_empty() {
+            self.state.internal = EngineInternal::default();
+            InstanceStatus::Complete
+        } else if waits_for_person {
+            InstanceStatus::UserInputRequired
+        } else {
+            InstanceStatus::Waiting
+        };
+        (self.state, self.effects)
+    }
+
+    fn fail_instance(mut self, failure: ModelFailure) -> (InstanceState, Vec<Effect>) {
+        if let Some(guid) = self.current {
+            let task = self.task_mut(guid);
+            task.state = TaskState::Error;
+            task.data = Some(json!({"error_code": failure.error_code, "message": failure.message}));
+        }
+        let mut effects = self.cancellations_of_known_waits();
+        effects.extend(self.close_waits_of_live_tasks());
+        self.state.status = InstanceStatus::Error;
+        self.state.error = Some(InstanceError {
+            element_id: failure.element_id,
+            message: failure.message,
+            error_code: failure.error_code,
+        });
+        (self.state, effects)
+    }
+
+    /// Of this step's effects, the cancellations of waits that existed before it began.
+    fn cancellations_of_known_waits(&mut self) -> Vec<Effect> {
+        let live_before = &self.live_before;
+        self.effects
+            .drain(..)
+            .filter(|effect| match effect {
+                Effect::CancelMessageWait { task_guid }
+                | Effect::CancelServiceCall { task_guid } => live_before.contains(task_guid),
+                _ => false,
+            })
+            .collect()
+    }
+
+    /// Cancellations for the message waits and service calls of the tasks live before the step.
+    fn close_waits_of_live_tasks(&self) -> Vec<Effect> {
+        let mut effects = vec![];
+        for task in self
+            .state
+            .tasks
+            .iter()
+            .filter(|task| self.live_before.contains(&task.guid))
+        {
+            let element = &self.process.elements[&task.element_id];
+            if task.waits_for_message(element) {
+                effects.push(Effect::CancelMessageWait {
+                    task_guid: task.guid,
+                });
+            }
+            if task.has_service_call(element) {
+                effects.push(Effect::CancelServiceCall {
+                    task_guid: task.guid,
+                });
+            }
+        }
+        effects
+    }
+}

@@ -1,0 +1,215 @@
+//! An instance's state as the engine keeps it: status, task data, established correlation
+//! values, tasks, and the bookkeeping that must survive between steps (joins, boundaries).
+//! Serialisable: the shell stores it between steps.
+
+use super::Map;
+use crate::bpmn::{ElementKind, ElementSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstanceStatus {
+    Running,
+    Waiting,
+    UserInputRequired,
+    Complete,
+    Error,
+    Suspended,
+    Terminated,
+}
+
+impl InstanceStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            InstanceStatus::Running => "running",
+            InstanceStatus::Waiting => "waiting",
+            InstanceStatus::UserInputRequired => "user_input_required",
+            InstanceStatus::Complete => "complete",
+            InstanceStatus::Error => "error",
+            InstanceStatus::Suspended => "suspended",
+            InstanceStatus::Terminated => "terminated",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => InstanceStatus::Running,
+            "waiting" => InstanceStatus::Waiting,
+            "user_input_required" => InstanceStatus::UserInputRequired,
+            "complete" => InstanceStatus::Complete,
+            "error" => InstanceStatus::Error,
+            "suspended" => InstanceStatus::Suspended,
+            "terminated" => InstanceStatus::Terminated,
+            _ => return None,
+        })
+    }
+
+    /// No event can move the instance on (complete, error, terminated).
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            InstanceStatus::Complete | InstanceStatus::Error | InstanceStatus::Terminated
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TaskState {
+    Ready,
+    Waiting,
+    Started,
+    Completed,
+    Error,
+    Cancelled,
+}
+
+impl TaskState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskState::Ready => "READY",
+            TaskState::Waiting => "WAITING",
+            TaskState::Started => "STARTED",
+            TaskState::Completed => "COMPLETED",
+            TaskState::Error => "ERROR",
+            TaskState::Cancelled => "CANCELLED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "READY" => TaskState::Ready,
+            "WAITING" => TaskState::Waiting,
+            "STARTED" => TaskState::Started,
+            "COMPLETED" => TaskState::Completed,
+            "ERROR" => TaskState::Error,
+            "CANCELLED" => TaskState::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// READY, WAITING or STARTED.
+    pub fn is_live(&self) -> bool {
+        matches!(
+            self,
+            TaskState::Ready | TaskState::Waiting | TaskState::Started
+        )
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Task {
+    pub guid: Uuid,
+    pub element_id: String,
+    /// BPMN local name: "userTask", "serviceTask", "intermediateCatchEvent", ...
+    pub element_type: String,
+    pub name: Option<String>,
+    pub state: TaskState,
+    /// Guid of the enclosing subprocess task, None at top level.
+    pub scope: Option<Uuid>,
+    /// Per-task extra: `{error_code, message}` on a failed task or a fired error boundary.
+    pub data: Option<Value>,
+    /// Set by the engine whenever it creates/changes the task during the current step
+    /// (reset at the start of every step).
+    #[serde(skip)]
+    pub dirty: bool,
+}
+
+impl Task {
+    /// A catch event, receive task or message boundary waiting for its message (a message
+    /// start event never waits: it has fired when its task exists).
+    pub fn waits_for_message(&self, element: &ElementSpec) -> bool {
+        self.state == TaskState::Waiting
+            && element.message_catch().is_some()
+            && !matches!(element.kind, ElementKind::StartEvent { .. })
+    }
+
+    /// A service task whose connector call is due or under way.
+    pub fn has_service_call(&self, element: &ElementSpec) -> bool {
+        matches!(element.kind, ElementKind::ServiceTask(_))
+            && matches!(self.state, TaskState::Ready | TaskState::Started)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstanceError {
+    pub element_id: String,
+    pub message: String,
+    #[serde(default)]
+    pub error_code: Option<String>,
+}
+
+impl fmt::Display for InstanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.error_code {
+            Some(c) => write!(f, "{}: [{}] {}", self.element_id, c, self.message),
+            None => write!(f, "{}: {}", self.element_id, self.message),
+        }
+    }
+}
+
+/// Engine bookkeeping that must round-trip with the instance (serialisable).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineInternal {
+    /// Parallel joins waiting for more tokens: key `"<scope guid or '-'>/<gateway id>"`,
+    /// value = tokens arrived per incoming flow id.
+    #[serde(default)]
+    pub joins: BTreeMap<String, BTreeMap<String, u32>>,
+    /// Live boundary-event task guid -> guid of the task it is attached to.
+    #[serde(default)]
+    pub boundaries: BTreeMap<Uuid, Uuid>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InstanceState {
+    pub process_id: String,
+    pub status: InstanceStatus,
+    /// One data map per instance (task data).
+    pub data: Map,
+    /// Established correlation property values (property id -> value).
+    pub correlations: BTreeMap<String, Value>,
+    pub error: Option<InstanceError>,
+    /// The live tasks (READY/WAITING/STARTED); after a step also the tasks finished during it
+    /// (dirty), which the shell persists and then drops with `prune_finished`.
+    pub tasks: Vec<Task>,
+    #[serde(default)]
+    pub internal: EngineInternal,
+}
+
+impl InstanceState {
+    /// A new instance of `process_id`, running, with `data` as its task data.
+    pub fn new(process_id: &str, data: Map) -> InstanceState {
+        InstanceState {
+            process_id: process_id.to_string(),
+            status: InstanceStatus::Running,
+            data,
+            correlations: BTreeMap::new(),
+            error: None,
+            tasks: vec![],
+            internal: EngineInternal::default(),
+        }
+    }
+
+    pub fn task(&self, guid: Uuid) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.guid == guid)
+    }
+
+    /// Tasks in READY, WAITING or STARTED.
+    pub fn live_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| t.state.is_live())
+    }
+
+    /// Tasks created or changed by the last step.
+    pub fn dirty_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| t.dirty)
+    }
+
+    /// Drop COMPLETED / ERROR / CANCELLED tasks (after the shell persisted them).
+    pub fn prune_finished(&mut self) {
+        self.tasks.retain(|t| t.state.is_live());
+    }
+}

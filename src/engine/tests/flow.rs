@@ -1,0 +1,243 @@
+//! Token flow, scripts, gateways and the bounds of a step.
+
+use super::*;
+
+#[test]
+fn none_start_to_end_completes() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "e"])
+    ));
+    let (st, effects) = start_with(&m, json!({"a": 1}));
+    assert_eq!(st.status, InstanceStatus::Complete);
+    assert!(effects.is_empty());
+    assert_eq!(st.data, map(json!({"a": 1})));
+    assert_eq!(st.tasks.len(), 2);
+    assert!(st
+        .tasks
+        .iter()
+        .all(|t| t.state == TaskState::Completed && t.dirty));
+    assert_eq!(task(&st, "s").element_type, "startEvent");
+    assert_eq!(st.live_tasks().count(), 0);
+    let mut pruned = st.clone();
+    pruned.prune_finished();
+    assert!(pruned.tasks.is_empty());
+    // serialisable round trip
+    let back: InstanceState = serde_json::from_value(snapshot(&st)).unwrap();
+    assert_eq!(back.status, InstanceStatus::Complete);
+}
+
+#[test]
+fn script_task_runs_pre_script_script_post_script_in_order() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>
+        <bpmn:scriptTask id="t"><bpmn:extensionElements>
+          <spiffworkflow:preScript>log = ["pre"]</spiffworkflow:preScript>
+          <spiffworkflow:postScript>log.append("post")</spiffworkflow:postScript></bpmn:extensionElements>
+          <bpmn:script>log.append("script")
+x = a + 1</bpmn:script></bpmn:scriptTask>
+        <bpmn:task id="plain"/>
+        <bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "t", "plain", "e"])
+    ));
+    let (st, _) = start_with(&m, json!({"a": 1}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(st.data["x"], json!(2));
+    assert_eq!(st.data["log"], json!(["pre", "script", "post"]));
+    assert_eq!(task(&st, "plain").state, TaskState::Completed);
+}
+
+#[test]
+fn exclusive_gateway_takes_first_true_condition_then_default() {
+    let body = format!(
+        r#"<bpmn:startEvent id="s"/>{}
+        <bpmn:exclusiveGateway id="g" default="fd"/>
+        {}{}{}
+        <bpmn:endEvent id="big"/><bpmn:endEvent id="also_big"/><bpmn:endEvent id="small"/><bpmn:endEvent id="other"/>"#,
+        flow("f0", "s", "g"),
+        cond_flow("fb", "g", "big", "x &gt; 3"),
+        cond_flow("fb2", "g", "also_big", "x &gt; 2"),
+        cond_flow("fs", "g", "small", "x == 1"),
+    ) + &flow("fd", "g", "other");
+    let m = model(&body);
+    for (x, end) in [(5, "big"), (3, "also_big"), (1, "small"), (0, "other")] {
+        let (st, _) = start_with(&m, json!({ "x": x }));
+        assert_eq!(st.status, InstanceStatus::Complete, "x={x}: {:?}", st.error);
+        let ends: Vec<&str> = st
+            .tasks
+            .iter()
+            .filter(|t| t.element_type == "endEvent")
+            .map(|t| t.element_id.as_str())
+            .collect();
+        assert_eq!(ends, vec![end], "x={x}");
+        assert_eq!(task(&st, "g").element_type, "exclusiveGateway");
+    }
+    // no default, nothing true -> instance error naming the gateway
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>{}<bpmn:exclusiveGateway id="g"/>{}<bpmn:endEvent id="e"/>"#,
+        flow("f0", "s", "g"),
+        cond_flow("f1", "g", "e", "x == 1")
+    ));
+    let (st, effects) = start_with(&m, json!({"x": 2}));
+    assert_eq!(st.status, InstanceStatus::Error);
+    assert!(effects.is_empty());
+    let err = st.error.as_ref().unwrap();
+    assert_eq!(err.element_id, "g");
+    assert!(err.message.contains("no outgoing flow matched"), "{err}");
+    assert_eq!(task(&st, "g").state, TaskState::Error);
+}
+
+#[test]
+fn conditional_flows_from_tasks_take_every_true_or_unconditioned_flow() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:task id="t"/>{}{}{}{}
+        <bpmn:endEvent id="a"/><bpmn:endEvent id="b"/><bpmn:endEvent id="c"/>"#,
+        flow("f0", "s", "t"),
+        cond_flow("fa", "t", "a", "x"),
+        cond_flow("fb", "t", "b", "not x"),
+        flow("fc", "t", "c"),
+    ));
+    let (st, _) = start_with(&m, json!({"x": true}));
+    assert_eq!(
+        (count(&st, "a"), count(&st, "b"), count(&st, "c")),
+        (1, 0, 1)
+    );
+}
+
+fn parallel_model(branch_b: &str) -> ModelSpec {
+    model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:parallelGateway id="fork"/>
+        {}{}<bpmn:parallelGateway id="join"/>{}<bpmn:endEvent id="e"/>
+        {}{}{}{}{}{}"#,
+        script("a", "a = 1"),
+        branch_b,
+        script("sum", "c = a + b"),
+        flow("f0", "s", "fork"),
+        flow("f1", "fork", "a"),
+        flow("f2", "fork", "b"),
+        flow("f3", "a", "join"),
+        flow("f4", "b", "join"),
+        chain(&["join", "sum", "e"]),
+    ))
+}
+
+#[test]
+fn parallel_fork_and_join_fire_the_join_once() {
+    let m = parallel_model(&script("b", "b = 2"));
+    let (st, _) = start_with(&m, json!({}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(st.data["c"], json!(3));
+    assert_eq!(count(&st, "join"), 1);
+    assert_eq!(count(&st, "sum"), 1);
+    assert!(st.internal.joins.is_empty());
+
+    // one branch waits: the join waits for it
+    let m = parallel_model(r#"<bpmn:userTask id="b"/>"#);
+    let (mut st, _) = start_with(&m, json!({}));
+    assert_eq!(st.status, InstanceStatus::UserInputRequired);
+    assert_eq!(count(&st, "join"), 0);
+    assert_eq!(st.internal.joins.len(), 1);
+    // the join counters survive serialisation
+    let mut st: InstanceState = {
+        st.prune_finished();
+        serde_json::from_value(snapshot(&st)).unwrap()
+    };
+    let guid = task(&st, "b").guid;
+    step(
+        &m,
+        &mut st,
+        Event::CompleteTask {
+            task_guid: guid,
+            data: map(json!({"b": 40})),
+        },
+    )
+    .unwrap();
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(st.data["c"], json!(41));
+    assert_eq!(count(&st, "join"), 1);
+}
+
+#[test]
+fn expression_error_is_an_instance_error_with_element_id() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}"#,
+        script("bad", "x = undefined_name + 1"),
+        chain(&["s", "bad", "e"])
+    ));
+    let (st, _) = start_with(&m, json!({}));
+    assert_eq!(st.status, InstanceStatus::Error);
+    let err = st.error.as_ref().unwrap();
+    assert_eq!(err.element_id, "bad");
+    assert!(
+        err.message.contains("NameError") && err.message.contains("undefined_name"),
+        "{err}"
+    );
+    assert_eq!(err.error_code, None);
+    assert_eq!(task(&st, "bad").state, TaskState::Error);
+
+    // a failing condition names the gateway; the pending waits are cancelled
+    let m = model_with(
+        &format!(
+            r#"<bpmn:startEvent id="s"/><bpmn:parallelGateway id="fork"/><bpmn:receiveTask id="r" messageRef="m_reply"/>
+            <bpmn:userTask id="u"/><bpmn:exclusiveGateway id="g"/><bpmn:endEvent id="e"/>{}{}{}{}{}"#,
+            flow("f0", "s", "fork"),
+            flow("f1", "fork", "r"),
+            flow("f2", "fork", "u"),
+            flow("f3", "u", "g"),
+            cond_flow("f4", "g", "e", "missing &gt; 1"),
+        ),
+        CORRELATION,
+    );
+    let (mut st, _) = start_with(&m, json!({}));
+    let (r, u) = (task(&st, "r").guid, task(&st, "u").guid);
+    let effects = step(
+        &m,
+        &mut st,
+        Event::CompleteTask {
+            task_guid: u,
+            data: Map::new(),
+        },
+    )
+    .unwrap();
+    assert_eq!(st.status, InstanceStatus::Error);
+    assert_eq!(st.error.as_ref().unwrap().element_id, "g");
+    assert!(st.error.as_ref().unwrap().message.contains("NameError"));
+    assert_eq!(effects, vec![Effect::CancelMessageWait { task_guid: r }]);
+    assert!(matches!(
+        step(
+            &m,
+            &mut st,
+            Event::MessageDelivered {
+                task_guid: r,
+                name: "reply".into(),
+                payload: json!({})
+            }
+        ),
+        Err(EngineError::Invalid(_))
+    ));
+}
+
+#[test]
+fn a_loop_without_wait_state_is_bounded() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>{}<bpmn:exclusiveGateway id="g" default="back"/>{}{}
+        <bpmn:endEvent id="e"/>"#,
+        script("inc", "n = n + 1"),
+        flow("f0", "s", "inc") + &flow("f1", "inc", "g") + &flow("back", "g", "inc"),
+        cond_flow("out", "g", "e", "n &gt; 1000000"),
+    ));
+    let (st, _) = start_with(&m, json!({"n": 0}));
+    assert_eq!(st.status, InstanceStatus::Error);
+    let err = st.error.unwrap();
+    assert!(err.message.contains("element executions"), "{err}");
+    assert!(err.element_id == "inc" || err.element_id == "g");
+}
+
+#[test]
+fn model_and_state_types_are_thread_safe() {
+    fn is<T: Send + Sync>() {}
+    is::<InstanceState>();
+    is::<Effect>();
+    is::<Event>();
+    is::<ModelSpec>();
+}
