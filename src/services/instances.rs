@@ -1,11 +1,11 @@
 //! Process instances: start, complete a user/manual task, show, list.
 
-use super::unit_of_work::InstanceAnswer;
+use super::unit_of_work::{Applied, InstanceAnswer};
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::engine::{EngineError, Event};
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
 use serde_json::{json, Map, Value};
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 /// Creates an instance of the model's primary process and runs it to its wait states.
@@ -26,10 +26,8 @@ async fn start_once(
 ) -> Result<Value> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     let id = uow.start_instance(model, data.clone()).await?;
-    uow.flush().await?;
-    let answer = uow.instance_answer(id).expect("started in this unit");
-    uow.commit().await?;
-    Ok(answer)
+    let committed = uow.commit().await?;
+    Ok(committed.answer(id).expect("started in this unit"))
 }
 
 /// Completes a waiting user or manual task with `data` merged into the task data.
@@ -61,13 +59,11 @@ async fn complete_task_once(
         task_guid,
         data: data.clone(),
     };
-    if let Err(refused) = uow.apply(instance_id, event).await? {
-        return Err(task_refusal(uow.conn(), instance_id, task_guid, refused).await?);
+    if let Applied::Refused(refused) = uow.apply(instance_id, event).await? {
+        return Err(task_refusal(&mut uow, instance_id, task_guid, refused).await?);
     }
-    uow.flush().await?;
-    let answer = uow.instance_answer(instance_id).expect("loaded by apply");
-    uow.commit().await?;
-    Ok(answer)
+    let committed = uow.commit().await?;
+    Ok(committed.answer(instance_id).expect("loaded by apply"))
 }
 
 /// Moves an instance to another version of its model (default: the newest), when every live
@@ -98,17 +94,12 @@ async fn migrate_once(
     let from = uow.model_version(id).unwrap_or_default().to_string();
     let target = match target_version {
         Some(version) => version.to_string(),
-        None => {
-            store::models::find(uow.conn(), &model)
-                .await?
-                .ok_or_else(|| {
-                    Error::not_found(
-                        "process_model_not_found",
-                        format!("process model '{model}' does not exist"),
-                    )
-                })?
-                .version_sha
-        }
+        None => uow.current_version(&model).await?.ok_or_else(|| {
+            Error::not_found(
+                "process_model_not_found",
+                format!("process model '{model}' does not exist"),
+            )
+        })?,
     };
     let target_spec = uow.version_spec(&model, &target).await?.ok_or_else(|| {
         Error::not_found(
@@ -143,21 +134,21 @@ async fn migrate_once(
     if target != from {
         uow.move_to_version(id, &target, target_spec).await?;
     }
-    let mut answer = uow.instance_answer(id).expect("loaded above");
-    uow.commit().await?;
+    let committed = uow.commit().await?;
+    let mut answer = committed.answer(id).expect("loaded above");
     answer["previous_version"] = json!(from);
     Ok(answer)
 }
 
 /// The engine only holds live tasks: a guid it does not know may be a finished task
 /// (`not_waiting`) or no task of this instance at all.
-pub async fn task_refusal(
-    conn: &mut PgConnection,
+async fn task_refusal(
+    uow: &mut UnitOfWork<'_>,
     instance_id: i64,
     task_guid: Uuid,
     refused: EngineError,
 ) -> Result<Error> {
-    let known = store::instances::task(conn, instance_id, task_guid).await?;
+    let known = uow.stored_task(instance_id, task_guid).await?;
     Ok(match known {
         None => Error::bad_request(
             "task_not_found",
@@ -173,15 +164,8 @@ pub async fn task_refusal(
     })
 }
 
-/// `{process_instance, task_data}` of a stored instance (not locked).
-pub async fn answer(conn: &mut PgConnection, id: i64) -> Result<Option<Value>> {
-    let Some(row) = store::instances::find(conn, id).await? else {
-        return Ok(None);
-    };
-    Ok(Some(answer_from_row(&row)?))
-}
-
-fn answer_from_row(row: &InstanceRow) -> Result<Value> {
+/// `{process_instance, task_data}` of a stored instance.
+pub fn answer_from_row(row: &InstanceRow) -> Value {
     let answer = InstanceAnswer {
         id: row.id,
         process_model_identifier: &row.process_model_identifier,
@@ -197,7 +181,7 @@ fn answer_from_row(row: &InstanceRow) -> Result<Value> {
         created_at: row.created_at,
         updated_at: row.updated_at,
     };
-    Ok(answer.to_json())
+    answer.to_json()
 }
 
 fn task_json(task: &TaskRow) -> Value {

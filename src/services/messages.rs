@@ -104,9 +104,8 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     let claimed = match request.message_instance_uuid {
         None => None,
         Some(uuid) => {
-            let inserted = store::messages::insert(
-                uow.conn(),
-                &NewMessage {
+            let inserted = uow
+                .claim_message_uuid(&NewMessage {
                     name: &request.name,
                     message_type: "send",
                     status: "running",
@@ -118,9 +117,8 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
                     message_instance_uuid: Some(uuid),
                     ttl_seconds: None,
                     created_by: Some(&request.sent_by),
-                },
-            )
-            .await?;
+                })
+                .await?;
             match inserted {
                 Some(id) => Some(id),
                 None => return replay(uow, request, uuid).await,
@@ -139,7 +137,7 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     let routed = uow
         .route_send(&request.name, &request.payload, &values, unmatched)
         .await?;
-    uow.drain().await?;
+    uow.run_queued().await?;
     let ttl = (request.time_to_live_seconds > 0).then_some(request.time_to_live_seconds);
     let sent = OutgoingMessage {
         id: claimed,
@@ -149,17 +147,20 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
         created_by: Some(&request.sent_by),
     };
     let send_id = uow.record_send(&sent, &values, &routed, ttl).await?;
-    uow.flush().await?;
+    // a buffered message answers with its row as stored (no instance stepped)
+    let buffered = match routed {
+        Routed::Buffered => uow.message(send_id).await?,
+        _ => None,
+    };
+    let committed = uow.commit().await?;
     let answer = match &routed {
         Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => {
-            uow.instance_answer(*instance_id).map(SendAnswer::Instance)
+            committed.answer(*instance_id).map(SendAnswer::Instance)
         }
-        Routed::Buffered => store::messages::find(uow.conn(), send_id)
-            .await?
+        Routed::Buffered => buffered
             .map(|row| SendAnswer::Buffered(json!({ "message_instance": message_json(&row) }))),
         Routed::NotAccepted { .. } => None,
     };
-    uow.commit().await?;
     match (routed, answer) {
         (Routed::NotAccepted { cause }, _) => Err(not_accepted(cause, send_id)),
         (_, Some(answer)) => Ok(answer),
@@ -176,7 +177,8 @@ fn not_accepted(cause: String, message_id: i64) -> Error {
 
 /// Answers a repeated uuid from the stored message's current state; never delivers again.
 async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> Result<SendAnswer> {
-    let (row, same_payload) = store::messages::find_by_uuid(uow.conn(), uuid, &request.payload)
+    let (row, same_payload) = uow
+        .message_by_uuid(uuid, &request.payload)
         .await?
         .ok_or_else(|| anyhow::anyhow!("message {uuid} conflicted but cannot be found"))?;
     if row.name != request.name || !same_payload {
@@ -195,13 +197,15 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
     }
     match (row.status.as_str(), row.process_instance_id) {
         ("completed", Some(instance_id)) => {
-            let answer = instances::answer(uow.conn(), instance_id).await?;
-            answer.map(SendAnswer::Instance).ok_or_else(|| {
-                Error::Internal(anyhow::anyhow!(
-                    "message {} points at a missing instance",
-                    row.id
-                ))
-            })
+            let stored = uow.stored_instance(instance_id).await?;
+            stored
+                .map(|row| SendAnswer::Instance(instances::answer_from_row(&row)))
+                .ok_or_else(|| {
+                    Error::Internal(anyhow::anyhow!(
+                        "message {} points at a missing instance",
+                        row.id
+                    ))
+                })
         }
         ("not_accepted", _) => Err(not_accepted(
             row.failure_cause.clone().unwrap_or_default(),

@@ -2,6 +2,7 @@
 //! any transaction, apply the outcome in another) and the worker's callback.
 
 use super::clock::expr_now;
+use super::unit_of_work::Applied;
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
 use crate::engine::{self, EngineError, Event, TaskState};
@@ -150,11 +151,11 @@ async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Resul
             error_code: "connector_call_failed".into(),
             message: cause.to_string(),
         };
-        if let Err(refused) = uow.apply(id, event).await? {
+        if let Applied::Refused(refused) = uow.apply(id, event).await? {
             tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector job failure not applied");
         }
     }
-    store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
+    uow.drop_connector_job(job.task_guid).await?;
     uow.commit().await?;
     Ok(())
 }
@@ -171,7 +172,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
             .task(job.task_guid)
             .is_some_and(|t| t.state == TaskState::Ready);
         if !ready {
-            store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
+            uow.drop_connector_job(job.task_guid).await?;
             uow.commit().await?;
             return Ok(None);
         }
@@ -188,8 +189,8 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
         Ok(call) => call,
         Err(error) => {
             // e.g. a required parameter evaluated to nothing: the task fails before any call
-            uow.fail_task(id, job.task_guid, error).await?;
-            store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
+            uow.fail_instance_at_task(id, job.task_guid, error).await?;
+            uow.drop_connector_job(job.task_guid).await?;
             uow.commit().await?;
             return Ok(None);
         }
@@ -239,7 +240,8 @@ async fn apply_outcome(
     if !uow.load(id).await? {
         return Ok(());
     }
-    store::connector_logs::insert(uow.conn(), id, job.task_guid, outcome.logs()).await?;
+    uow.record_connector_logs(id, job.task_guid, outcome.logs())
+        .await?;
     let event = match outcome {
         Outcome::Success {
             command_response, ..
@@ -274,12 +276,12 @@ async fn apply_outcome(
         }
     };
     if let Some(event) = event {
-        if let Err(refused) = uow.apply(id, event).await? {
+        if let Applied::Refused(refused) = uow.apply(id, event).await? {
             // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
             tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
         }
         // done, or waiting for its callback: either way the call is no longer due
-        store::jobs::cancel_for_task(uow.conn(), job.task_guid).await?;
+        uow.drop_connector_job(job.task_guid).await?;
     }
     uow.commit().await?;
     Ok(())
@@ -308,14 +310,12 @@ async fn schedule_retry(
             Err(_) => return Ok(None),
         }
     };
-    let attempted = store::instances::retries_attempted(uow.conn(), task_guid).await?;
+    let attempted = uow.retries_attempted(task_guid).await?;
     if attempted as u32 >= call.retries {
         return Ok(None);
     }
     let delay = connector::retry_delay(call.backoff_base, attempted as u32);
-    let retry_at = store::instances::schedule_retry(uow.conn(), task_guid, delay).await?;
-    store::jobs::enqueue_connector_call(uow.conn(), id, task_guid, Some(retry_at)).await?;
-    uow.reset_for_retry(id, task_guid);
+    let retry_at = uow.schedule_retry(id, task_guid, delay).await?;
     Ok(Some(RetryScheduled {
         retry_at,
         retries_attempted: attempted + 1,
@@ -350,7 +350,7 @@ async fn callback_once(
         Some(true) => {}
         Some(false) => return Err(not_waiting(task_guid)),
         None => {
-            let known = crate::store::instances::task(uow.conn(), id, task_guid).await?;
+            let known = uow.stored_task(id, task_guid).await?;
             return Err(match known {
                 Some(_) => not_waiting(task_guid),
                 None => callback_not_found(id, task_guid),
@@ -364,7 +364,7 @@ async fn callback_once(
     let logs = match outcome {
         CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
     };
-    store::connector_logs::insert(uow.conn(), id, task_guid, logs).await?;
+    uow.record_connector_logs(id, task_guid, logs).await?;
     let event = match outcome {
         CallbackOutcome::Success { result, .. } => Event::ServiceSucceeded {
             task_guid,
@@ -400,17 +400,15 @@ async fn callback_once(
         }
     };
     let failed = matches!(event, Event::ServiceFailed { .. });
-    if let Err(refused) = uow.apply(id, event).await? {
+    if let Applied::Refused(refused) = uow.apply(id, event).await? {
         return Err(match refused {
             EngineError::UnknownTask { .. } => callback_not_found(id, task_guid),
             _ => not_waiting(task_guid),
         });
     }
-    store::jobs::cancel_for_task(uow.conn(), task_guid).await?;
-    uow.flush().await?;
-    let instance_error = uow.state(id).and_then(|s| s.error.clone());
-    uow.commit().await?;
-    match (failed, instance_error) {
+    uow.drop_connector_job(task_guid).await?;
+    let committed = uow.commit().await?;
+    match (failed, committed.error(id)) {
         (true, Some(error)) => Err(
             Error::bad_request("service_task_error", error.message.clone()).with_extra(json!({
                 "process_instance_id": id,

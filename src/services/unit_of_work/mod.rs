@@ -1,0 +1,245 @@
+//! One transaction in which any number of process instances step: the instance a request
+//! is about, and every instance its messages start or resume. Instances are locked
+//! (`FOR UPDATE`) when first touched and written back once, at commit.
+//!
+//! Work is a FIFO queue rather than recursion: a step's effects may start or resume other
+//! instances, whose effects may come back to the first one; the queue runs them in order.
+//!
+//! By job: `steps` (start, apply events, carry out effects), `routing` (messages to receives,
+//! start events or the buffer), `persistence` (rows in, rows out at commit), `records` (the
+//! other rows a use case reads or writes in the same transaction, each by what it does).
+//! Nothing hands out the transaction itself.
+
+mod persistence;
+mod records;
+mod routing;
+mod steps;
+
+pub use persistence::InstanceAnswer;
+
+use super::{ModelCache, Result};
+use crate::bpmn::ModelSpec;
+use crate::engine::{EngineError, Event, InstanceError, InstanceState};
+use crate::store::{self, instances::InstanceRow};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{PgPool, Postgres, Transaction};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// More steps than this in one transaction means instances keep messaging each other.
+const MAX_STEPS: usize = 1_000;
+
+pub struct UnitOfWork<'c> {
+    tx: Transaction<'static, Postgres>,
+    cache: &'c ModelCache,
+    instances: HashMap<i64, Loaded>,
+    /// Load order, so instances are written back in the order they were locked.
+    order: Vec<i64>,
+    queue: VecDeque<Work>,
+    steps: usize,
+    /// Receives this unit has routed a message to; they are marked completed when the send
+    /// is recorded (every writer of a receive holds its instance's lock, so none can take
+    /// them meanwhile), and no other message of this unit may take them.
+    claimed_receives: Vec<i64>,
+}
+
+struct Loaded {
+    process_model_identifier: String,
+    model_version: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    spec: Arc<ModelSpec>,
+    state: InstanceState,
+    /// Stepped since the last flush.
+    dirty: bool,
+    /// Tasks changed by the steps since the last flush (the engine's `dirty` flags only
+    /// cover its last step), by guid, as rows to upsert.
+    changed_tasks: Vec<Value>,
+}
+
+impl Loaded {
+    /// Notes a task row to write at the next flush, in creation order (so the task list
+    /// reads as the instance ran), the latest version of each task winning.
+    fn remember(&mut self, row: Value) {
+        let guid = row["guid"].clone();
+        match self.changed_tasks.iter_mut().find(|r| r["guid"] == guid) {
+            Some(entry) => *entry = row,
+            None => self.changed_tasks.push(row),
+        }
+    }
+}
+
+enum Work {
+    Step(i64, Event),
+    Effects(i64, Vec<crate::engine::Effect>),
+}
+
+/// What became of an event a caller applied to an instance.
+#[derive(Debug)]
+pub enum Applied {
+    /// The instance stepped (and ran on to its wait states).
+    Stepped,
+    /// A caller mistake (task not waiting, unknown task): nothing changed.
+    Refused(EngineError),
+}
+
+/// The instances a committed unit of work held, as they were written.
+pub struct Committed {
+    instances: HashMap<i64, Loaded>,
+}
+
+impl Committed {
+    /// `{"process_instance": {...}, "task_data": {...}}` for an instance the unit held.
+    pub fn answer(&self, id: i64) -> Option<Value> {
+        self.instances
+            .get(&id)
+            .map(|loaded| loaded.answer(id).to_json())
+    }
+
+    /// The instance's error after the unit, if it ended in one.
+    pub fn error(&self, id: i64) -> Option<&InstanceError> {
+        self.instances.get(&id)?.state.error.as_ref()
+    }
+}
+
+/// Where a sent message went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Routed {
+    /// Completed the waiting receive of this instance.
+    Delivered { instance_id: i64, receive_id: i64 },
+    /// Started this instance through a Message Start Event.
+    Started { instance_id: i64 },
+    /// Kept `ready` for a receive that appears later.
+    Buffered,
+    /// Nothing waits for it and it may not be buffered. `cause` says why, for the caller.
+    NotAccepted { cause: String },
+}
+
+/// A message being sent: from the API (with its stored row when it has an idempotency key)
+/// or thrown by an instance's task.
+pub struct OutgoingMessage<'a> {
+    pub id: Option<i64>,
+    pub name: &'a str,
+    pub payload: &'a Value,
+    /// The throwing instance and task.
+    pub sender: Option<(i64, Uuid)>,
+    pub created_by: Option<&'a str>,
+}
+
+/// What to do with a send that no receive and no start event takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Unmatched {
+    Reject,
+    Buffer,
+}
+
+impl<'c> UnitOfWork<'c> {
+    pub async fn begin(pool: &PgPool, cache: &'c ModelCache) -> Result<UnitOfWork<'c>> {
+        Ok(UnitOfWork {
+            tx: pool.begin().await?,
+            cache,
+            instances: HashMap::new(),
+            order: Vec::new(),
+            queue: VecDeque::new(),
+            steps: 0,
+            claimed_receives: Vec::new(),
+        })
+    }
+
+    /// Locks and loads an instance unless this unit of work already holds it.
+    /// `Ok(false)` when it does not exist.
+    pub async fn load(&mut self, id: i64) -> Result<bool> {
+        if self.instances.contains_key(&id) {
+            return Ok(true);
+        }
+        let Some(locked) = store::instances::lock(&mut self.tx, id).await? else {
+            return Ok(false);
+        };
+        self.insert_locked(locked).await?;
+        Ok(true)
+    }
+
+    /// Takes an instance this transaction has just locked into the unit.
+    async fn insert_locked(&mut self, locked: store::instances::LockedInstance) -> Result<()> {
+        let spec = self
+            .cache
+            .spec(
+                &mut self.tx,
+                &locked.row.process_model_identifier,
+                &locked.row.model_version,
+            )
+            .await?;
+        let state = persistence::state_from_rows(&locked.row, locked.live_tasks.0)?;
+        self.insert_loaded(locked.row.id, locked.row, spec, state);
+        Ok(())
+    }
+
+    fn insert_loaded(
+        &mut self,
+        id: i64,
+        row: InstanceRow,
+        spec: Arc<ModelSpec>,
+        state: InstanceState,
+    ) {
+        self.order.push(id);
+        self.instances.insert(
+            id,
+            Loaded {
+                process_model_identifier: row.process_model_identifier,
+                model_version: row.model_version,
+                created_at: row.created_at,
+                updated_at: row.updated_at,
+                spec,
+                state,
+                dirty: false,
+                changed_tasks: Vec::new(),
+            },
+        );
+    }
+
+    /// The engine state of an instance this unit holds.
+    pub fn state(&self, id: i64) -> Option<&InstanceState> {
+        self.instances.get(&id).map(|l| &l.state)
+    }
+
+    /// The compiled model an instance this unit holds steps against.
+    pub fn spec(&self, id: i64) -> Option<Arc<ModelSpec>> {
+        self.instances.get(&id).map(|l| l.spec.clone())
+    }
+
+    /// The model version an instance this unit holds steps against.
+    pub fn model_version(&self, id: i64) -> Option<&str> {
+        self.instances.get(&id).map(|l| l.model_version.as_str())
+    }
+
+    /// The model of an instance this unit holds.
+    pub fn process_model_identifier(&self, id: i64) -> Option<&str> {
+        self.instances
+            .get(&id)
+            .map(|l| l.process_model_identifier.as_str())
+    }
+
+    /// The compiled model of a version (from the cache, or built from its stored files);
+    /// `None` when the model has no such version.
+    pub async fn version_spec(
+        &mut self,
+        process_model_identifier: &str,
+        version_sha: &str,
+    ) -> Result<Option<Arc<ModelSpec>>> {
+        self.cache
+            .version_spec(&mut self.tx, process_model_identifier, version_sha)
+            .await
+    }
+
+    /// Writes every stepped instance and its changed tasks, commits, and hands back the
+    /// instances as written (for the caller's answer).
+    pub async fn commit(mut self) -> Result<Committed> {
+        self.flush().await?;
+        self.tx.commit().await?;
+        Ok(Committed {
+            instances: self.instances,
+        })
+    }
+}

@@ -1,0 +1,134 @@
+//! Persistence: instances are read from their row and live tasks when first locked, and
+//! every stepped instance is written back (row and changed tasks) once, at commit.
+
+use super::super::Result;
+use super::{Loaded, UnitOfWork};
+use crate::engine::{InstanceState, InstanceStatus, Task};
+use crate::store::{self, instances::InstanceRow};
+use anyhow::anyhow;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+impl<'c> UnitOfWork<'c> {
+    /// Writes every stepped instance and its changed tasks (the transaction stays open).
+    pub(super) async fn flush(&mut self) -> Result<()> {
+        for id in self.order.clone() {
+            let loaded = self.instances.get_mut(&id).expect("ordered ids are loaded");
+            if !loaded.dirty {
+                continue;
+            }
+            let state = &loaded.state;
+            let changed: Vec<Value> = loaded.changed_tasks.drain(..).collect();
+            let error = state.error.as_ref().map(|e| json!(e));
+            let updated_at = store::instances::update(
+                &mut self.tx,
+                &store::instances::InstanceUpdate {
+                    id,
+                    status: state.status.as_str(),
+                    data: &Value::Object(state.data.clone()),
+                    correlations: &json!(state.correlations),
+                    internal: &json!(state.internal),
+                    error: error.as_ref(),
+                    tasks: &Value::Array(changed),
+                    live_tasks: &Value::Array(state.tasks.iter().map(task_row_json).collect()),
+                },
+            )
+            .await?;
+            // A complete instance has no live task left; one that stopped otherwise (error,
+            // terminated) may, and nothing may be delivered to or called for it any more.
+            let stopped_early = state.status.is_final() && state.status != InstanceStatus::Complete;
+            loaded.updated_at = updated_at;
+            loaded.dirty = false;
+            if stopped_early {
+                store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
+                store::jobs::cancel_for_instance(&mut self.tx, id).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Loaded {
+    /// The parts of this instance its answer shows.
+    pub(super) fn answer(&self, id: i64) -> InstanceAnswer<'_> {
+        InstanceAnswer {
+            id,
+            process_model_identifier: &self.process_model_identifier,
+            model_version: &self.model_version,
+            process_id: &self.state.process_id,
+            status: self.state.status.as_str(),
+            error: json!(self.state.error),
+            data: Value::Object(self.state.data.clone()),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// The parts of an instance that its answer shows.
+pub struct InstanceAnswer<'a> {
+    pub id: i64,
+    pub process_model_identifier: &'a str,
+    pub model_version: &'a str,
+    pub process_id: &'a str,
+    pub status: &'a str,
+    pub error: Value,
+    pub data: Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl InstanceAnswer<'_> {
+    /// The answer shape of a start, a task completion and a delivered message.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "process_instance": {
+                "id": self.id,
+                "status": self.status,
+                "process_model_identifier": self.process_model_identifier,
+                "process_model_version": self.model_version,
+                "process_id": self.process_id,
+                "error": self.error,
+                "created_at": self.created_at,
+                "updated_at": self.updated_at,
+            },
+            "task_data": self.data,
+        })
+    }
+}
+
+pub(super) fn task_row_json(task: &Task) -> Value {
+    json!({
+        "guid": task.guid,
+        "element_id": task.element_id,
+        "element_type": task.element_type,
+        "name": task.name,
+        "state": task.state.as_str(),
+        "scope": task.scope,
+        "data": task.data,
+    })
+}
+
+/// Rebuilds the engine's state of an instance from its row and live tasks.
+pub(super) fn state_from_rows(row: &InstanceRow, live_tasks: Value) -> Result<InstanceState> {
+    let tasks: Vec<Task> = serde_json::from_value(live_tasks)
+        .map_err(|e| anyhow!("stored tasks of instance {} are unreadable: {e}", row.id))?;
+    let state = InstanceState {
+        process_id: row.process_id.clone(),
+        status: serde_json::from_value(Value::String(row.status.clone()))
+            .map_err(|e| anyhow!("stored status of instance {}: {e}", row.id))?,
+        data: match &row.data.0 {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        },
+        correlations: serde_json::from_value(row.correlations.0.clone()).unwrap_or_default(),
+        error: row
+            .error
+            .as_ref()
+            .and_then(|e| serde_json::from_value(e.0.clone()).ok()),
+        tasks,
+        internal: serde_json::from_value(row.internal.0.clone())
+            .map_err(|e| anyhow!("stored engine state of instance {}: {e}", row.id))?,
+    };
+    Ok(state)
+}

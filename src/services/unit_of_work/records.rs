@@ -1,0 +1,85 @@
+//! The rows a use case reads or writes beside the instances, in the unit's transaction: the
+//! message it is sending, the connector job and logs of a service task, the model's current
+//! version. Each method says what it does; none hands out the connection.
+
+use super::super::Result;
+use super::UnitOfWork;
+use crate::store::{
+    self,
+    instances::{InstanceRow, TaskRow},
+    messages::{MessageRow, NewMessage},
+};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::time::Duration;
+use uuid::Uuid;
+
+impl UnitOfWork<'_> {
+    /// Stores a message that carries an idempotency uuid; `None` when the uuid is taken (the
+    /// transaction that took it has committed once this returns).
+    pub async fn claim_message_uuid(&mut self, message: &NewMessage<'_>) -> Result<Option<i64>> {
+        Ok(store::messages::insert(&mut self.tx, message).await?)
+    }
+
+    pub async fn message(&mut self, id: i64) -> Result<Option<MessageRow>> {
+        Ok(store::messages::find(&mut self.tx, id).await?)
+    }
+
+    /// The message stored under `uuid`, and whether its payload equals `payload`.
+    pub async fn message_by_uuid(
+        &mut self,
+        uuid: Uuid,
+        payload: &Value,
+    ) -> Result<Option<(MessageRow, bool)>> {
+        Ok(store::messages::find_by_uuid(&mut self.tx, uuid, payload).await?)
+    }
+
+    /// An instance's row as stored, without locking it (for answers that step nothing).
+    pub async fn stored_instance(&mut self, id: i64) -> Result<Option<InstanceRow>> {
+        Ok(store::instances::find(&mut self.tx, id).await?)
+    }
+
+    /// A task of an instance as stored, finished ones included (the engine holds live ones).
+    pub async fn stored_task(&mut self, id: i64, task_guid: Uuid) -> Result<Option<TaskRow>> {
+        Ok(store::instances::task(&mut self.tx, id, task_guid).await?)
+    }
+
+    /// The version a model's new instances start on; `None` when the model does not exist.
+    pub async fn current_version(&mut self, model: &str) -> Result<Option<String>> {
+        let row = store::models::find(&mut self.tx, model).await?;
+        Ok(row.map(|row| row.version_sha))
+    }
+
+    /// The task's connector call is no longer due (done, failed, or waiting for a callback).
+    pub async fn drop_connector_job(&mut self, task_guid: Uuid) -> Result<()> {
+        Ok(store::jobs::cancel_for_task(&mut self.tx, task_guid).await?)
+    }
+
+    pub async fn record_connector_logs(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        logs: &[String],
+    ) -> Result<()> {
+        Ok(store::connector_logs::insert(&mut self.tx, id, task_guid, logs).await?)
+    }
+
+    /// Attempts of a service task that have failed and were retried.
+    pub async fn retries_attempted(&mut self, task_guid: Uuid) -> Result<i32> {
+        Ok(store::instances::retries_attempted(&mut self.tx, task_guid).await?)
+    }
+
+    /// Counts a retry of a service task, puts the task back to READY and makes its call due
+    /// again after `delay`; returns when.
+    pub async fn schedule_retry(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        delay: Duration,
+    ) -> Result<DateTime<Utc>> {
+        let retry_at = store::instances::schedule_retry(&mut self.tx, task_guid, delay).await?;
+        store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, Some(retry_at)).await?;
+        self.reset_for_retry(id, task_guid);
+        Ok(retry_at)
+    }
+}

@@ -1,0 +1,261 @@
+//! Routing messages: a send goes to the oldest matching waiting receive, else starts the
+//! model whose message start event takes it, else is buffered or refused; a new receive
+//! takes a matching buffered send at once. Correlation values come from the retrieval
+//! expressions every loaded model declares for the message name.
+
+use super::super::clock::expr_now;
+use super::super::Result;
+use super::{OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
+use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
+use crate::engine::{Event, TaskState};
+use crate::store::{self, messages::NewMessage};
+use anyhow::anyhow;
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+impl<'c> UnitOfWork<'c> {
+    /// Delivers a send to the oldest matching receive, else starts the model that owns the
+    /// name, else buffers or rejects it. Waits for a receiver that is busy in another
+    /// transaction (its instance lock) instead of rejecting the message. The receiving
+    /// instance runs on at the next [`UnitOfWork::run_queued`].
+    pub async fn route_send(
+        &mut self,
+        name: &str,
+        payload: &Value,
+        values: &CorrelationValues,
+        unmatched: Unmatched,
+    ) -> Result<Routed> {
+        let keys = candidate_keys(values);
+        if let Some(routed) = self.deliver_to_receive(name, payload, &keys).await? {
+            return Ok(routed);
+        }
+        if let Some(trigger) = store::models::trigger_for(&mut self.tx, name).await? {
+            let instance_id = self
+                .create_instance(
+                    &trigger.process_model_identifier,
+                    Some(&trigger.process_id),
+                    Some(trigger.start_event_id),
+                    Map::new(),
+                    Some((name.to_string(), payload.clone())),
+                )
+                .await?;
+            return Ok(Routed::Started { instance_id });
+        }
+        match unmatched {
+            Unmatched::Reject => Ok(Routed::NotAccepted {
+                cause: self.why_unmatched(name, values).await?,
+            }),
+            Unmatched::Buffer => {
+                // A receive created concurrently has committed once we hold the lock.
+                store::messages::lock_name(&mut self.tx, name, true).await?;
+                if let Some(routed) = self.deliver_to_receive(name, payload, &keys).await? {
+                    return Ok(routed);
+                }
+                Ok(Routed::Buffered)
+            }
+        }
+    }
+
+    async fn deliver_to_receive(
+        &mut self,
+        name: &str,
+        payload: &Value,
+        keys: &[String],
+    ) -> Result<Option<Routed>> {
+        loop {
+            // The lookup locks the receive's instance: the lock every writer of a receive holds,
+            // taken before its message rows on every path.
+            let Some((receive, locked)) = store::messages::lock_oldest_waiting_receive(
+                &mut self.tx,
+                name,
+                keys,
+                &self.claimed_receives,
+            )
+            .await?
+            else {
+                return Ok(None);
+            };
+            if !self.instances.contains_key(&receive.process_instance_id) {
+                self.insert_locked(locked).await?;
+            }
+            let waiting = self.state(receive.process_instance_id).is_some_and(|s| {
+                !s.status.is_final()
+                    && s.tasks.iter().any(|t| {
+                        t.guid == receive.task_guid
+                            && matches!(t.state, TaskState::Waiting | TaskState::Ready)
+                    })
+            });
+            if !waiting {
+                // The task stopped waiting without its receive being closed: close it now.
+                store::messages::cancel_receives_of_task(&mut self.tx, receive.task_guid).await?;
+                continue;
+            }
+            // The instance is locked and its task still waits: the receive is this message's.
+            self.claimed_receives.push(receive.id);
+            self.queue.push_back(Work::Step(
+                receive.process_instance_id,
+                Event::MessageDelivered {
+                    task_guid: receive.task_guid,
+                    name: name.to_string(),
+                    payload: payload.clone(),
+                },
+            ));
+            return Ok(Some(Routed::Delivered {
+                instance_id: receive.process_instance_id,
+                receive_id: receive.id,
+            }));
+        }
+    }
+
+    async fn why_unmatched(&mut self, name: &str, values: &CorrelationValues) -> Result<String> {
+        let waiting = store::messages::count_waiting_receives(&mut self.tx, name).await?;
+        Ok(if waiting == 0 {
+            format!("no process instance waits for message '{name}' and no process model starts with it")
+        } else {
+            format!(
+                "{waiting} process instance(s) wait for message '{name}', but none with the \
+                 correlation values computed from the payload: {}",
+                canonical_key(values)
+            )
+        })
+    }
+
+    /// Records a waiting receive; a buffered send that matches is delivered at once.
+    pub(super) async fn wait_for_message(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        name: &str,
+        expected: &CorrelationValues,
+    ) -> Result<()> {
+        store::messages::lock_name(&mut self.tx, name, false).await?;
+        let expected_json = json!(expected);
+        let receive_id = store::messages::insert(
+            &mut self.tx,
+            &NewMessage {
+                name,
+                message_type: "receive",
+                status: "ready",
+                payload: None,
+                correlation_keys: &expected_json,
+                correlation_key: &canonical_key(expected),
+                process_instance_id: Some(id),
+                task_guid: Some(task_guid),
+                message_instance_uuid: None,
+                ttl_seconds: None,
+                created_by: None,
+            },
+        )
+        .await?
+        .ok_or_else(|| anyhow!("message insert without uuid conflicted"))?;
+        let buffered = store::messages::claim_buffered_send(
+            &mut self.tx,
+            name,
+            &canonical_key(expected),
+            receive_id,
+            id,
+        )
+        .await?;
+        if let Some(send) = buffered {
+            store::messages::complete_receive(&mut self.tx, receive_id, send.id).await?;
+            let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
+            self.queue.push_back(Work::Step(
+                id,
+                Event::MessageDelivered {
+                    task_guid,
+                    name: name.to_string(),
+                    payload,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Property id -> value of a payload, by the retrieval expressions every loaded model
+    /// declares for this message name. A property whose expression fails is left out.
+    pub async fn correlation_values(
+        &mut self,
+        name: &str,
+        payload: &Value,
+    ) -> Result<CorrelationValues> {
+        let retrievals = store::models::retrievals_for(&mut self.tx, name).await?;
+        let vars = match payload {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let mut values = CorrelationValues::new();
+        for (property_id, source) in retrievals {
+            if values.contains_key(&property_id) {
+                continue;
+            }
+            let Some(expression) = self.cache.expression(&source) else {
+                continue;
+            };
+            if let Ok(value) = expression.eval(&vars, &expr_now()) {
+                if !value.is_null() {
+                    values.insert(property_id, value);
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Stores where a send went (and points the receive it completed at it); returns its id.
+    pub async fn record_send(
+        &mut self,
+        sent: &OutgoingMessage<'_>,
+        values: &CorrelationValues,
+        routed: &Routed,
+        ttl_seconds: Option<i64>,
+    ) -> Result<i64> {
+        let (status, target, receive_id, cause, ttl) = match routed {
+            Routed::Delivered {
+                instance_id,
+                receive_id,
+            } => (
+                "completed",
+                Some(*instance_id),
+                Some(*receive_id),
+                None,
+                None,
+            ),
+            Routed::Started { instance_id } => ("completed", Some(*instance_id), None, None, None),
+            Routed::Buffered => ("ready", None, None, None, ttl_seconds),
+            Routed::NotAccepted { cause } => {
+                ("not_accepted", None, None, Some(cause.as_str()), None)
+            }
+        };
+        // a buffered send is found by any subset of its values (the empty one: by name)
+        let buffer_keys: Vec<String> = match routed {
+            Routed::Buffered => candidate_keys(values)
+                .into_iter()
+                .filter(|key| key != "{}")
+                .collect(),
+            _ => Vec::new(),
+        };
+        let (sender, task_guid) = match sent.sender {
+            Some((instance, task)) => (Some(instance), Some(task)),
+            None => (None, None),
+        };
+        Ok(store::messages::record_send(
+            &mut self.tx,
+            &store::messages::SendRecord {
+                id: sent.id,
+                name: sent.name,
+                payload: sent.payload,
+                status,
+                correlation_keys: &json!(values),
+                correlation_key: &canonical_key(values),
+                // an engine-thrown message belongs to its sender; an API one to its target
+                process_instance_id: sender.or(target),
+                task_guid,
+                receive_id,
+                failure_cause: cause,
+                ttl_seconds: ttl,
+                created_by: sent.created_by,
+                buffer_keys: &buffer_keys,
+            },
+        )
+        .await?)
+    }
+}

@@ -1,0 +1,226 @@
+//! Steps: creating and starting instances, applying events to them, and carrying out the
+//! effects each step returns (messages sent and awaited, connector calls due or cancelled)
+//! until every instance this unit touched waits or has ended.
+
+use super::super::clock::step_context;
+use super::super::{Error, Result};
+use super::persistence::task_row_json;
+use super::{Applied, OutgoingMessage, UnitOfWork, Unmatched, Work, MAX_STEPS};
+use crate::bpmn::ModelSpec;
+use crate::engine::{self, Effect, Event, InstanceError, TaskState};
+use crate::store;
+use anyhow::anyhow;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use uuid::Uuid;
+
+impl<'c> UnitOfWork<'c> {
+    /// Creates an instance of a model's primary process and runs it (and whatever it starts)
+    /// to its wait states.
+    pub async fn start_instance(
+        &mut self,
+        process_model_identifier: &str,
+        data: Map<String, Value>,
+    ) -> Result<i64> {
+        let id = self
+            .create_instance(process_model_identifier, None, None, data, None)
+            .await?;
+        self.run_queued().await?;
+        Ok(id)
+    }
+
+    pub(super) async fn create_instance(
+        &mut self,
+        process_model_identifier: &str,
+        process_id: Option<&str>,
+        start_event_id: Option<String>,
+        data: Map<String, Value>,
+        message: Option<(String, Value)>,
+    ) -> Result<i64> {
+        let model = store::models::find(&mut self.tx, process_model_identifier)
+            .await?
+            .ok_or_else(|| {
+                Error::not_found(
+                    "process_model_not_found",
+                    format!("process model '{process_model_identifier}' does not exist"),
+                )
+            })?;
+        let spec = self
+            .cache
+            .spec(&mut self.tx, &model.identifier, &model.version_sha)
+            .await?;
+        let process_id = process_id.unwrap_or(&spec.primary_process_id).to_string();
+        let row = store::instances::insert(
+            &mut self.tx,
+            &model.identifier,
+            &model.version_sha,
+            &process_id,
+        )
+        .await?;
+        let id = row.id;
+        let start = Event::Start {
+            start_event_id,
+            data,
+            message,
+        };
+        let (state, effects) = engine::start(&spec, &process_id, start, &mut step_context())
+            .map_err(|e| Error::bad_request("process_instance_cannot_start", e.to_string()))?;
+        self.insert_loaded(id, row, spec, state);
+        self.mark_stepped(id)?;
+        self.queue.push_back(Work::Effects(id, effects));
+        Ok(id)
+    }
+
+    /// Applies a caller's event (task completion, callback) to an instance and runs on.
+    /// A caller mistake (task not waiting, unknown task) is `Applied::Refused`, with nothing
+    /// changed.
+    pub async fn apply(&mut self, id: i64, event: Event) -> Result<Applied> {
+        if !self.load(id).await? {
+            return Err(super::super::instances::instance_not_found(id));
+        }
+        let loaded = self.instances.get_mut(&id).expect("loaded above");
+        match engine::step(&loaded.spec, &mut loaded.state, event, &mut step_context()) {
+            Ok(effects) => {
+                self.mark_stepped(id)?;
+                self.queue.push_back(Work::Effects(id, effects));
+                self.run_queued().await?;
+                Ok(Applied::Stepped)
+            }
+            Err(refused) => Ok(Applied::Refused(refused)),
+        }
+    }
+
+    /// Puts an instance in `error` from outside a step (a service call that cannot be made):
+    /// its task goes ERROR and its waits and calls are closed.
+    pub async fn fail_instance_at_task(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        error: InstanceError,
+    ) -> Result<()> {
+        if !self.load(id).await? {
+            return Ok(());
+        }
+        let loaded = self.instances.get_mut(&id).expect("loaded above");
+        let effects = engine::fail(&loaded.spec, &mut loaded.state, Some(task_guid), error);
+        self.mark_stepped(id)?;
+        self.queue.push_back(Work::Effects(id, effects));
+        self.run_queued().await
+    }
+
+    /// Puts a failed service task back to READY for its next attempt (no engine step: the
+    /// task simply has not run yet).
+    pub(super) fn reset_for_retry(&mut self, id: i64, task_guid: Uuid) {
+        if let Some(loaded) = self.instances.get_mut(&id) {
+            if let Some(task) = loaded.state.tasks.iter_mut().find(|t| t.guid == task_guid) {
+                task.state = TaskState::Ready;
+                let row = task_row_json(task);
+                loaded.remember(row);
+                loaded.dirty = true;
+            }
+        }
+    }
+
+    /// Moves a held instance to another version of its model (the caller has checked that the
+    /// version carries its live tasks); its later steps in this unit use that version.
+    pub async fn move_to_version(
+        &mut self,
+        id: i64,
+        version_sha: &str,
+        spec: Arc<ModelSpec>,
+    ) -> Result<()> {
+        let updated_at = store::instances::set_model_version(&mut self.tx, id, version_sha).await?;
+        if let Some(loaded) = self.instances.get_mut(&id) {
+            loaded.model_version = version_sha.to_string();
+            loaded.spec = spec;
+            loaded.updated_at = updated_at;
+        }
+        Ok(())
+    }
+
+    fn mark_stepped(&mut self, id: i64) -> Result<()> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(Error::Internal(anyhow!(
+                "more than {MAX_STEPS} steps in one transaction: instances keep messaging each other"
+            )));
+        }
+        if let Some(loaded) = self.instances.get_mut(&id) {
+            loaded.dirty = true;
+            let dirty: Vec<Value> = loaded.state.dirty_tasks().map(task_row_json).collect();
+            for row in dirty {
+                loaded.remember(row);
+            }
+            // finished tasks are history: stored, no longer the engine's business
+            loaded.state.prune_finished();
+        }
+        Ok(())
+    }
+
+    /// Runs queued steps and effects until every touched instance waits or has ended.
+    pub async fn run_queued(&mut self) -> Result<()> {
+        while let Some(work) = self.queue.pop_front() {
+            match work {
+                Work::Step(id, event) => {
+                    if !self.load(id).await? {
+                        continue;
+                    }
+                    let loaded = self.instances.get_mut(&id).expect("loaded above");
+                    let effects =
+                        engine::step(&loaded.spec, &mut loaded.state, event, &mut step_context())
+                            .map_err(|e| anyhow!("instance {id} refused an internal event: {e}"))?;
+                    self.mark_stepped(id)?;
+                    self.queue.push_back(Work::Effects(id, effects));
+                }
+                Work::Effects(id, effects) => {
+                    for effect in effects {
+                        self.handle_effect(id, effect).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_effect(&mut self, id: i64, effect: Effect) -> Result<()> {
+        match effect {
+            Effect::SendMessage {
+                task_guid,
+                name,
+                payload,
+                ..
+            } => {
+                let values = self.correlation_values(&name, &payload).await?;
+                let routed = self
+                    .route_send(&name, &payload, &values, Unmatched::Buffer)
+                    .await?;
+                let sent = OutgoingMessage {
+                    id: None,
+                    name: &name,
+                    payload: &payload,
+                    sender: Some((id, task_guid)),
+                    created_by: None,
+                };
+                self.record_send(&sent, &values, &routed, None).await?;
+            }
+            Effect::WaitForMessage {
+                task_guid,
+                name,
+                expected,
+            } => {
+                self.wait_for_message(id, task_guid, &name, &expected)
+                    .await?;
+            }
+            Effect::CancelMessageWait { task_guid } => {
+                store::messages::cancel_receives_of_task(&mut self.tx, task_guid).await?;
+            }
+            Effect::CallService { task_guid } => {
+                store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, None).await?;
+            }
+            Effect::CancelServiceCall { task_guid } => {
+                store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+            }
+        }
+        Ok(())
+    }
+}
