@@ -11,4 +11,5 @@ pub mod services;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod tokens;
 pub mod workers;

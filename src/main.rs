@@ -4,11 +4,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use workflow_backend::api::auth::JwtKeys;
 use workflow_backend::api::openapi_document;
 use workflow_backend::config::{ConfigError, Settings};
 use workflow_backend::startup::{self, Application};
 use workflow_backend::telemetry;
+use workflow_backend::tokens::JwtKeys;
 
 /// workflow-backend: the engine side of a BPMN workflow system. Configuration comes from
 /// WORKFLOW_BACKEND_* environment variables (and a .env file, if present); see README.md.

@@ -16,7 +16,6 @@ use sqlx::{Connection, Executor, PgConnection, PgPool};
 use tokio::sync::watch;
 
 use crate::api;
-use crate::api::auth::JwtKeys;
 use crate::api::error::{
     json_config, not_found, path_config, payload_config, problem_fallback, query_config,
 };
@@ -24,6 +23,7 @@ use crate::config::{redact_url, Settings};
 use crate::connector::{ConnectorClient, ProxyConfig};
 use crate::services::service_tasks::ServiceTaskContext;
 use crate::services::ModelCache;
+use crate::tokens::JwtKeys;
 use crate::workers;
 
 /// Shared by every handler and worker, as `web::Data<AppState>`.

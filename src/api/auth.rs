@@ -1,4 +1,5 @@
-//! Bearer JWT authentication and scope checks: the single home for both.
+//! Bearer JWT authentication and scope checks: the single home for both in the HTTP layer
+//! (the keys, verification and minting live in [`crate::tokens`]).
 //!
 //! A handler takes a [`Principal`] argument (the token is verified by the extractor, with the
 //! [`JwtKeys`] registered as app data) and states what it needs in one line:
@@ -12,19 +13,14 @@
 //!   (`messages:send:<anything>`);
 //! - otherwise the granted scope must equal the needed one.
 
-use std::fmt;
 use std::future::{ready, Ready};
-use std::time::Duration;
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
-use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, EncodingKey, Header, Validation};
-use serde::{Deserialize, Serialize};
 
 use crate::api::error::ApiError;
-use crate::config::{ConfigError, JwtSettings};
+use crate::tokens::{JwtKeys, TokenError, VerifiedToken};
 
 /// The verified caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,245 +104,23 @@ fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&c| c == b'*')
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-struct Claims {
-    sub: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scope: Option<ScopeClaim>,
-    exp: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    iat: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    iss: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    aud: Option<serde_json::Value>,
-}
-
-/// `scope` is a space-separated string; a JSON array of strings is accepted too.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(untagged)]
-enum ScopeClaim {
-    Text(String),
-    List(Vec<String>),
-}
-
-impl ScopeClaim {
-    fn into_scopes(self) -> Vec<String> {
-        match self {
-            ScopeClaim::Text(s) => s.split_whitespace().map(str::to_string).collect(),
-            ScopeClaim::List(list) => list,
+impl From<VerifiedToken> for Principal {
+    fn from(token: VerifiedToken) -> Principal {
+        Principal {
+            subject: token.subject,
+            scopes: token.scopes,
         }
     }
 }
 
-/// The keys bearer tokens are verified with, from [`JwtSettings`]: an HS256 secret and/or one PEM
-/// public key (RSA or EC, detected from the PEM). `exp` and `sub` are required; `iss` and `aud`
-/// are required and checked when configured.
-pub struct JwtKeys {
-    hmac: Option<(DecodingKey, EncodingKey)>,
-    public: Option<DecodingKey>,
-    issuer: Option<String>,
-    audience: Option<String>,
-    leeway_seconds: u64,
-}
-
-impl fmt::Debug for JwtKeys {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JwtKeys")
-            .field("hs256", &self.hmac.is_some())
-            .field("public_key", &self.public.as_ref().map(|k| k.family()))
-            .field("issuer", &self.issuer)
-            .field("audience", &self.audience)
-            .field("leeway_seconds", &self.leeway_seconds)
-            .finish()
+/// 401: `token_expired` for an expired token, `invalid_token` for any other refusal.
+impl From<TokenError> for ApiError {
+    fn from(err: TokenError) -> ApiError {
+        match err {
+            TokenError::Expired => ApiError::unauthorized("token_expired", err.to_string()),
+            TokenError::Invalid(detail) => invalid_token(detail),
+        }
     }
-}
-
-/// The one algorithm accepted per key kind: HS256 with the secret, RS256 with an RSA public
-/// key, ES256 with an EC one. A token naming another (HS512 with the same secret, say) is
-/// refused, so a configuration means exactly the algorithms it says.
-fn accepted_algorithm(family: AlgorithmFamily) -> Algorithm {
-    match family {
-        AlgorithmFamily::Hmac => Algorithm::HS256,
-        AlgorithmFamily::Rsa => Algorithm::RS256,
-        AlgorithmFamily::Ec => Algorithm::ES256,
-        AlgorithmFamily::Ed => Algorithm::EdDSA,
-    }
-}
-
-impl JwtKeys {
-    /// Fails with [`ConfigError::NoJwtKey`] when neither a secret nor a public key is configured,
-    /// and names `WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE` when that file cannot be read or parsed.
-    pub fn from_settings(jwt: &JwtSettings) -> Result<JwtKeys, ConfigError> {
-        if jwt.secret.is_none() && jwt.public_key_file.is_none() {
-            return Err(ConfigError::NoJwtKey);
-        }
-        let hmac = jwt.secret.as_ref().map(|secret| {
-            (
-                DecodingKey::from_secret(secret.as_bytes()),
-                EncodingKey::from_secret(secret.as_bytes()),
-            )
-        });
-        let public = match &jwt.public_key_file {
-            None => None,
-            Some(path) => {
-                let pem = std::fs::read(path).map_err(|e| {
-                    ConfigError::invalid(
-                        "JWT_PUBLIC_KEY_FILE",
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?;
-                Some(public_key_from_pem(&pem).ok_or_else(|| {
-                    ConfigError::invalid(
-                        "JWT_PUBLIC_KEY_FILE",
-                        format!("{} is not a PEM RSA or EC public key", path.display()),
-                    )
-                })?)
-            }
-        };
-        Ok(JwtKeys {
-            hmac,
-            public,
-            issuer: jwt.issuer.clone(),
-            audience: jwt.audience.clone(),
-            leeway_seconds: jwt.leeway_seconds,
-        })
-    }
-
-    /// Verifies a bearer token. Errors are 401 `token_expired` or `invalid_token`.
-    pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
-        let header = jsonwebtoken::decode_header(token)
-            .map_err(|_| invalid_token("The bearer token is not a JWT."))?;
-        let family = header.alg.family();
-        let key = match family {
-            AlgorithmFamily::Hmac => self.hmac.as_ref().map(|(decoding, _)| decoding),
-            _ => self.public.as_ref().filter(|key| key.family() == family),
-        }
-        .filter(|_| header.alg == accepted_algorithm(family))
-        .ok_or_else(|| {
-            invalid_token(format!(
-                "Tokens signed with {:?} are not accepted here.",
-                header.alg
-            ))
-        })?;
-        // RFC 7515 4.1.11: extensions listed in `crit` must be understood; none are here.
-        if header.crit.is_some() {
-            return Err(invalid_token(
-                "The bearer token's header lists critical extensions (crit), which are not supported.",
-            ));
-        }
-
-        let mut validation = Validation::new(header.alg);
-        validation.leeway = self.leeway_seconds;
-        validation.validate_nbf = true;
-        let mut required = vec!["exp", "sub"];
-        if let Some(issuer) = &self.issuer {
-            validation.set_issuer(&[issuer]);
-            required.push("iss");
-        }
-        match &self.audience {
-            Some(audience) => {
-                validation.set_audience(&[audience]);
-                required.push("aud");
-            }
-            None => validation.validate_aud = false,
-        }
-        validation.set_required_spec_claims(&required);
-
-        let data = jsonwebtoken::decode::<Claims>(token, key, &validation).map_err(|e| match e
-            .kind()
-        {
-            ErrorKind::ExpiredSignature => {
-                ApiError::unauthorized("token_expired", "The bearer token has expired.")
-            }
-            ErrorKind::InvalidSignature => {
-                invalid_token("The bearer token's signature does not verify.")
-            }
-            ErrorKind::InvalidIssuer => {
-                invalid_token("The bearer token's issuer (iss) is not accepted.")
-            }
-            ErrorKind::InvalidAudience => {
-                invalid_token("The bearer token's audience (aud) is not accepted.")
-            }
-            ErrorKind::MissingRequiredClaim(claim) => {
-                invalid_token(format!("The bearer token has no `{claim}` claim."))
-            }
-            ErrorKind::ImmatureSignature => {
-                invalid_token("The bearer token is not valid yet (nbf is in the future).")
-            }
-            _ => invalid_token("The bearer token is malformed."),
-        })?;
-        if data.claims.sub.trim().is_empty() {
-            return Err(invalid_token("The bearer token's subject (sub) is empty."));
-        }
-        Ok(Principal {
-            subject: data.claims.sub,
-            scopes: data
-                .claims
-                .scope
-                .map(ScopeClaim::into_scopes)
-                .unwrap_or_default(),
-        })
-    }
-
-    /// An HS256 token with the configured issuer and audience (so this server accepts it).
-    /// Used by the `token` command and for callback tokens; needs `WORKFLOW_BACKEND_JWT_SECRET`.
-    pub fn mint(&self, sub: &str, scope: &str, ttl: Duration) -> Result<String, ConfigError> {
-        let (_, key) = self.hmac.as_ref().ok_or_else(|| {
-            ConfigError::invalid(
-                "JWT_SECRET",
-                "not set; minting a token needs the HS256 secret",
-            )
-        })?;
-        Ok(encode(
-            key,
-            sub,
-            scope,
-            ttl,
-            self.issuer.clone(),
-            self.audience.clone(),
-        ))
-    }
-}
-
-/// An HS256 token `{sub, scope, iat, exp}` signed with `secret` (no `iss`/`aud`: when those are
-/// configured, use [`JwtKeys::mint`]).
-pub fn mint_token(secret: &str, sub: &str, scope: &str, ttl: Duration) -> String {
-    encode(
-        &EncodingKey::from_secret(secret.as_bytes()),
-        sub,
-        scope,
-        ttl,
-        None,
-        None,
-    )
-}
-
-fn encode(
-    key: &EncodingKey,
-    sub: &str,
-    scope: &str,
-    ttl: Duration,
-    iss: Option<String>,
-    aud: Option<String>,
-) -> String {
-    let now = jsonwebtoken::get_current_timestamp();
-    let claims = Claims {
-        sub: sub.to_string(),
-        scope: Some(ScopeClaim::Text(scope.to_string())),
-        iat: Some(now),
-        exp: now + ttl.as_secs(),
-        iss,
-        aud: aud.map(serde_json::Value::String),
-    };
-    jsonwebtoken::encode(&Header::default(), &claims, key).expect("HS256 signing does not fail")
-}
-
-/// RSA first, then EC; `None` for anything else.
-fn public_key_from_pem(pem: &[u8]) -> Option<DecodingKey> {
-    DecodingKey::from_rsa_pem(pem)
-        .or_else(|_| DecodingKey::from_ec_pem(pem))
-        .ok()
 }
 
 fn invalid_token(detail: impl Into<String>) -> ApiError {
@@ -380,7 +154,11 @@ impl FromRequest for Principal {
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         let result = match req.app_data::<web::Data<JwtKeys>>() {
             None => Err(ApiError::internal("JwtKeys are not registered as app data")),
-            Some(keys) => bearer_token(req).and_then(|token| keys.verify(token)),
+            Some(keys) => bearer_token(req).and_then(|token| {
+                keys.verify(token)
+                    .map(Principal::from)
+                    .map_err(ApiError::from)
+            }),
         };
         if let Err(e) = &result {
             tracing::debug!(
@@ -495,113 +273,15 @@ mod tests {
         assert!(!principal("").allows("anything"));
     }
 
-    fn keys(secret: Option<&str>, issuer: Option<&str>, audience: Option<&str>) -> JwtKeys {
-        JwtKeys::from_settings(&JwtSettings {
-            secret: secret.map(str::to_string),
-            public_key_file: None,
-            issuer: issuer.map(str::to_string),
-            audience: audience.map(str::to_string),
-            ..JwtSettings::default()
-        })
-        .unwrap()
-    }
-
     #[test]
-    fn minted_tokens_verify() {
-        let token = mint_token(
-            "s3cret",
-            "alice",
-            "admin messages:send",
-            Duration::from_secs(60),
-        );
-        let p = keys(Some("s3cret"), None, None).verify(&token).unwrap();
-        assert_eq!(p.subject, "alice");
-        assert_eq!(p.scopes, vec!["admin", "messages:send"]);
-    }
-
-    #[test]
-    fn issuer_and_audience_are_required_when_configured() {
-        let plain = mint_token("s", "a", "admin", Duration::from_secs(60));
-        for (issuer, audience, claim) in [
-            (Some("https://idp"), None, "`iss`"),
-            (None, Some("wf"), "`aud`"),
-        ] {
-            let err = keys(Some("s"), issuer, audience)
-                .verify(&plain)
-                .unwrap_err();
-            assert_eq!(err.error_code(), "invalid_token");
-            assert!(err.detail().contains(claim), "{err}");
-        }
-        let configured = keys(Some("s"), Some("https://idp"), Some("wf"));
-        assert!(configured.verify(&plain).is_err());
-        let minted = configured
-            .mint("a", "admin", Duration::from_secs(60))
-            .unwrap();
-        assert!(configured.verify(&minted).is_ok());
-        let other = keys(Some("s"), Some("https://other"), Some("wf"));
-        assert!(other
-            .verify(&minted)
-            .unwrap_err()
-            .detail()
-            .contains("issuer"));
-        let other = keys(Some("s"), Some("https://idp"), Some("else"));
-        assert!(other
-            .verify(&minted)
-            .unwrap_err()
-            .detail()
-            .contains("audience"));
-    }
-
-    #[test]
-    fn no_key_is_a_config_error_and_mint_needs_the_secret() {
-        assert_eq!(
-            JwtKeys::from_settings(&JwtSettings::default()).unwrap_err(),
-            ConfigError::NoJwtKey
-        );
-        let msg = ConfigError::NoJwtKey.to_string();
-        assert!(
-            msg.contains("WORKFLOW_BACKEND_JWT_SECRET")
-                && msg.contains("WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE")
-        );
-        let public_only = JwtKeys::from_settings(&JwtSettings {
-            public_key_file: Some(
-                concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/tests/fixtures/es256-public.pem"
-                )
-                .into(),
-            ),
-            ..JwtSettings::default()
-        })
-        .unwrap();
-        let err = public_only
-            .mint("a", "admin", Duration::from_secs(1))
-            .unwrap_err();
-        assert!(err.to_string().starts_with("WORKFLOW_BACKEND_JWT_SECRET:"));
-        // An HS256 token is not accepted when only a public key is configured.
-        let token = mint_token("s", "a", "admin", Duration::from_secs(60));
-        assert_eq!(
-            public_only.verify(&token).unwrap_err().error_code(),
-            "invalid_token"
-        );
-    }
-
-    #[test]
-    fn unreadable_or_invalid_key_file_names_the_variable() {
-        for file in [
-            "/nonexistent/key.pem",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
-        ] {
-            let err = JwtKeys::from_settings(&JwtSettings {
-                public_key_file: Some(file.into()),
-                ..JwtSettings::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(
-                err.starts_with("WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE: "),
-                "{err}"
-            );
-        }
+    fn refused_tokens_are_401_expired_or_invalid() {
+        let expired = ApiError::from(TokenError::Expired);
+        assert_eq!(expired.status().as_u16(), 401);
+        assert_eq!(expired.error_code(), "token_expired");
+        assert_eq!(expired.detail(), "The bearer token has expired.");
+        let invalid = ApiError::from(TokenError::Invalid("The bearer token is malformed.".into()));
+        assert_eq!(invalid.status().as_u16(), 401);
+        assert_eq!(invalid.error_code(), "invalid_token");
+        assert_eq!(invalid.detail(), "The bearer token is malformed.");
     }
 }

@@ -209,16 +209,6 @@ impl ResponseError for ApiError {
     }
 }
 
-impl From<sqlx::Error> for ApiError {
-    fn from(err: sqlx::Error) -> Self {
-        if crate::store::is_unavailable(&err) {
-            ApiError::database_unavailable(err)
-        } else {
-            ApiError::internal(format_args!("database error: {err}"))
-        }
-    }
-}
-
 impl From<anyhow::Error> for ApiError {
     fn from(err: anyhow::Error) -> Self {
         ApiError::internal(format_args!("{err:#}"))
@@ -373,6 +363,8 @@ fn snake_case_reason(status: StatusCode) -> String {
 
 impl From<crate::services::Error> for ApiError {
     fn from(err: crate::services::Error) -> Self {
+        // services knows which database errors mean "unavailable" (503, nothing was done)
+        let unavailable = err.is_unavailable();
         match err {
             crate::services::Error::Client {
                 status,
@@ -389,7 +381,10 @@ impl From<crate::services::Error> for ApiError {
                 }
                 api
             }
-            crate::services::Error::Database(e) => ApiError::from(e),
+            crate::services::Error::Database(e) if unavailable => ApiError::database_unavailable(e),
+            crate::services::Error::Database(e) => {
+                ApiError::internal(format_args!("database error: {e}"))
+            }
             crate::services::Error::Internal(e) => ApiError::from(e),
         }
     }
@@ -436,6 +431,21 @@ mod tests {
         assert_eq!(err.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(err.error_code(), "internal_server_error");
         assert!(!err.body().to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn an_unavailable_database_is_503_with_retry_after_and_other_database_errors_500() {
+        let busy = ApiError::from(crate::services::Error::Database(sqlx::Error::PoolTimedOut));
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(busy.error_code(), "database_unavailable");
+        let resp = busy.error_response();
+        assert_eq!(
+            resp.headers().get(header::RETRY_AFTER).unwrap(),
+            &DATABASE_RETRY_AFTER_SECONDS.to_string()
+        );
+        let other = ApiError::from(crate::services::Error::Database(sqlx::Error::RowNotFound));
+        assert_eq!(other.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(other.error_code(), "internal_server_error");
     }
 
     #[test]

@@ -192,8 +192,8 @@ pub async fn list_messages(
     if let Some(name) = name {
         input::check_text(name, "invalid_query", "name", input::MAX_NAME_BYTES)?;
     }
-    let page = super::page(query.page, query.per_page)?;
-    let filter = crate::store::messages::MessageFilter {
+    let page = services::Page::new(query.page, query.per_page)?;
+    let filter = services::messages::MessageFilter {
         process_instance_id: query.process_instance_id,
         name,
         status,

@@ -103,11 +103,6 @@ pub async fn openapi_json() -> HttpResponse {
         .body(DOCUMENT.get_or_init(openapi_document).as_str())
 }
 
-/// Validated paging parameters: 400 `invalid_query` out of range.
-pub fn page(page: Option<i64>, per_page: Option<i64>) -> Result<crate::store::Page, ApiError> {
-    crate::store::Page::new(page, per_page).map_err(|e| ApiError::bad_request("invalid_query", e))
-}
-
 /// A list filter from the query string: an empty value is no filter.
 pub fn filter(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())

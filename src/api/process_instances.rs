@@ -191,8 +191,8 @@ pub async fn list_instances(
             "terminated",
         ],
     )?;
-    let page = super::page(query.page, query.per_page)?;
-    let filter = crate::store::instances::InstanceFilter {
+    let page = services::Page::new(query.page, query.per_page)?;
+    let filter = services::instances::InstanceFilter {
         process_model_identifier: model.as_deref(),
         status,
     };

@@ -90,7 +90,7 @@ pub async fn list_models(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
-    let page = super::page(query.page, query.per_page)?;
+    let page = services::Page::new(query.page, query.per_page)?;
     Ok(HttpResponse::Ok().json(services::models::list(&state.pool, page).await?))
 }
 

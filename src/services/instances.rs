@@ -1,7 +1,7 @@
 //! Process instances: start, complete a user/manual task, show, list.
 
 use super::unit_of_work::{Applied, InstanceAnswer};
-use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
+use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::engine::{EngineError, Event};
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
 use serde_json::{json, Map, Value};
@@ -236,14 +236,31 @@ pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
     Ok(shown)
 }
 
-pub async fn list(
-    pool: &PgPool,
-    filter: &store::instances::InstanceFilter<'_>,
-    page: store::Page,
-) -> Result<Value> {
+/// Which instances a list shows; `None` is no filter.
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceFilter<'a> {
+    pub process_model_identifier: Option<&'a str>,
+    pub status: Option<&'a str>,
+}
+
+/// One page of instances without their data, newest first: `{results, pagination}`.
+pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let (rows, total) =
-        store::instances::list(&mut conn, filter, page.per_page, page.offset()).await?;
+    let rows = store::instances::list(
+        &mut conn,
+        filter.process_model_identifier,
+        filter.status,
+        page.limit(),
+        page.offset(),
+    )
+    .await?;
+    let total = store::instances::count(
+        &mut conn,
+        filter.process_model_identifier,
+        filter.status,
+        page.count_up_to(),
+    )
+    .await?;
     Ok(json!({
         "results": rows.iter().map(instance_summary_json).collect::<Vec<_>>(),
         "pagination": page.pagination(total, rows.len()),

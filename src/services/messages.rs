@@ -1,7 +1,7 @@
 //! POST /v1.0/messages: validation, idempotency by uuid, correlation, buffering, audit.
 
 use super::unit_of_work::{OutgoingMessage, Routed, Unmatched};
-use super::{instances, retry_transaction, Error, ModelCache, Result, UnitOfWork};
+use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -266,14 +266,37 @@ pub async fn find(pool: &PgPool, id: i64) -> Result<Value> {
     Ok(message_json(&row))
 }
 
-pub async fn list(
-    pool: &PgPool,
-    filter: &store::messages::MessageFilter<'_>,
-    page: store::Page,
-) -> Result<Value> {
+/// Which messages a list shows; `None` is no filter.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageFilter<'a> {
+    pub process_instance_id: Option<i64>,
+    pub name: Option<&'a str>,
+    pub status: Option<&'a str>,
+    pub message_type: Option<&'a str>,
+}
+
+/// One page of message summaries, newest first: `{results, pagination}`.
+pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let (rows, total) =
-        store::messages::list(&mut conn, filter, page.per_page, page.offset()).await?;
+    let rows = store::messages::list(
+        &mut conn,
+        filter.process_instance_id,
+        filter.name,
+        filter.status,
+        filter.message_type,
+        page.limit(),
+        page.offset(),
+    )
+    .await?;
+    let total = store::messages::count(
+        &mut conn,
+        filter.process_instance_id,
+        filter.name,
+        filter.status,
+        filter.message_type,
+        page.count_up_to(),
+    )
+    .await?;
     Ok(json!({
         "results": rows.iter().map(summary_json).collect::<Vec<_>>(),
         "pagination": page.pagination(total, rows.len()),

@@ -91,6 +91,77 @@ impl Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Which page of a list a use case reads: 1-based page numbers, validated by [`Page::new`]
+/// (the only way to make one), so every list is bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    page: i64,
+    per_page: i64,
+}
+
+impl Page {
+    pub const MAX_PER_PAGE: i64 = 500;
+    /// Rows a list may skip: deeper pages are refused (OFFSET reads every row it skips), and
+    /// totals are counted up to this many rows.
+    pub const MAX_ROWS: i64 = 100_000;
+
+    /// `page` from 1 (default 1), `per_page` from 1 to [`Page::MAX_PER_PAGE`] (default 10),
+    /// and the page must start within the first [`Page::MAX_ROWS`] rows; otherwise 400
+    /// `invalid_query` saying what is wrong.
+    pub fn new(page: Option<i64>, per_page: Option<i64>) -> Result<Page> {
+        let page = page.unwrap_or(1);
+        let per_page = per_page.unwrap_or(10);
+        if !(1..=Self::MAX_PER_PAGE).contains(&per_page) {
+            return Err(Error::bad_request(
+                "invalid_query",
+                format!(
+                    "per_page must be from 1 to {}, got {per_page}",
+                    Self::MAX_PER_PAGE
+                ),
+            ));
+        }
+        let last_page = Self::MAX_ROWS / per_page + 1;
+        if !(1..=last_page).contains(&page) {
+            return Err(Error::bad_request(
+                "invalid_query",
+                format!(
+                    "page must be from 1 to {last_page} with per_page={per_page} (lists show \
+                     the first {} rows; narrow them with filters), got {page}",
+                    Self::MAX_ROWS
+                ),
+            ));
+        }
+        Ok(Page { page, per_page })
+    }
+
+    /// Rows to read (`LIMIT`).
+    fn limit(&self) -> i64 {
+        self.per_page
+    }
+
+    /// Rows to skip (`OFFSET`).
+    fn offset(&self) -> i64 {
+        (self.page - 1) * self.per_page
+    }
+
+    /// How far the store counts a list's total: one past the rows a list may show, so
+    /// `total_exact` can tell, without reading a huge table whole on every page.
+    fn count_up_to(&self) -> i64 {
+        Self::MAX_ROWS + 1
+    }
+
+    /// `{count, total, total_exact, pages}`; `total` counts at most [`Page::MAX_ROWS`] + 1
+    /// rows, and `total_exact` says whether it is the real number.
+    fn pagination(&self, total: i64, count: usize) -> Value {
+        serde_json::json!({
+            "count": count,
+            "total": total,
+            "total_exact": total <= Self::MAX_ROWS,
+            "pages": (total + self.per_page - 1) / self.per_page,
+        })
+    }
+}
+
 /// How often a use case is re-run after a deadlock before giving up.
 pub const MAX_ATTEMPTS: usize = 8;
 
@@ -111,3 +182,39 @@ macro_rules! retry_transaction {
     }};
 }
 pub(crate) use retry_transaction;
+
+#[cfg(test)]
+mod tests {
+    use super::Page;
+
+    #[test]
+    fn pages_start_within_the_rows_a_list_shows() {
+        assert!(Page::new(None, None).is_ok());
+        assert!(Page::new(Some(201), Some(500)).is_ok());
+        assert!(Page::new(Some(202), Some(500)).is_err());
+        assert!(Page::new(Some(100_001), Some(1)).is_ok());
+        assert!(Page::new(Some(i64::MAX), Some(100)).is_err());
+        assert!(Page::new(Some(0), None).is_err());
+        assert!(Page::new(Some(1), Some(501)).is_err());
+        assert!(Page::new(Some(1), Some(0)).is_err());
+        assert!(matches!(
+            Page::new(Some(0), None),
+            Err(super::Error::Client {
+                status: 400,
+                code: "invalid_query",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_total_past_the_counted_rows_is_not_exact() {
+        let page = Page::new(Some(1), Some(10)).unwrap();
+        assert_eq!(page.pagination(25, 10)["pages"], 3);
+        assert_eq!(page.pagination(25, 10)["total_exact"], true);
+        assert_eq!(
+            page.pagination(Page::MAX_ROWS + 1, 10)["total_exact"],
+            false
+        );
+    }
+}

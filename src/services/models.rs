@@ -1,6 +1,6 @@
 //! Process models: upload a file, load a folder of models at startup, list and show.
 
-use super::{Error, ModelCache, Result};
+use super::{Error, ModelCache, Page, Result};
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::store::{self, models::Retrieval, models::Trigger};
 use serde_json::{json, Value};
@@ -363,9 +363,9 @@ pub async fn show(pool: &PgPool, identifier: &str) -> Result<Value> {
     Ok(shown)
 }
 
-pub async fn list(pool: &PgPool, page: store::Page) -> Result<Value> {
+pub async fn list(pool: &PgPool, page: Page) -> Result<Value> {
     let mut conn = pool.acquire().await?;
-    let rows = store::models::list(&mut conn, page.per_page, page.offset()).await?;
+    let rows = store::models::list(&mut conn, page.limit(), page.offset()).await?;
     let total = store::models::count(&mut conn).await?;
     Ok(json!({
         "results": rows.iter().map(model_json).collect::<Vec<_>>(),

@@ -21,7 +21,7 @@ pub struct ServiceTaskContext<'a> {
     pub public_url: &'a str,
     /// Mints per-task callback tokens (HS256, with the configured issuer and audience);
     /// without a JWT secret no token is sent.
-    pub signer: &'a crate::api::auth::JwtKeys,
+    pub signer: &'a crate::tokens::JwtKeys,
     pub callback_token_ttl: Duration,
 }
 

@@ -152,20 +152,17 @@ pub async fn task(
     .await
 }
 
-pub struct InstanceFilter<'a> {
-    pub process_model_identifier: Option<&'a str>,
-    pub status: Option<&'a str>,
-}
-
 /// Instances without their data (`data`, `correlations` and `internal` are empty objects): a
-/// page of the list costs the same whatever the instances hold.
+/// page of the list costs the same whatever the instances hold. `limit` rows from `offset`,
+/// newest first; a `None` filter is no filter.
 pub async fn list(
     conn: &mut PgConnection,
-    filter: &InstanceFilter<'_>,
+    process_model_identifier: Option<&str>,
+    status: Option<&str>,
     limit: i64,
     offset: i64,
-) -> sqlx::Result<(Vec<InstanceRow>, i64)> {
-    let rows = sqlx::query_as(
+) -> sqlx::Result<Vec<InstanceRow>> {
+    sqlx::query_as(
         "SELECT id, process_model_identifier, process_id, status, '{}'::jsonb AS data, \
          '{}'::jsonb AS correlations, '{}'::jsonb AS internal, error, model_version, created_at, \
          updated_at FROM process_instances \
@@ -173,24 +170,32 @@ pub async fn list(
            AND ($2::text IS NULL OR status = $2) \
          ORDER BY id DESC LIMIT $3 OFFSET $4",
     )
-    .bind(filter.process_model_identifier)
-    .bind(filter.status)
+    .bind(process_model_identifier)
+    .bind(status)
     .bind(limit)
     .bind(offset)
-    .fetch_all(&mut *conn)
-    .await?;
-    // counted up to one past the rows a list may show (see `Page::MAX_ROWS`)
-    let total = sqlx::query_scalar(
+    .fetch_all(conn)
+    .await
+}
+
+/// How many instances [`list`] would show with the same filters, counted up to `up_to` (the
+/// total of a huge table is not worth reading it whole on every page).
+pub async fn count(
+    conn: &mut PgConnection,
+    process_model_identifier: Option<&str>,
+    status: Option<&str>,
+    up_to: i64,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM process_instances \
          WHERE ($1::text IS NULL OR process_model_identifier = $1) \
            AND ($2::text IS NULL OR status = $2) LIMIT $3) AS counted",
     )
-    .bind(filter.process_model_identifier)
-    .bind(filter.status)
-    .bind(super::Page::MAX_ROWS + 1)
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok((rows, total))
+    .bind(process_model_identifier)
+    .bind(status)
+    .bind(up_to)
+    .fetch_one(conn)
+    .await
 }
 
 /// How often a service task's call has been retried.

@@ -355,13 +355,6 @@ pub async fn find_by_uuid(
     Ok(found.map(|f| (f.row, f.same_payload)))
 }
 
-pub struct MessageFilter<'a> {
-    pub process_instance_id: Option<i64>,
-    pub name: Option<&'a str>,
-    pub status: Option<&'a str>,
-    pub message_type: Option<&'a str>,
-}
-
 /// A message as lists show it: no payload or correlation values (`payload` is NULL,
 /// `correlation_keys` empty), and the two texts that can be long (`correlation_key`,
 /// `failure_cause`) cut to [`SUMMARY_TEXT_CHARS`] characters, so a page costs the same whatever
@@ -376,16 +369,23 @@ pub struct MessageSummary {
 
 pub const SUMMARY_TEXT_CHARS: i32 = 1000;
 
+/// The messages a list shows: `$1` process instance, `$2` name, `$3` status, `$4` message
+/// type, each ignored when NULL.
+const LIST_WHERE: &str = " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
+     AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
+     AND ($4::text IS NULL OR m.message_type = $4)";
+
+/// `limit` message summaries from `offset`, newest first; a `None` filter is no filter.
 pub async fn list(
     conn: &mut PgConnection,
-    filter: &MessageFilter<'_>,
+    process_instance_id: Option<i64>,
+    name: Option<&str>,
+    status: Option<&str>,
+    message_type: Option<&str>,
     limit: i64,
     offset: i64,
-) -> sqlx::Result<(Vec<MessageSummary>, i64)> {
-    const WHERE: &str = " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
-         AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
-         AND ($4::text IS NULL OR m.message_type = $4)";
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+) -> sqlx::Result<Vec<MessageSummary>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT m.id, m.name, m.message_type, m.status, NULL::jsonb AS payload, \
              '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $7) AS correlation_key, \
              m.process_instance_id, pi.process_model_identifier, m.task_guid, \
@@ -393,31 +393,40 @@ pub async fn list(
              left(m.failure_cause, $7) AS failure_cause, \
              (length(m.correlation_key) > $7 OR coalesce(length(m.failure_cause), 0) > $7) \
                  AS truncated, \
-             m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{WHERE} \
+             m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{LIST_WHERE} \
          ORDER BY m.id DESC LIMIT $5 OFFSET $6"
     )))
-    .bind(filter.process_instance_id)
-    .bind(filter.name)
-    .bind(filter.status)
-    .bind(filter.message_type)
+    .bind(process_instance_id)
+    .bind(name)
+    .bind(status)
+    .bind(message_type)
     .bind(limit)
     .bind(offset)
     .bind(SUMMARY_TEXT_CHARS)
-    .fetch_all(&mut *conn)
-    .await?;
-    // counted up to one past the rows a list may show: the total of a huge table is not worth
-    // reading it whole on every page
-    let total = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM (SELECT 1 FROM message_instances m{WHERE} LIMIT $5) AS counted"
+    .fetch_all(conn)
+    .await
+}
+
+/// How many messages [`list`] would show with the same filters, counted up to `up_to` (the
+/// total of a huge table is not worth reading it whole on every page).
+pub async fn count(
+    conn: &mut PgConnection,
+    process_instance_id: Option<i64>,
+    name: Option<&str>,
+    status: Option<&str>,
+    message_type: Option<&str>,
+    up_to: i64,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM (SELECT 1 FROM message_instances m{LIST_WHERE} LIMIT $5) AS counted"
     )))
-    .bind(filter.process_instance_id)
-    .bind(filter.name)
-    .bind(filter.status)
-    .bind(filter.message_type)
-    .bind(super::Page::MAX_ROWS + 1)
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok((rows, total))
+    .bind(process_instance_id)
+    .bind(name)
+    .bind(status)
+    .bind(message_type)
+    .bind(up_to)
+    .fetch_one(conn)
+    .await
 }
 
 /// Marks up to `limit` buffered messages whose time to live had passed at `now`; returns how

@@ -9,7 +9,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::helpers::{problem, spawn_app, spawn_app_with, TEST_JWT_SECRET};
-use workflow_backend::api::auth::mint_token;
+use workflow_backend::tokens::mint_token;
 
 fn now() -> u64 {
     jsonwebtoken::get_current_timestamp()

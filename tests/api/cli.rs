@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use sqlx::{Connection, Executor, PgConnection};
 
 use crate::helpers::{test_settings, TEST_JWT_SECRET};
-use workflow_backend::api::auth::JwtKeys;
 use workflow_backend::api::openapi_document;
 use workflow_backend::config::JwtSettings;
+use workflow_backend::tokens::JwtKeys;
 
 fn binary(args: &[&str], env: &[(&str, &str)]) -> Command {
     // An empty working directory: no `.env` to pick up.

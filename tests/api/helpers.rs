@@ -13,10 +13,11 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection, PgPool};
 use uuid::Uuid;
 
-use workflow_backend::api::auth::{JwtKeys, Principal};
+use workflow_backend::api::auth::Principal;
 use workflow_backend::api::error::ApiError;
 use workflow_backend::config::Settings;
 use workflow_backend::startup::{AppState, Application};
+use workflow_backend::tokens::JwtKeys;
 
 pub const TEST_JWT_SECRET: &str = "test-secret-not-for-production";
 
