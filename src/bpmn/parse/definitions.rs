@@ -6,7 +6,7 @@ use super::*;
 impl Parser<'_> {
     /// Children in document order, so the first bad one in the file is the one reported.
     pub(super) fn definitions(&self, root: Node) -> Result<Definitions, ModelError> {
-        let mut defs = Definitions {
+        let mut definitions = Definitions {
             file: self.file.to_string(),
             processes: vec![],
             messages: vec![],
@@ -17,19 +17,21 @@ impl Parser<'_> {
         };
         for child in bpmn_children(root) {
             match child.tag_name().name() {
-                "process" => defs.processes.push(self.process(child)?),
-                "message" => defs.messages.push(self.message(child)?),
-                "error" => defs.errors.push(self.error(child)?),
-                "signal" => defs.signals.push(self.signal(child)?),
-                "correlationProperty" => defs
+                "process" => definitions.processes.push(self.process(child)?),
+                "message" => definitions.messages.push(self.message(child)?),
+                "error" => definitions.errors.push(self.error(child)?),
+                "signal" => definitions.signals.push(self.signal(child)?),
+                "correlationProperty" => definitions
                     .correlation_properties
                     .push(self.correlation_property(child)?),
-                "collaboration" => defs.correlation_keys.extend(collaboration_keys(child)),
-                "correlationKey" => defs.correlation_keys.push(correlation_key(child)),
+                "collaboration" => definitions
+                    .correlation_keys
+                    .extend(collaboration_keys(child)),
+                "correlationKey" => definitions.correlation_keys.push(correlation_key(child)),
                 _ => {} // itemDefinition, dataStore, interface, escalation, ...: not executable
             }
         }
-        Ok(defs)
+        Ok(definitions)
     }
 
     fn message(&self, node: Node) -> Result<MessageSpec, ModelError> {

@@ -110,7 +110,7 @@ impl Parser<'_> {
         let target = nonempty_attr(node, "targetRef")
             .ok_or_else(|| self.err(Some(&id), "sequence flow without targetRef"))?;
         let condition = match bpmn_child(node, "conditionExpression").and_then(nonempty_text) {
-            Some(source) => Some(self.expr(&id, "condition", &source)?),
+            Some(expression) => Some(self.expr(&id, "condition", &expression)?),
             None => None,
         };
         Ok(FlowSpec {
