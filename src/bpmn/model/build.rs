@@ -1,0 +1,117 @@
+//! `build_model`: the phases that turn the files of one process model into a `ModelSpec`.
+use super::processes::{resolve_processes, Processes};
+use super::shared::{merge_correlation_keys, merge_correlation_properties, SharedDefinitions};
+use crate::bpmn::*;
+
+/// A process model = several files; merges them, resolves and validates cross references.
+///
+/// Files are taken in file-name order. Messages, errors and signals are shared by all files
+/// of the model (the same id defined twice must agree); a process id must be unique in the
+/// model; correlation properties with the same id are merged. Processes with no flow node at
+/// all (empty pools) are skipped.
+pub fn build_model(
+    files: &[(String, String)],
+    primary_process_id: Option<&str>,
+) -> Result<ModelSpec, ModelError> {
+    let definitions = parse_in_name_order(files)?;
+    let shared = SharedDefinitions::merge(&definitions)?;
+    let correlation_properties = merge_correlation_properties(&definitions, &shared.messages)?;
+    let correlation_keys = merge_correlation_keys(&definitions);
+    let processes = resolve_processes(&definitions, &shared)?;
+    let message_starts = message_starts(&processes)?;
+    let first_file = &definitions[0].file;
+    let primary_process_id = primary_process(primary_process_id, &processes, first_file)?;
+    Ok(ModelSpec {
+        processes: processes.by_id,
+        primary_process_id,
+        messages: shared.messages,
+        errors: shared.errors,
+        signals: shared.signals,
+        correlation_properties,
+        correlation_keys,
+        message_starts,
+        files: definitions.iter().map(|d| d.file.clone()).collect(),
+    })
+}
+
+/// Name order makes the result independent of the order the files were uploaded in.
+fn parse_in_name_order(files: &[(String, String)]) -> Result<Vec<Definitions>, ModelError> {
+    if files.is_empty() {
+        return Err(ModelError::new(
+            "",
+            None,
+            "a process model needs at least one .bpmn file",
+        ));
+    }
+    let mut sorted: Vec<&(String, String)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted
+        .into_iter()
+        .map(|(name, xml)| parse_file(name, xml))
+        .collect()
+}
+
+/// A message name starts at most one process: an incoming message must say unambiguously
+/// what to start.
+fn message_starts(processes: &Processes) -> Result<Vec<MessageStart>, ModelError> {
+    let mut starts: Vec<MessageStart> = vec![];
+    for process_id in &processes.order {
+        let process = &processes.by_id[process_id];
+        for start_event_id in &process.start_events {
+            let ElementKind::StartEvent {
+                message: Some(catch),
+            } = &process.elements[start_event_id].kind
+            else {
+                continue;
+            };
+            if let Some(first) = starts.iter().find(|s| s.message_name == catch.message_name) {
+                return Err(ModelError::new(
+                    &process.file,
+                    Some(start_event_id),
+                    format!(
+                        "message '{}' already starts process '{}' (start event '{}'); one start event per message name",
+                        catch.message_name, first.process_id, first.start_event_id
+                    ),
+                ));
+            }
+            starts.push(MessageStart {
+                message_name: catch.message_name.clone(),
+                process_id: process_id.clone(),
+                start_event_id: start_event_id.clone(),
+            });
+        }
+    }
+    Ok(starts)
+}
+
+/// The one asked for; else the first process (file order) that a plain start can start,
+/// i.e. with a none start event; else the first process.
+fn primary_process(
+    asked: Option<&str>,
+    processes: &Processes,
+    first_file: &str,
+) -> Result<String, ModelError> {
+    if let Some(id) = asked {
+        if !processes.by_id.contains_key(id) {
+            return Err(ModelError::new(
+                first_file,
+                None,
+                format!("primary process '{id}' is not defined in the model's files"),
+            ));
+        }
+        return Ok(id.to_string());
+    }
+    let has_none_start = |process: &ProcessSpec| {
+        process.start_events.iter().any(|s| {
+            matches!(
+                process.elements[s].kind,
+                ElementKind::StartEvent { message: None }
+            )
+        })
+    };
+    let first_startable = processes
+        .order
+        .iter()
+        .find(|id| has_none_start(&processes.by_id[id.as_str()]));
+    Ok(first_startable.unwrap_or(&processes.order[0]).clone())
+}

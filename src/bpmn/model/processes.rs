@@ -1,0 +1,141 @@
+//! The processes of a model: each process id once, and every reference of its elements
+//! (messageRef, errorRef, signalRef) resolved against the definitions all files share.
+use super::shared::SharedDefinitions;
+use crate::bpmn::*;
+
+/// The model's processes by id, and their ids in file order then document order.
+pub(super) struct Processes {
+    pub(super) by_id: BTreeMap<String, ProcessSpec>,
+    pub(super) order: Vec<String>,
+}
+
+/// Processes with no flow node at all (empty pools of a collaboration) are skipped.
+pub(super) fn resolve_processes(
+    files: &[Definitions],
+    shared: &SharedDefinitions,
+) -> Result<Processes, ModelError> {
+    let mut processes = Processes {
+        by_id: BTreeMap::new(),
+        order: vec![],
+    };
+    for file in files {
+        for process in file.processes.iter().filter(|p| !p.elements.is_empty()) {
+            if let Some(first) = processes.by_id.get(&process.id) {
+                return Err(ModelError::new(
+                    &file.file,
+                    Some(&process.id),
+                    format!(
+                        "process id '{}' is also defined in {}",
+                        process.id, first.file
+                    ),
+                ));
+            }
+            let mut process = process.clone();
+            resolve_process(&mut process, shared)?;
+            processes.order.push(process.id.clone());
+            processes.by_id.insert(process.id.clone(), process);
+        }
+    }
+    if processes.by_id.is_empty() {
+        return Err(ModelError::new(
+            &files[0].file,
+            None,
+            "the model has no process with flow nodes",
+        ));
+    }
+    Ok(processes)
+}
+
+/// Fills in the names (and error codes) the parser left empty, in element id order.
+fn resolve_process(
+    process: &mut ProcessSpec,
+    shared: &SharedDefinitions,
+) -> Result<(), ModelError> {
+    let resolver = Resolver {
+        file: &process.file,
+        shared,
+    };
+    for element in process.elements.values_mut() {
+        resolver.resolve_element(element)?;
+    }
+    Ok(())
+}
+
+/// Looks references of one file's elements up; errors name that file and the element.
+struct Resolver<'a> {
+    file: &'a str,
+    shared: &'a SharedDefinitions,
+}
+
+impl Resolver<'_> {
+    fn resolve_element(&self, element: &mut ElementSpec) -> Result<(), ModelError> {
+        let id = element.id.as_str();
+        match &mut element.kind {
+            ElementKind::StartEvent {
+                message: Some(catch),
+            }
+            | ElementKind::MessageCatch(catch) => {
+                catch.message_name = self.message_name(id, &catch.message_ref)?;
+            }
+            ElementKind::MessageThrow(throw) | ElementKind::EndEvent(EndKind::Message(throw)) => {
+                throw.message_name = self.message_name(id, &throw.message_ref)?;
+            }
+            ElementKind::EndEvent(EndKind::Error(error)) => self.resolve_error(id, error)?,
+            ElementKind::Boundary(boundary) => match &mut boundary.trigger {
+                BoundaryTrigger::Error(error) => self.resolve_error(id, error)?,
+                BoundaryTrigger::Message(catch) => {
+                    catch.message_name = self.message_name(id, &catch.message_ref)?;
+                }
+                BoundaryTrigger::Signal {
+                    signal_ref,
+                    signal_name,
+                } => *signal_name = self.signal_name(id, signal_ref)?,
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn message_name(&self, element_id: &str, message_ref: &str) -> Result<String, ModelError> {
+        let Some(message) = self.shared.messages.get(message_ref) else {
+            return Err(ModelError::new(
+                self.file,
+                Some(element_id),
+                format!("messageRef '{message_ref}' is not a bpmn:message of this model"),
+            ));
+        };
+        Ok(message.name.clone())
+    }
+
+    /// Without an errorRef (catch-all) there is nothing to resolve. The `bpmn:error`'s
+    /// variable, when it has one, wins over the event definition's.
+    fn resolve_error(&self, element_id: &str, error: &mut ErrorRef) -> Result<(), ModelError> {
+        let Some(error_ref) = &error.error_ref else {
+            return Ok(());
+        };
+        let Some(spec) = self.shared.errors.get(error_ref) else {
+            return Err(ModelError::new(
+                self.file,
+                Some(element_id),
+                format!("errorRef '{error_ref}' is not a bpmn:error of this model"),
+            ));
+        };
+        error.error_code = spec.error_code.clone();
+        error.error_name = spec.name.clone();
+        if spec.variable.is_some() {
+            error.variable = spec.variable.clone();
+        }
+        Ok(())
+    }
+
+    fn signal_name(&self, element_id: &str, signal_ref: &str) -> Result<String, ModelError> {
+        let Some(signal) = self.shared.signals.get(signal_ref) else {
+            return Err(ModelError::new(
+                self.file,
+                Some(element_id),
+                format!("signalRef '{signal_ref}' is not a bpmn:signal of this model"),
+            ));
+        };
+        Ok(signal.name.clone())
+    }
+}

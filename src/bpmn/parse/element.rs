@@ -1,0 +1,122 @@
+//! What every flow node has (id, name, scripts, default flow), and which element family
+//! reads the rest of it: events, tasks, gateways, subprocesses.
+use super::nodes::{bpmn_children, nonempty_attr, spiff_ext};
+use super::*;
+
+impl Parser<'_> {
+    /// One flow node; `parent` is the enclosing embedded subprocess. Flows and boundary
+    /// events are added to it later, by `links`.
+    pub(super) fn element(
+        &self,
+        node: Node,
+        parent: Option<&str>,
+    ) -> Result<ElementSpec, ModelError> {
+        let id = self.required_id(node)?;
+        let element_type = node.tag_name().name().to_string();
+        self.refuse_loops_and_compensation(node, &id)?;
+        let pre_script = self.opt_script(&id, "preScript", spiff_ext(node, "preScript").next())?;
+        let post_script =
+            self.opt_script(&id, "postScript", spiff_ext(node, "postScript").next())?;
+        let kind = self.kind(node, &id, &element_type)?;
+        Ok(ElementSpec {
+            name: nonempty_attr(node, "name"),
+            element_type,
+            kind,
+            parent: parent.map(str::to_string),
+            incoming: vec![],
+            outgoing: vec![],
+            default_flow: nonempty_attr(node, "default"),
+            boundaries: vec![],
+            pre_script,
+            post_script,
+            id,
+        })
+    }
+
+    fn refuse_loops_and_compensation(&self, node: Node, id: &str) -> Result<(), ModelError> {
+        for child in bpmn_children(node) {
+            let name = child.tag_name().name();
+            if name == "multiInstanceLoopCharacteristics" || name == "standardLoopCharacteristics" {
+                return Err(self.err(
+                    Some(id),
+                    format!("loops and multi-instance activities (bpmn:{name}) are not supported"),
+                ));
+            }
+        }
+        if node.attribute("isForCompensation") == Some("true") {
+            return Err(self.err(Some(id), "compensation activities are not supported"));
+        }
+        Ok(())
+    }
+
+    fn kind(&self, node: Node, id: &str, element_type: &str) -> Result<ElementKind, ModelError> {
+        let definition = self.event_definition(node, id)?;
+        match element_type {
+            "startEvent" => self.start_event(node, id, definition),
+            "endEvent" => self.end_event(node, id, definition),
+            "intermediateThrowEvent" => self.intermediate_throw_event(node, id, definition),
+            "intermediateCatchEvent" => self.intermediate_catch_event(node, id, definition),
+            "boundaryEvent" => self.boundary_event(node, id, definition),
+            // Only events have event definitions.
+            _ if definition.is_present() => {
+                Err(self.unsupported_definition(id, element_type, definition))
+            }
+            _ => self.activity_or_gateway(node, id, element_type),
+        }
+    }
+
+    fn activity_or_gateway(
+        &self,
+        node: Node,
+        id: &str,
+        element_type: &str,
+    ) -> Result<ElementKind, ModelError> {
+        Ok(match element_type {
+            "task" => ElementKind::PassThrough,
+            "scriptTask" => self.script_task(node, id)?,
+            "userTask" => ElementKind::UserTask,
+            "manualTask" => ElementKind::ManualTask,
+            "serviceTask" => ElementKind::ServiceTask(self.service_task(node, id)?),
+            "sendTask" => ElementKind::MessageThrow(self.message_throw(node, node, id)?),
+            "receiveTask" => ElementKind::MessageCatch(self.message_catch(node, node, id)?),
+            "exclusiveGateway" => ElementKind::ExclusiveGateway,
+            "parallelGateway" => ElementKind::ParallelGateway,
+            "subProcess" => self.subprocess(node, id)?,
+            _ => return Err(self.err(Some(id), unsupported_reason(element_type))),
+        })
+    }
+}
+
+/// Why an element is refused, for elements the engine does not run at all.
+pub(super) fn unsupported_reason(name: &str) -> String {
+    let what = match name {
+        "callActivity" => "call activities are not supported",
+        "inclusiveGateway" => "inclusive gateways are not supported",
+        "eventBasedGateway" => "event-based gateways are not supported",
+        "complexGateway" => "complex gateways are not supported",
+        "businessRuleTask" => "business rule (DMN) tasks are not supported",
+        "transaction" => "transactions are not supported",
+        "adHocSubProcess" => "ad-hoc subprocesses are not supported",
+        _ => "",
+    };
+    if what.is_empty() {
+        format!("bpmn:{name} is not supported by this engine")
+    } else {
+        format!("bpmn:{name}: {what}")
+    }
+}
+
+/// What a boundary event can be attached to.
+pub(super) fn is_activity(element_type: &str) -> bool {
+    matches!(
+        element_type,
+        "task"
+            | "scriptTask"
+            | "userTask"
+            | "manualTask"
+            | "serviceTask"
+            | "sendTask"
+            | "receiveTask"
+            | "subProcess"
+    )
+}

@@ -1,0 +1,152 @@
+//! A `bpmn:process`: walk it and its embedded subprocesses, then link what was found.
+//!
+//! The walk collects elements and sequence flows of every container (process or embedded
+//! subprocess) into one flat map; links between them are checked only afterwards (`links`),
+//! because a flow may name an element that comes later in the document.
+use super::element::unsupported_reason;
+use super::nodes::{bpmn_child, bpmn_children, nonempty_attr, nonempty_text};
+use super::*;
+
+/// Flow nodes the engine runs.
+const FLOW_NODES: &[&str] = &[
+    "startEvent",
+    "endEvent",
+    "intermediateThrowEvent",
+    "intermediateCatchEvent",
+    "boundaryEvent",
+    "task",
+    "scriptTask",
+    "userTask",
+    "manualTask",
+    "serviceTask",
+    "sendTask",
+    "receiveTask",
+    "exclusiveGateway",
+    "parallelGateway",
+    "subProcess",
+];
+
+/// BPMN children of a process/subprocess that carry no execution semantics here.
+const IGNORED_IN_PROCESS: &[&str] = &[
+    "laneSet",
+    "textAnnotation",
+    "association",
+    "documentation",
+    "dataObject",
+    "dataObjectReference",
+    "dataStoreReference",
+    "extensionElements",
+    "ioSpecification",
+    "property",
+    "group",
+    "category",
+    "auditing",
+    "monitoring",
+    "correlationSubscription",
+    // a subprocess's own children that are not flow elements
+    "incoming",
+    "outgoing",
+    "dataInputAssociation",
+    "dataOutputAssociation",
+];
+
+/// Everything collected while walking one process.
+#[derive(Default)]
+pub(super) struct ProcessContents {
+    pub(super) elements: BTreeMap<String, ElementSpec>,
+    /// (flow, container subprocess id), document order.
+    pub(super) flows: Vec<(FlowSpec, Option<String>)>,
+    /// Start events by container (None = process level), document order.
+    pub(super) starts: BTreeMap<Option<String>, Vec<String>>,
+    /// Element ids in document order (for boundary resolution order).
+    pub(super) order: Vec<String>,
+}
+
+impl Parser<'_> {
+    pub(super) fn process(&self, node: Node) -> Result<ProcessSpec, ModelError> {
+        let id = self.required_id(node)?;
+        let mut contents = ProcessContents::default();
+        self.walk_container(node, None, &mut contents)?;
+        let flows = self.link_flows(&mut contents)?;
+        self.check_defaults_and_attach_boundaries(&mut contents)?;
+        let start_events = self.assign_start_events(&id, &mut contents)?;
+        Ok(ProcessSpec {
+            name: nonempty_attr(node, "name"),
+            file: self.file.to_string(),
+            is_executable: node.attribute("isExecutable") != Some("false"),
+            elements: contents.elements,
+            flows,
+            start_events,
+            id,
+        })
+    }
+
+    /// Walk the children of a process or subprocess (`parent`: the subprocess id).
+    fn walk_container(
+        &self,
+        container: Node,
+        parent: Option<&str>,
+        contents: &mut ProcessContents,
+    ) -> Result<(), ModelError> {
+        for child in bpmn_children(container) {
+            let name = child.tag_name().name();
+            if name == "sequenceFlow" {
+                let flow = self.sequence_flow(child)?;
+                contents.flows.push((flow, parent.map(str::to_string)));
+            } else if FLOW_NODES.contains(&name) {
+                self.add_flow_node(child, parent, contents)?;
+            } else if !IGNORED_IN_PROCESS.contains(&name) {
+                let id = nonempty_attr(child, "id");
+                return Err(self.err(id.as_deref(), unsupported_reason(name)));
+            }
+        }
+        Ok(())
+    }
+
+    fn sequence_flow(&self, node: Node) -> Result<FlowSpec, ModelError> {
+        let id = self.required_id(node)?;
+        let source = nonempty_attr(node, "sourceRef")
+            .ok_or_else(|| self.err(Some(&id), "sequence flow without sourceRef"))?;
+        let target = nonempty_attr(node, "targetRef")
+            .ok_or_else(|| self.err(Some(&id), "sequence flow without targetRef"))?;
+        let condition = match bpmn_child(node, "conditionExpression").and_then(nonempty_text) {
+            Some(expression) => Some(self.expr(&id, "condition", &expression)?),
+            None => None,
+        };
+        Ok(FlowSpec {
+            name: nonempty_attr(node, "name"),
+            id,
+            source,
+            target,
+            condition,
+        })
+    }
+
+    /// Reads one flow node; a subprocess is walked right after it, so that document order
+    /// (`contents.order`) has a subprocess before its children.
+    fn add_flow_node(
+        &self,
+        node: Node,
+        parent: Option<&str>,
+        contents: &mut ProcessContents,
+    ) -> Result<(), ModelError> {
+        let element = self.element(node, parent)?;
+        let id = element.id.clone();
+        if matches!(element.kind, ElementKind::StartEvent { .. }) {
+            contents
+                .starts
+                .entry(parent.map(str::to_string))
+                .or_default()
+                .push(id.clone());
+        }
+        let is_subprocess = matches!(element.kind, ElementKind::SubProcess { .. });
+        if contents.elements.insert(id.clone(), element).is_some() {
+            return Err(self.err(Some(&id), "duplicate element id"));
+        }
+        contents.order.push(id.clone());
+        if is_subprocess {
+            self.walk_container(node, Some(&id), contents)?;
+        }
+        Ok(())
+    }
+}
