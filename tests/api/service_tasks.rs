@@ -968,7 +968,7 @@ async fn driven_app(proxy: &FakeProxy) -> TestApp {
 
 #[tokio::test]
 async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetched_again() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_once;
+    use workflow_backend::workers::connector_dispatcher::dispatch_due_once;
     for (case, answer_body) in [
         (
             "NUL in the result",
@@ -980,7 +980,7 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
         let app = driven_app(&proxy).await;
         proxy.answer(200, answer_body);
         let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-        let round = dispatch_once(&app.state).await;
+        let round = dispatch_due_once(&app.state).await;
         assert_eq!(
             (round.claimed, round.failed, round.panicked),
             (1, 0, 0),
@@ -992,7 +992,7 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
         assert!(cause.contains("cannot be stored"), "{case}: {cause}");
         assert_eq!(task_state(&shown, "call"), "ERROR", "{case}");
         // nothing is due any more: the proxy is not called again
-        assert_eq!(dispatch_once(&app.state).await.claimed, 0, "{case}");
+        assert_eq!(dispatch_due_once(&app.state).await.claimed, 0, "{case}");
         assert_eq!(proxy.calls().len(), 1, "{case}");
     }
     // NUL in the logs and in a structured error: stored readable, the error boundary catches it
@@ -1007,7 +1007,7 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
         }),
     );
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    dispatch_once(&app.state).await;
+    dispatch_due_once(&app.state).await;
     let shown = show(&app, id).await;
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(task_state(&shown, "caught"), "COMPLETED");
@@ -1021,7 +1021,7 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
 
 #[tokio::test]
 async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_once;
+    use workflow_backend::workers::connector_dispatcher::dispatch_due_once;
     let proxy = FakeProxy::start();
     let app = driven_app(&proxy).await;
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
@@ -1030,7 +1030,7 @@ async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
         .execute(&app.pool)
         .await
         .unwrap();
-    let round = dispatch_once(&app.state).await;
+    let round = dispatch_due_once(&app.state).await;
     assert_eq!(round.claimed, 1);
     assert!(proxy.calls().is_empty(), "the proxy was called again");
     let shown = show(&app, id).await;
@@ -1042,17 +1042,19 @@ async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
             .contains("3 times without its answer being recorded"),
         "{shown}"
     );
-    assert_eq!(dispatch_once(&app.state).await.claimed, 0);
+    assert_eq!(dispatch_due_once(&app.state).await.claimed, 0);
 }
 
 #[tokio::test]
 async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
-    use workflow_backend::workers::connector_dispatcher::{dispatch_once, dispatch_once_with};
+    use workflow_backend::workers::connector_dispatcher::{
+        dispatch_due_once, dispatch_due_once_with,
+    };
     let proxy = FakeProxy::start();
     let app = driven_app(&proxy).await;
     proxy.answer(200, envelope(json!({"echo": "x"}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let round = dispatch_once_with(&app.state, |_job| async {
+    let round = dispatch_due_once_with(&app.state, |_job| async {
         panic!("injected failure");
     })
     .await;
@@ -1063,7 +1065,7 @@ async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
         .unwrap();
     assert_eq!(leases, 1, "the panicked attempt counts");
     // the job was given back: the next round runs it
-    let round = dispatch_once(&app.state).await;
+    let round = dispatch_due_once(&app.state).await;
     assert_eq!((round.claimed, round.failed, round.panicked), (1, 0, 0));
     let shown = show(&app, id).await;
     assert_eq!(shown["status"], "complete", "{shown}");
@@ -1072,12 +1074,12 @@ async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
 
 #[tokio::test]
 async fn a_callback_body_that_cannot_be_stored_is_refused_and_the_task_still_waits() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_once;
+    use workflow_backend::workers::connector_dispatcher::dispatch_due_once;
     let proxy = FakeProxy::start();
     let app = driven_app(&proxy).await;
     proxy.answer(202, envelope(json!({}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    dispatch_once(&app.state).await;
+    dispatch_due_once(&app.state).await;
     let guid = proxy.calls()[0].body["wf__task_id"]
         .as_str()
         .unwrap()
