@@ -432,6 +432,7 @@ async fn wait_until_blocked_by<T>(
             std::time::Instant::now() < deadline,
             "nothing waited for the lock of backend {holder} within 10 s"
         );
+        // poll interval of the condition above (bounded by the deadline)
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -258,6 +258,7 @@ async fn dispatch_when_due(app: &TestApp) {
             std::time::Instant::now() < deadline,
             "the scheduled retry did not come due within 10 s"
         );
+        // poll interval while the backoff runs (bounded by the deadline)
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
