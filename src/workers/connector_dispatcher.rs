@@ -3,8 +3,8 @@
 //!
 //! Each job runs in its own tokio task, so a panic in one is caught: it is logged with the
 //! job, the job is given back (its lease still counts towards
-//! [`service_tasks::MAX_LEASES`]), and the loop goes on. [`dispatch_once`] is one round, for
-//! tests to drive.
+//! [`service_tasks::MAX_LEASES`]), and the loop goes on. [`dispatch_due_once`] is one round,
+//! for tests to drive.
 
 use crate::services::service_tasks;
 use crate::startup::AppState;
@@ -32,7 +32,7 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
         if *shutdown.borrow() {
             return;
         }
-        let round = dispatch_once(&state).await;
+        let round = dispatch_due_once(&state).await;
         if round.claimed == 0 {
             tokio::select! {
                 _ = tokio::time::sleep(POLL_INTERVAL) => {}
@@ -42,18 +42,23 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
     }
 }
 
-/// Claims due jobs and runs them to the end.
-pub async fn dispatch_once(state: &web::Data<AppState>) -> Round {
+/// One round of the dispatcher: claims the jobs due now (up to a batch) and runs each to the
+/// end (prepare, call, apply), so that when it returns every claimed job's outcome is recorded.
+///
+/// It is the round the worker loop ([`run`]) repeats; tests spawn the server with
+/// `run_workers = false` and call it directly instead of waiting for the loop.
+pub async fn dispatch_due_once(state: &web::Data<AppState>) -> Round {
     let runner_state = state.clone();
-    dispatch_once_with(state, move |job| {
+    dispatch_due_once_with(state, move |job| {
         let state = runner_state.clone();
         async move { service_tasks::run_job(&state.service_tasks(), &job).await }
     })
     .await
 }
 
-/// [`dispatch_once`] with another way to run a job (tests inject a failing one).
-pub async fn dispatch_once_with<F, Fut>(state: &web::Data<AppState>, run_job: F) -> Round
+/// [`dispatch_due_once`] with another way to run a job: the same one-shot round, for tests that
+/// inject a failing or panicking job runner.
+pub async fn dispatch_due_once_with<F, Fut>(state: &web::Data<AppState>, run_job: F) -> Round
 where
     F: Fn(Job) -> Fut,
     Fut: Future<Output = crate::services::Result<()>> + Send + 'static,

@@ -4,7 +4,7 @@
 //!
 //! It sleeps until the next expiry (or a wake-up when a message is buffered on this replica,
 //! or [`MAX_SLEEP`] for messages buffered on another), and each sweep is an index range scan
-//! bounded to [`SWEEP_BATCH`] rows. [`sweep_once`] is one sweep, for tests to drive.
+//! bounded to [`SWEEP_BATCH`] rows. [`expire_due_once`] is one sweep, for tests to drive.
 
 use crate::store;
 use chrono::Utc;
@@ -33,7 +33,7 @@ pub async fn run(pool: PgPool, buffered: Arc<Notify>, mut shutdown: watch::Recei
         if *shutdown.borrow() {
             return;
         }
-        let pause = match sweep_once(&pool, Utc::now()).await {
+        let pause = match expire_due_once(&pool, Utc::now()).await {
             Ok(sweep) if sweep.expired as i64 >= SWEEP_BATCH => Duration::ZERO,
             // a deadline already past (it passed during the sweep, or its row was locked by
             // a delivery): look again shortly
@@ -59,8 +59,13 @@ pub async fn run(pool: PgPool, buffered: Arc<Notify>, mut shutdown: watch::Recei
     }
 }
 
-/// Marks up to [`SWEEP_BATCH`] messages expired as of `now`, and says when the next one is due.
-pub async fn sweep_once(pool: &PgPool, now: chrono::DateTime<Utc>) -> sqlx::Result<Sweep> {
+/// One sweep: marks up to [`SWEEP_BATCH`] buffered messages expired as of `now` and says when
+/// the next one is due.
+///
+/// It is the sweep the worker loop ([`run`]) repeats with the wall clock; tests spawn the server
+/// with `run_workers = false` and call it directly, with the `now` they need, instead of waiting
+/// for the loop.
+pub async fn expire_due_once(pool: &PgPool, now: chrono::DateTime<Utc>) -> sqlx::Result<Sweep> {
     let mut conn = pool.acquire().await?;
     let expired = store::messages::expire_due(&mut conn, now, SWEEP_BATCH).await?;
     if expired > 0 {

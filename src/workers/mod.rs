@@ -1,6 +1,10 @@
-//! Background loops (service-task dispatcher, retry scheduler, buffer expiry), one module each.
+//! Background loops (connector dispatcher, which also runs retries when they come due, and
+//! buffered-message expiry), one module each.
 //!
-//! Each worker is a tokio task that stops when `shutdown` turns `true`, e.g.
+//! Each worker repeats a public one-shot round
+//! ([`connector_dispatcher::dispatch_due_once`], [`message_expiry::expire_due_once`]) that
+//! tests call directly, with the server's workers off, instead of waiting for the loop. Each
+//! is a tokio task that stops when `shutdown` turns `true`, e.g.
 //!
 //! ```ignore
 //! loop {

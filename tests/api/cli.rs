@@ -196,6 +196,7 @@ async fn sigterm_stops_the_server_gracefully() {
             started.elapsed() < Duration::from_secs(60),
             "the server did not start"
         );
+        // poll interval of a condition (the child answers) bounded by the deadline above
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
@@ -213,6 +214,7 @@ async fn sigterm_stops_the_server_gracefully() {
             stopping.elapsed() < Duration::from_secs(20),
             "the server did not stop"
         );
+        // poll interval of a condition (the child exited) bounded by the deadline above
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let output = child.wait_with_output().unwrap();

@@ -561,7 +561,7 @@ async fn paths_must_be_utf8_and_names_plain() {
 
 #[tokio::test]
 async fn expired_buffered_messages_are_swept_in_bounded_steps_with_an_injected_clock() {
-    use workflow_backend::workers::message_expiry::sweep_once;
+    use workflow_backend::workers::message_expiry::expire_due_once;
     let app = spawn_app_with(|s| s.run_workers = false).await;
     for i in 0..3 {
         let uuid = uuid::Uuid::new_v4().to_string();
@@ -578,7 +578,7 @@ async fn expired_buffered_messages_are_swept_in_bounded_steps_with_an_injected_c
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     }
     let now = chrono::Utc::now();
-    let sweep = sweep_once(&app.state.pool, now).await.unwrap();
+    let sweep = expire_due_once(&app.state.pool, now).await.unwrap();
     assert_eq!(sweep.expired, 0);
     let next = sweep.next_expiry.expect("three are buffered");
     assert!(
@@ -586,7 +586,7 @@ async fn expired_buffered_messages_are_swept_in_bounded_steps_with_an_injected_c
         "{next}"
     );
     // 15 s later, the first has expired and the next is due at ~20 s
-    let sweep = sweep_once(&app.state.pool, now + chrono::Duration::seconds(15))
+    let sweep = expire_due_once(&app.state.pool, now + chrono::Duration::seconds(15))
         .await
         .unwrap();
     assert_eq!(sweep.expired, 1);
@@ -594,7 +594,7 @@ async fn expired_buffered_messages_are_swept_in_bounded_steps_with_an_injected_c
     let cancelled = messages(&app, "status=cancelled").await;
     assert_eq!(cancelled.len(), 1);
     assert_eq!(cancelled[0]["failure_cause"], "expired");
-    let sweep = sweep_once(&app.state.pool, now + chrono::Duration::seconds(60))
+    let sweep = expire_due_once(&app.state.pool, now + chrono::Duration::seconds(60))
         .await
         .unwrap();
     assert_eq!((sweep.expired, sweep.next_expiry), (2, None));

@@ -1,3 +1,6 @@
+//! Liveness, readiness (with and without a database), the metrics endpoint, and the test
+//! harness's own promise of one migrated database per test app.
+
 use reqwest::header::CONTENT_TYPE;
 use reqwest::StatusCode;
 use serde_json::{json, Value};

@@ -256,26 +256,43 @@ async fn a_buffered_message_that_does_not_match_stays_buffered() {
 
 #[tokio::test]
 async fn an_expired_message_is_never_delivered_and_replays_as_cancelled() {
-    let app = spawn_app().await;
+    use workflow_backend::workers::message_expiry::expire_due_once;
+    // no sweeper in the background: the test moves the expiry into the past and sweeps itself
+    let app = spawn_app_with(|s| s.run_workers = false).await;
     orders(&app).await;
-    let uuid = uuid::Uuid::new_v4().to_string();
+    let uuid = uuid::Uuid::new_v4();
+    let uuid_text = uuid.to_string();
     let query = [
-        ("time_to_live_in_seconds", "1"),
-        ("message_instance_uuid", uuid.as_str()),
+        ("time_to_live_in_seconds", "60"),
+        ("message_instance_uuid", uuid_text.as_str()),
     ];
     let (status, _) = send(&app, "paid", &json!({"order_id": 5}), &query).await;
     assert_eq!(status, StatusCode::ACCEPTED);
 
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    // its time to live runs out: expires_at moves just behind the database's clock, which is
+    // the clock delivery compares it with (`expires_at > clock_timestamp()`)
+    let expires_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "UPDATE message_instances SET expires_at = clock_timestamp() - interval '1 second' \
+         WHERE message_instance_uuid = $1 RETURNING expires_at",
+    )
+    .bind(uuid)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+
     // past expires_at: a matching receiver must not get it, sweeper or not
     let (_, started) = send(&app, "placed", &json!({"order_id": 5}), &[]).await;
     assert_eq!(
         started["process_instance"]["status"], "waiting",
         "{started}"
     );
+    // nothing swept it yet: the delivery itself refused the expired message
+    let sent = messages(&app, "name=paid&message_type=send").await;
+    assert_eq!(sent[0]["status"], "ready", "{sent:?}");
 
-    // the sweeper marks it within a second of expiry
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // the sweep as of its expiry marks it, and nothing else is buffered
+    let sweep = expire_due_once(&app.pool, expires_at).await.unwrap();
+    assert_eq!((sweep.expired, sweep.next_expiry), (1, None));
     let sent = messages(&app, "name=paid&message_type=send").await;
     assert_eq!(sent[0]["status"], "cancelled", "{sent:?}");
 
@@ -385,6 +402,41 @@ async fn concurrent_requests_with_one_uuid_deliver_once_and_answer_alike() {
     assert_eq!(messages(&app, "name=paid&message_type=send").await.len(), 1);
 }
 
+/// Returns once a backend of the test's database waits for a lock that the backend `holder`
+/// holds. A condition poll with a deadline (not a sleep standing in for the wait): it fails if
+/// `pending` finishes first (it did not wait) or if nothing waits within 10 s.
+async fn wait_until_blocked_by<T>(
+    app: &TestApp,
+    holder: i32,
+    pending: &tokio::task::JoinHandle<T>,
+) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let blocked: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity \
+                            WHERE datname = current_database() \
+                              AND $1 = ANY (pg_blocking_pids(pid)))",
+        )
+        .bind(holder)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if blocked {
+            return;
+        }
+        assert!(
+            !pending.is_finished(),
+            "the message did not wait for the locked receiver"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing waited for the lock of backend {holder} within 10 s"
+        );
+        // poll interval of the condition above (bounded by the deadline)
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_message_for_a_locked_instance_waits_for_the_lock_and_is_delivered() {
     let app = spawn_app().await;
@@ -397,6 +449,10 @@ async fn a_message_for_a_locked_instance_waits_for_the_lock_and_is_delivered() {
     sqlx::query("SELECT id FROM process_instances WHERE id = $1 FOR UPDATE")
         .bind(id)
         .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let holder: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *blocker)
         .await
         .unwrap();
 
@@ -415,7 +471,8 @@ async fn a_message_for_a_locked_instance_waits_for_the_lock_and_is_delivered() {
             (response.status(), response.json::<Value>().await.unwrap())
         }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // the request is seen waiting on the blocker's lock, not just assumed to have reached it
+    wait_until_blocked_by(&app, holder, &pending).await;
     assert!(
         !pending.is_finished(),
         "the message did not wait for the locked receiver"

@@ -1,5 +1,9 @@
 //! Service tasks through a real fake connector proxy (an HTTP server on 127.0.0.1 that the
 //! test scripts), and the authenticated callback.
+//!
+//! No background worker runs: each test drives the connector dispatcher itself, one round at a
+//! time ([`dispatch`]), so that what the proxy answered is applied when the round returns and
+//! the test looks at the instance then, instead of polling it while a worker races.
 
 use crate::domain::*;
 use crate::helpers::{spawn_app_with, TestApp};
@@ -10,6 +14,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use workflow_backend::workers::connector_dispatcher::{dispatch_due_once, Round};
 
 /// A request as the fake proxy received it.
 #[derive(Debug, Clone)]
@@ -90,6 +95,7 @@ async fn fake_proxy_handler(
             .unwrap_or_else(|| answer(500, json!({})));
         (answer, script.engine_address.clone())
     };
+    // a slow proxy, simulated: the peer takes its time (nothing in the test waits on this)
     tokio::time::sleep(answer.delay).await;
     if let Some(envelope) = &answer.callback_first {
         let url = received.body["wf__callback_url"].as_str().unwrap_or("");
@@ -184,12 +190,15 @@ fn service_model(retries: &str) -> String {
     ))
 }
 
+/// A server on `proxy` (workers off, see [`spawn_with_proxy`]) with the echo model uploaded.
 async fn app_with_proxy(proxy: &FakeProxy, retries: &str) -> TestApp {
     let app = spawn_with_proxy(proxy, Some("proxy-key"), |_| {}).await;
     upload_ok(&app, "svc/echo", "svc.bpmn", &service_model(retries)).await;
     app
 }
 
+/// A server pointed at `proxy` whose background workers do not run: a service task's call is
+/// made when the test runs a dispatcher round, never behind its back.
 async fn spawn_with_proxy(
     proxy: &FakeProxy,
     api_key: Option<&str>,
@@ -200,6 +209,7 @@ async fn spawn_with_proxy(
     let app = spawn_app_with(move |s| {
         s.connector_proxy_url = Some(url);
         s.connector_proxy_api_key = api_key;
+        s.run_workers = false;
         customise(s);
     })
     .await;
@@ -207,15 +217,67 @@ async fn spawn_with_proxy(
     app
 }
 
-async fn wait_for(app: &TestApp, id: i64, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..100 {
-        let shown = show(app, id).await;
-        if done(&shown) {
-            return shown;
+/// One dispatcher round, which must take `claimed` due jobs and run each to its recorded
+/// outcome (none failing or panicking). When it returns, the proxy has answered every call of
+/// the round and each answer is applied.
+async fn dispatch(app: &TestApp, claimed: usize) {
+    let round = dispatch_due_once(&app.state).await;
+    let expected = Round {
+        claimed,
+        failed: 0,
+        panicked: 0,
+    };
+    assert_eq!(round, expected, "the dispatcher round");
+}
+
+/// Runs dispatcher rounds until the one scheduled job (a retry waiting out its backoff) comes
+/// due, and checks the round that ran it as [`dispatch`] does; earlier rounds take nothing.
+///
+/// A condition poll with a deadline, not a wait for a background effect: the backoff is time
+/// that has to pass on the database's clock, and the test itself runs every round. It fails
+/// if no job is scheduled, or if none comes due within 10 s.
+async fn dispatch_when_due(app: &TestApp) {
+    let scheduled: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(scheduled, 1, "one retry should be scheduled");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let round = dispatch_due_once(&app.state).await;
+        if round.claimed > 0 {
+            let expected = Round {
+                claimed: 1,
+                failed: 0,
+                panicked: 0,
+            };
+            assert_eq!(round, expected, "the round that ran the retry");
+            return;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the scheduled retry did not come due within 10 s"
+        );
+        // poll interval while the backoff runs (bounded by the deadline)
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("instance {id} never got there: {}", show(app, id).await);
+}
+
+/// The backoff a failed call's task was given: when its retry is due minus when it failed
+/// (both stamped with the time of the transaction that scheduled the retry).
+fn scheduled_backoff(shown: &Value, element: &str) -> chrono::Duration {
+    let task = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|t| t["element_id"] == element)
+        .unwrap();
+    let at = |field: &str| {
+        chrono::DateTime::parse_from_rfc3339(task[field].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{field} of {task}: {e}"))
+    };
+    at("retry_at") - at("updated_at")
 }
 
 fn task_state<'a>(shown: &'a Value, element: &str) -> &'a str {
@@ -254,7 +316,9 @@ async fn a_synchronous_success_stores_the_command_response_and_runs_on() {
     let app = app_with_proxy(&proxy, "").await;
     proxy.answer(200, envelope(json!({"echo": "hi"}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "hi"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(shown["data"]["result"]["body"], json!({"echo": "hi"}));
     assert_eq!(shown["data"]["result"]["operator_identifier"], "demo/Echo");
 
@@ -293,7 +357,9 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
     let app = app_with_proxy(&proxy, "").await;
     proxy.answer(202, envelope(json!({"job": 1}), 202));
     let id = start_ok(&app, "svc/echo", &json!({"word": "later"})).await;
-    let shown = wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(task_state(&shown, "call"), "STARTED", "{shown}");
     assert_eq!(shown["status"], "waiting");
     let call = proxy.calls()[0].body.clone();
     let guid = call["wf__task_id"].as_str().unwrap().to_string();
@@ -340,7 +406,8 @@ async fn callback_paths_that_name_nothing_are_refused() {
     let app = app_with_proxy(&proxy, "").await;
     proxy.answer(202, envelope(json!({}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    dispatch(&app, 1).await;
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
     let admin = app.token("admin");
     let body = json!({"command_response": {"body": 1, "mimetype": "application/json"}});
     let cases = [
@@ -409,13 +476,17 @@ async fn an_uncaught_failure_puts_the_instance_in_error_and_a_boundary_catches_i
         json!({"command_response": {}, "error": {"error_code": "other_thing", "message": "nope"}}),
     );
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
     assert_eq!(shown["error"]["error_code"], "other_thing");
     assert_eq!(shown["error"]["element_id"], "call");
 
     proxy.answer(400, json!({"command_response": {}, "error": {"error_code": "bad_thing", "message": "caught me"}}));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(task_state(&shown, "caught"), "COMPLETED", "{shown}");
     assert_eq!(shown["data"]["error"]["error_code"], "bad_thing");
 }
@@ -432,7 +503,20 @@ async fn transient_failures_are_retried_with_backoff() {
     proxy.answer(200, envelope(json!({"third": false}), 500));
     proxy.answer(200, envelope(json!({"ok": true}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    // 503, then an inner 500: each schedules a retry (0.2 s, then 0.04 s) and the task waits
+    dispatch(&app, 1).await;
+    for (backoff, calls) in [(200, 1), (40, 2)] {
+        let shown = show(&app, id).await;
+        assert_eq!(task_state(&shown, "call"), "READY", "{shown}");
+        assert_eq!(
+            scheduled_backoff(&shown, "call"),
+            chrono::Duration::milliseconds(backoff)
+        );
+        assert_eq!(proxy.calls().len(), calls);
+        dispatch_when_due(&app).await;
+    }
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(shown["data"]["result"]["body"], json!({"ok": true}));
     assert_eq!(proxy.calls().len(), 3);
 }
@@ -536,7 +620,8 @@ async fn each_kind_of_proxy_answer_is_classified_as_the_spec_orders() {
     for (what, scripted, task_state_expected, error_code) in cases {
         proxy.push(scripted);
         let id = start_ok(&app, "svc/echo", &json!({"word": what})).await;
-        let shown = wait_for(&app, id, |s| task_state(s, "call") != "READY").await;
+        dispatch(&app, 1).await;
+        let shown = show(&app, id).await;
         assert_eq!(
             task_state(&shown, "call"),
             task_state_expected,
@@ -562,7 +647,8 @@ async fn without_an_api_key_no_key_header_is_sent() {
     upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
     proxy.answer(200, envelope(json!({}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    wait_for(&app, id, |s| s["status"] == "complete").await;
+    dispatch(&app, 1).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
     assert_eq!(proxy.calls()[0].header("wf-connector-proxy-api-key"), None);
 }
 
@@ -582,7 +668,8 @@ async fn redirects_307_and_308_are_followed_and_301_302_303_refused() {
         });
         proxy.answer(200, envelope(json!({"via": status}), 200));
         let id = start_ok(&app, "svc/echo", &json!({"word": "r"})).await;
-        let shown = wait_for(&app, id, |s| s["status"] != "waiting").await;
+        dispatch(&app, 1).await;
+        let shown = show(&app, id).await;
         assert_eq!(shown["status"], "complete", "{status}: {shown}");
         assert_eq!(shown["data"]["result"]["body"]["via"], status);
         let hop = proxy.received().last().unwrap().clone();
@@ -599,7 +686,9 @@ async fn redirects_307_and_308_are_followed_and_301_302_303_refused() {
             ..Answer::default()
         });
         let id = start_ok(&app, "svc/echo", &json!({"word": "r"})).await;
-        let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+        dispatch(&app, 1).await;
+        let shown = show(&app, id).await;
+        assert_eq!(shown["status"], "error", "{status}: {shown}");
         assert_eq!(
             shown["error"]["error_code"],
             format!("proxy_http_status_{status}"),
@@ -622,12 +711,15 @@ async fn a_proxy_slower_than_the_timeout_fails_the_task() {
     let proxy = FakeProxy::start();
     let app = spawn_with_proxy(&proxy, Some("k"), |s| s.connector_timeout_ms = 300).await;
     upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    // the fake proxy sleeps before it answers: a slow peer, not a wait in the test
     proxy.push(Answer {
         delay: Duration::from_secs(2),
         ..answer(200, envelope(json!({}), 200))
     });
     let id = start_ok(&app, "svc/echo", &json!({"word": "slow"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
     assert_eq!(
         shown["error"]["error_code"], "connector_proxy_timeout",
         "{shown}"
@@ -645,7 +737,17 @@ async fn retries_wait_base_to_the_attempt_plus_one_seconds() {
     proxy.answer(429, json!({"command_response": {}, "error": null}));
     proxy.answer(503, json!({"command_response": {}, "error": null}));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    dispatch(&app, 1).await;
+    // 0.5 ^ (0 + 1) seconds after the failure
+    let waiting = show(&app, id).await;
+    assert_eq!(
+        scheduled_backoff(&waiting, "call"),
+        chrono::Duration::milliseconds(500),
+        "{waiting}"
+    );
+    dispatch_when_due(&app).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
     let calls = proxy.calls();
     assert_eq!(calls.len(), 2, "one retry, then the failure is final");
     assert!(
@@ -675,7 +777,8 @@ async fn a_callback_error_is_retried_caught_or_fails_the_instance() {
     proxy.answer(202, envelope(json!({}), 200));
     proxy.answer(202, envelope(json!({}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    dispatch(&app, 1).await;
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
     let call = proxy.calls()[0].body.clone();
     let (guid, token) = (
         call["wf__task_id"].as_str().unwrap().to_string(),
@@ -694,7 +797,8 @@ async fn a_callback_error_is_retried_caught_or_fails_the_instance() {
     assert_eq!(retry["retries_attempted"], 1);
     assert_eq!(retry["retries_remaining"], 0);
     assert_eq!(retry["max_retries"], 1);
-    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    dispatch_when_due(&app).await;
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
     assert_eq!(proxy.calls().len(), 2);
 
     // no retry left, a code no boundary catches: 400 and the instance is in error
@@ -713,7 +817,8 @@ async fn a_callback_error_is_retried_caught_or_fails_the_instance() {
     // a code the boundary catches: the flow continues there
     proxy.answer(202, envelope(json!({}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "y"})).await;
-    wait_for(&app, id, |s| task_state(s, "call") == "STARTED").await;
+    dispatch(&app, 1).await;
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
     let call = proxy.calls().last().unwrap().body.clone();
     let (guid, token) = (
         call["wf__task_id"].as_str().unwrap().to_string(),
@@ -741,8 +846,11 @@ async fn a_callback_needs_update_rights_on_the_instance_or_the_task_token() {
     proxy.answer(202, envelope(json!({}), 200));
     let first = start_ok(&app, "svc/echo", &json!({"word": "a"})).await;
     let second = start_ok(&app, "svc/echo", &json!({"word": "b"})).await;
-    wait_for(&app, first, |s| task_state(s, "call") == "STARTED").await;
-    wait_for(&app, second, |s| task_state(s, "call") == "STARTED").await;
+    // one round takes both calls
+    dispatch(&app, 2).await;
+    for id in [first, second] {
+        assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+    }
     let calls = proxy.calls();
     let body_of = |id: i64| {
         calls
@@ -804,12 +912,22 @@ async fn a_callback_that_arrives_before_the_202_is_recorded_succeeds() {
         ..answer(202, envelope(json!({}), 200))
     });
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    // the round returns once the proxy's 202 (sent after its callback) is received and applied
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
     assert_eq!(shown["data"]["result"], json!({"early": true}));
     assert_eq!(proxy.script.lock().unwrap().callback_statuses, vec![200]);
-    // the late 202 changed nothing
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // the late 202 changed nothing: the instance stays complete and no call is left to make
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(task_state(&shown, "call"), "COMPLETED", "{shown}");
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 0, "a connector job is left for the completed task");
+    dispatch(&app, 0).await;
     assert_eq!(show(&app, id).await["status"], "complete");
+    assert_eq!(proxy.calls().len(), 1);
 }
 
 #[tokio::test]
@@ -822,7 +940,9 @@ async fn a_required_parameter_that_evaluates_to_nothing_fails_before_any_call() 
     );
     upload_ok(&app, "svc/echo", "svc.bpmn", &xml).await;
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "error").await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
     assert!(
         shown["error"]["message"].as_str().unwrap().contains("must"),
         "{shown}"
@@ -860,15 +980,17 @@ async fn discovery_relays_the_proxy_and_survives_its_failures() {
     assert_eq!(get(&app, "/v1.0/authentications").await.1, json!([]));
 }
 
-/// The reference's service-task fixtures, end to end (read from ../shared; skipped without it).
+/// The reference's service-task fixtures, end to end (read from ../shared, which sits beside
+/// the checkout; without it the test fails, it does not pass having run nothing).
 #[tokio::test]
 async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/conformance/spiffarena-fixtures");
-    if !root.is_dir() {
-        eprintln!("skipped: {} is absent", root.display());
-        return;
-    }
+    assert!(
+        root.is_dir(),
+        "the SpiffArena fixtures are missing: {} is not a directory",
+        root.display()
+    );
     let proxy = FakeProxy::start();
     let app = spawn_with_proxy(&proxy, Some("k"), |_| {}).await;
     let load =
@@ -892,14 +1014,16 @@ async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
         .await;
         proxy.answer(202, envelope(json!({}), 202));
         let id = start_ok(&app, &format!("fixtures/{folder}"), &json!({})).await;
-        wait_for(&app, id, |s| {
-            s["tasks"]
+        dispatch(&app, 1).await;
+        let shown = show(&app, id).await;
+        assert!(
+            shown["tasks"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|t| t["element_type"] == "serviceTask" && t["state"] == "STARTED")
-        })
-        .await;
+                .any(|t| t["element_type"] == "serviceTask" && t["state"] == "STARTED"),
+            "{folder}: {shown}"
+        );
         let call = proxy.calls().last().unwrap().body.clone();
         assert_eq!(proxy.calls().last().unwrap().path, "/v1/do/ed/GetFiles");
         assert_eq!(
@@ -942,7 +1066,8 @@ async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
     .await;
     assert_eq!(status, StatusCode::OK, "{started}");
     let id = started["process_instance"]["id"].as_i64().unwrap();
-    wait_for(&app, id, |s| s["status"] == "complete").await;
+    dispatch(&app, 1).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
 
     // retries: retries="3" with the default base 2 -> one failure, a retry 2 s later, success
     upload_ok(
@@ -955,20 +1080,30 @@ async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
     proxy.answer(500, json!({"command_response": {}, "error": {"error_code": "TIMEOUT_ERROR", "message": "upstream timed out"}}));
     proxy.answer(200, envelope(json!({"fine": true}), 200));
     let id = start_ok(&app, "fixtures/retries", &json!({})).await;
-    let shown = wait_for(&app, id, |s| s["status"] == "complete").await;
+    dispatch(&app, 1).await;
+    let waiting = show(&app, id).await;
+    let service_task = waiting["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["element_type"] == "serviceTask")
+        .unwrap()["element_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        scheduled_backoff(&waiting, &service_task),
+        chrono::Duration::seconds(2),
+        "{waiting}"
+    );
+    dispatch_when_due(&app).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(shown["data"]["result"]["body"], json!({"fine": true}));
-}
-
-/// A server whose workers do not run: the test drives the dispatcher round by round.
-async fn driven_app(proxy: &FakeProxy) -> TestApp {
-    let app = spawn_with_proxy(proxy, Some("proxy-key"), |s| s.run_workers = false).await;
-    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
-    app
 }
 
 #[tokio::test]
 async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetched_again() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_once;
     for (case, answer_body) in [
         (
             "NUL in the result",
@@ -977,10 +1112,10 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
         ("NUL in a key", envelope(json!({"a\u{0}": 1}), 200)),
     ] {
         let proxy = FakeProxy::start();
-        let app = driven_app(&proxy).await;
+        let app = app_with_proxy(&proxy, "").await;
         proxy.answer(200, answer_body);
         let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-        let round = dispatch_once(&app.state).await;
+        let round = dispatch_due_once(&app.state).await;
         assert_eq!(
             (round.claimed, round.failed, round.panicked),
             (1, 0, 0),
@@ -992,12 +1127,12 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
         assert!(cause.contains("cannot be stored"), "{case}: {cause}");
         assert_eq!(task_state(&shown, "call"), "ERROR", "{case}");
         // nothing is due any more: the proxy is not called again
-        assert_eq!(dispatch_once(&app.state).await.claimed, 0, "{case}");
+        assert_eq!(dispatch_due_once(&app.state).await.claimed, 0, "{case}");
         assert_eq!(proxy.calls().len(), 1, "{case}");
     }
     // NUL in the logs and in a structured error: stored readable, the error boundary catches it
     let proxy = FakeProxy::start();
-    let app = driven_app(&proxy).await;
+    let app = app_with_proxy(&proxy, "").await;
     proxy.answer(
         200,
         json!({
@@ -1007,7 +1142,7 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
         }),
     );
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    dispatch_once(&app.state).await;
+    dispatch_due_once(&app.state).await;
     let shown = show(&app, id).await;
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(task_state(&shown, "caught"), "COMPLETED");
@@ -1021,16 +1156,15 @@ async fn an_answer_that_cannot_be_stored_fails_the_task_once_and_is_never_fetche
 
 #[tokio::test]
 async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_once;
     let proxy = FakeProxy::start();
-    let app = driven_app(&proxy).await;
+    let app = app_with_proxy(&proxy, "").await;
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
     // three dispatchers took the call and died before recording an answer
     sqlx::query("UPDATE jobs SET leases = 3, locked_until = now() - interval '1 s'")
         .execute(&app.pool)
         .await
         .unwrap();
-    let round = dispatch_once(&app.state).await;
+    let round = dispatch_due_once(&app.state).await;
     assert_eq!(round.claimed, 1);
     assert!(proxy.calls().is_empty(), "the proxy was called again");
     let shown = show(&app, id).await;
@@ -1042,17 +1176,17 @@ async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
             .contains("3 times without its answer being recorded"),
         "{shown}"
     );
-    assert_eq!(dispatch_once(&app.state).await.claimed, 0);
+    assert_eq!(dispatch_due_once(&app.state).await.claimed, 0);
 }
 
 #[tokio::test]
 async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
-    use workflow_backend::workers::connector_dispatcher::{dispatch_once, dispatch_once_with};
+    use workflow_backend::workers::connector_dispatcher::dispatch_due_once_with;
     let proxy = FakeProxy::start();
-    let app = driven_app(&proxy).await;
+    let app = app_with_proxy(&proxy, "").await;
     proxy.answer(200, envelope(json!({"echo": "x"}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    let round = dispatch_once_with(&app.state, |_job| async {
+    let round = dispatch_due_once_with(&app.state, |_job| async {
         panic!("injected failure");
     })
     .await;
@@ -1063,7 +1197,7 @@ async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
         .unwrap();
     assert_eq!(leases, 1, "the panicked attempt counts");
     // the job was given back: the next round runs it
-    let round = dispatch_once(&app.state).await;
+    let round = dispatch_due_once(&app.state).await;
     assert_eq!((round.claimed, round.failed, round.panicked), (1, 0, 0));
     let shown = show(&app, id).await;
     assert_eq!(shown["status"], "complete", "{shown}");
@@ -1072,12 +1206,11 @@ async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
 
 #[tokio::test]
 async fn a_callback_body_that_cannot_be_stored_is_refused_and_the_task_still_waits() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_once;
     let proxy = FakeProxy::start();
-    let app = driven_app(&proxy).await;
+    let app = app_with_proxy(&proxy, "").await;
     proxy.answer(202, envelope(json!({}), 200));
     let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
-    dispatch_once(&app.state).await;
+    dispatch_due_once(&app.state).await;
     let guid = proxy.calls()[0].body["wf__task_id"]
         .as_str()
         .unwrap()
