@@ -70,8 +70,8 @@ impl ModelSpec {
         let mut operators = BTreeSet::new();
         let mut processes = vec![];
         for p in self.processes.values() {
-            for el in p.elements.values() {
-                match &el.kind {
+            for element in p.elements.values() {
+                match &element.kind {
                     ElementKind::MessageCatch(m) => {
                         waits.insert(m.message_name.clone());
                     }
@@ -94,16 +94,16 @@ impl ModelSpec {
                 .start_events
                 .iter()
                 .map(|s| {
-                    let el = &p.elements[s];
-                    let m = match &el.kind {
+                    let element = &p.elements[s];
+                    let m = match &element.kind {
                         ElementKind::StartEvent { message: Some(m) } => {
                             Some(m.message_name.clone())
                         }
                         _ => None,
                     };
                     json!({
-                        "id": el.id,
-                        "name": el.name,
+                        "id": element.id,
+                        "name": element.name,
                         "kind": if m.is_some() { "message" } else { "none" },
                         "message_name": m,
                     })

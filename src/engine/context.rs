@@ -30,8 +30,10 @@ impl StepContext {
 ///
 /// The shell seeds each step with a random UUID (one random draw per step instead of one per
 /// task); tests seed it with a constant and know every id in advance. Within a step the ids
-/// differ in their low 62 bits (a step creates at most `MAX_EXECUTIONS_PER_STEP` tasks), so
-/// setting the version and variant bits cannot make two equal.
+/// differ in their low 62 bits (a step's executions are bounded by `MAX_EXECUTIONS_PER_STEP`,
+/// so it creates nowhere near 2^62 tasks), so setting the version and variant bits cannot make
+/// two equal. Across steps, seeds are random 128-bit values: ranges of a few thousand ids from
+/// two seeds overlap with negligible probability.
 #[derive(Clone, Debug)]
 pub struct TaskIds {
     seed: u128,
