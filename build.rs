@@ -1,3 +1,49 @@
+//! Installs the script worker's pinned Python packages (python/requirements.txt) into
+//! `<target dir>/python-packages` with pip, once per change of the requirements, and tells the
+//! crate where they are (`WORKFLOW_BACKEND_PYTHON_PACKAGES`, the default of the setting of the
+//! same name). Without network or pip the build goes on with a warning; the service then
+//! refuses to start with a message saying what is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 fn main() {
-    println!("cargo:rerun-if-changed=migrations");
+    let requirements = Path::new("python/requirements.txt");
+    println!("cargo:rerun-if-changed={}", requirements.display());
+    println!("cargo:rerun-if-env-changed=WORKFLOW_BACKEND_PYTHON");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // OUT_DIR is <target>/<profile>/build/<crate>-<hash>/out
+    let target = out
+        .ancestors()
+        .nth(4)
+        .expect("OUT_DIR is inside the target dir");
+    let packages = target.join("python-packages");
+    let stamp = packages.join(".requirements");
+    println!("cargo:rerun-if-changed={}", stamp.display());
+    println!(
+        "cargo:rustc-env=WORKFLOW_BACKEND_PYTHON_PACKAGES={}",
+        packages.display()
+    );
+    let wanted = std::fs::read_to_string(requirements).expect("python/requirements.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return;
+    }
+    let python = std::env::var("WORKFLOW_BACKEND_PYTHON").unwrap_or_else(|_| "python3".into());
+    let installed = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--upgrade"])
+        .args(["--disable-pip-version-check", "--no-warn-script-location"])
+        .arg("--target")
+        .arg(&packages)
+        .arg("-r")
+        .arg(requirements)
+        .status();
+    match installed {
+        Ok(status) if status.success() => {
+            std::fs::write(&stamp, wanted).expect("write the requirements stamp");
+        }
+        other => println!(
+            "cargo:warning=could not install python/requirements.txt with {python} -m pip \
+             ({other:?}): scripts will not run until they are installed"
+        ),
+    }
 }

@@ -23,6 +23,12 @@ const DEFAULT_CONNECTOR_TIMEOUT_MS: u64 = 45_000;
 pub const DEFAULT_JWT_LEEWAY_SECONDS: u64 = 5;
 const MAX_JWT_LEEWAY_SECONDS: u64 = 300;
 const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 30_000;
+/// A script (or expression) runs at most this long before it is stopped.
+const DEFAULT_SCRIPT_TIME_LIMIT_MS: u64 = 1_000;
+/// Address space a script may add to its worker.
+const DEFAULT_SCRIPT_MEMORY_LIMIT_MB: u64 = 64;
+/// A step waits this long for a free script worker, then its request gets 503.
+const DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS: u64 = 5_000;
 
 /// A configuration problem. `Display` is one line that names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,6 +121,21 @@ pub struct Settings {
     /// Start the background workers with the server (always, outside tests: tests that drive
     /// the workers' one-shot functions turn them off).
     pub run_workers: bool,
+    /// How scripts run (`PYTHON`, `PYTHON_PACKAGES`, `SCRIPT_*`).
+    pub scripts: ScriptSettings,
+}
+
+/// The script worker pool: interpreter, packages and limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptSettings {
+    pub python: String,
+    pub packages: String,
+    /// Worker processes (`SCRIPT_WORKERS`, default: the number of cores).
+    pub workers: usize,
+    pub time_limit_ms: u64,
+    pub memory_limit_mb: u64,
+    /// How long a step waits for a free worker before the request gets 503.
+    pub queue_timeout_ms: u64,
 }
 
 impl fmt::Debug for Settings {
@@ -143,6 +164,7 @@ impl fmt::Debug for Settings {
             )
             .field("connector_timeout_ms", &self.connector_timeout_ms)
             .field("body_read_timeout_ms", &self.body_read_timeout_ms)
+            .field("scripts", &self.scripts)
             .finish()
     }
 }
@@ -281,6 +303,32 @@ impl Settings {
                 DEFAULT_BODY_READ_TIMEOUT_MS,
             )?,
             run_workers: true,
+            scripts: ScriptSettings {
+                python: get("PYTHON").unwrap_or_else(|| "python3".into()),
+                packages: get("PYTHON_PACKAGES")
+                    .unwrap_or_else(|| crate::python::DEFAULT_PACKAGES.into()),
+                workers: usize::try_from(positive(
+                    "SCRIPT_WORKERS",
+                    get("SCRIPT_WORKERS"),
+                    std::thread::available_parallelism().map_or(2, |n| n.get()) as u64,
+                )?)
+                .map_err(|_| ConfigError::invalid("SCRIPT_WORKERS", "too large"))?,
+                time_limit_ms: positive(
+                    "SCRIPT_TIME_LIMIT_MS",
+                    get("SCRIPT_TIME_LIMIT_MS"),
+                    DEFAULT_SCRIPT_TIME_LIMIT_MS,
+                )?,
+                memory_limit_mb: positive(
+                    "SCRIPT_MEMORY_LIMIT_MB",
+                    get("SCRIPT_MEMORY_LIMIT_MB"),
+                    DEFAULT_SCRIPT_MEMORY_LIMIT_MB,
+                )?,
+                queue_timeout_ms: positive(
+                    "SCRIPT_QUEUE_TIMEOUT_MS",
+                    get("SCRIPT_QUEUE_TIMEOUT_MS"),
+                    DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS,
+                )?,
+            },
         })
     }
 

@@ -7,6 +7,7 @@ pub mod connector;
 pub mod correlation;
 pub mod engine;
 pub mod expr;
+pub mod python;
 pub mod services;
 pub mod startup;
 pub mod store;

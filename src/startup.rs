@@ -127,11 +127,12 @@ impl Application {
             })
         });
         let keys = web::Data::new(keys);
+        let scripts = start_script_workers(&settings.scripts)?;
         let state = web::Data::new(AppState {
             pool,
             settings: Arc::new(settings),
             keys: keys.clone(),
-            models: ModelCache::new(),
+            models: ModelCache::new(scripts),
             connector,
             message_buffered: Arc::new(tokio::sync::Notify::new()),
         });
@@ -310,4 +311,21 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
         .run(pool)
         .await
         .context("running the database migrations")
+}
+
+/// The script worker pool; one worker starts now, so a missing interpreter or package stops
+/// the service at start-up with the reason rather than failing the first script.
+fn start_script_workers(
+    settings: &crate::config::ScriptSettings,
+) -> anyhow::Result<Arc<dyn crate::expr::ScriptHost>> {
+    let host = crate::python::PythonHost::start(crate::python::PoolSettings {
+        python: settings.python.clone(),
+        packages: settings.packages.clone(),
+        workers: settings.workers,
+        time_limit: Duration::from_millis(settings.time_limit_ms),
+        memory_limit_mb: settings.memory_limit_mb,
+        queue_timeout: Duration::from_millis(settings.queue_timeout_ms),
+    })
+    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?;
+    Ok(Arc::new(host))
 }

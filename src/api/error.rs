@@ -101,6 +101,19 @@ impl ApiError {
         err
     }
 
+    /// 503 `scripts_unavailable` with `Retry-After`: every script worker stayed busy (or
+    /// Python is broken). Nothing was done; the request may be sent again.
+    pub fn scripts_unavailable(cause: impl fmt::Display) -> Self {
+        tracing::warn!(cause = %cause, "scripts unavailable");
+        let mut err = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "scripts_unavailable",
+            "No script worker is free to run this request's scripts; try again shortly.",
+        );
+        err.retry_after = Some(DATABASE_RETRY_AFTER_SECONDS);
+        err
+    }
+
     pub fn bad_request(
         error_code: impl Into<Cow<'static, str>>,
         detail: impl Into<String>,
@@ -384,6 +397,9 @@ impl From<crate::services::Error> for ApiError {
             crate::services::Error::Database(e) if unavailable => ApiError::database_unavailable(e),
             crate::services::Error::Database(e) => {
                 ApiError::internal(format_args!("database error: {e}"))
+            }
+            crate::services::Error::ScriptsUnavailable(cause) => {
+                ApiError::scripts_unavailable(cause)
             }
             crate::services::Error::Internal(e) => ApiError::from(e),
         }

@@ -7,6 +7,7 @@
 
 mod model;
 mod parse;
+mod python_sources;
 #[cfg(test)]
 mod tests;
 
@@ -16,6 +17,7 @@ use std::fmt;
 
 pub use model::build_model;
 pub use parse::parse_file;
+pub use python_sources::PythonSource;
 
 pub const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
 pub const SPIFF_NS: &str = "http://spiffworkflow.org/bpmn/schema/1.0/core";
@@ -126,6 +128,9 @@ pub struct ModelSpec {
     pub message_starts: Vec<MessageStart>,
     /// File names, sorted.
     pub files: Vec<String>,
+    /// Some step may need Python (a script, or an expression beyond the fast path): such
+    /// steps run where a script may take its whole time limit.
+    pub needs_python: bool,
 }
 
 /// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with

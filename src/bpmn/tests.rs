@@ -21,7 +21,7 @@ pub(crate) fn process(body: &str, extra: &str) -> String {
 
 /// Evaluations in these tests read no clock.
 fn cx() -> crate::expr::Context {
-    crate::expr::Context::at(chrono::DateTime::UNIX_EPOCH)
+    crate::expr::Context::new(chrono::DateTime::UNIX_EPOCH, crate::python::test_host())
 }
 
 fn model(xml: &str) -> ModelSpec {
@@ -608,56 +608,6 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             Some("c"),
             "needs an event definition",
         ),
-        (
-            "syntax error in condition",
-            p(
-                r#"<bpmn:startEvent id="s"/><bpmn:sequenceFlow id="f" sourceRef="s" targetRef="e"><bpmn:conditionExpression>x ==</bpmn:conditionExpression></bpmn:sequenceFlow><bpmn:endEvent id="e"/>"#,
-            ),
-            Some("f"),
-            "condition: invalid Python expression",
-        ),
-        (
-            "syntax error in script",
-            p(
-                r#"<bpmn:startEvent id="s"/><bpmn:scriptTask id="t"><bpmn:script>a = = 1</bpmn:script></bpmn:scriptTask>"#,
-            ),
-            Some("t"),
-            "script: invalid Python script",
-        ),
-        (
-            "syntax error in preScript",
-            p(
-                r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"><bpmn:extensionElements><spiffworkflow:preScript>if</spiffworkflow:preScript></bpmn:extensionElements></bpmn:userTask>"#,
-            ),
-            Some("u"),
-            "preScript: invalid Python script",
-        ),
-        (
-            "syntax error in payload",
-            process(
-                r#"<bpmn:startEvent id="s"/><bpmn:sendTask id="t" messageRef="m"><bpmn:extensionElements><spiffworkflow:messagePayload>{"a": </spiffworkflow:messagePayload></bpmn:extensionElements></bpmn:sendTask>"#,
-                r#"<bpmn:message id="m" name="m"/>"#,
-            ),
-            Some("t"),
-            "messagePayload: invalid Python expression",
-        ),
-        (
-            "syntax error in parameter",
-            p(
-                r#"<bpmn:startEvent id="s"/><bpmn:serviceTask id="st"><bpmn:extensionElements><spiffworkflow:serviceTaskOperator id="a/b"><spiffworkflow:parameters><spiffworkflow:parameter id="url" value="'x"/></spiffworkflow:parameters></spiffworkflow:serviceTaskOperator></bpmn:extensionElements></bpmn:serviceTask>"#,
-            ),
-            Some("st"),
-            "parameter 'url': invalid Python expression",
-        ),
-        (
-            "syntax error in retrieval",
-            process(
-                r#"<bpmn:startEvent id="s"/>"#,
-                r#"<bpmn:message id="m" name="m"/><bpmn:correlationProperty id="cp"><bpmn:correlationPropertyRetrievalExpression messageRef="m"><bpmn:formalExpression>a[</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression></bpmn:correlationProperty>"#,
-            ),
-            Some("cp"),
-            "invalid Python expression",
-        ),
     ];
     for (name, xml, element, reason) in cases {
         let e = match build_model(&[("bad.bpmn".to_string(), xml)], None) {
@@ -836,4 +786,84 @@ fn summary_lists_processes_start_events_messages_and_operators() {
         s["correlation_properties"][0]["messages"],
         json!(["reply", "start me"])
     );
+}
+
+/// Python syntax is CPython's to judge: the model loads, and its Python sources, checked by
+/// the script host (as an upload does), name the element, what the source is for, and where
+/// the error is.
+#[test]
+fn syntax_errors_are_found_in_the_python_sources_by_the_host() {
+    let p = |body: &str| process(body, "");
+    let cases = [
+        (
+            "syntax error in condition",
+            p(
+                r#"<bpmn:startEvent id="s"/><bpmn:sequenceFlow id="f" sourceRef="s" targetRef="e"><bpmn:conditionExpression>x ==</bpmn:conditionExpression></bpmn:sequenceFlow><bpmn:endEvent id="e"/>"#,
+            ),
+            "f",
+            "condition: SyntaxError",
+        ),
+        (
+            "syntax error in script",
+            p(
+                r#"<bpmn:startEvent id="s"/><bpmn:scriptTask id="t"><bpmn:script>a = = 1</bpmn:script></bpmn:scriptTask>"#,
+            ),
+            "t",
+            "script: SyntaxError",
+        ),
+        (
+            "syntax error in preScript",
+            p(
+                r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"><bpmn:extensionElements><spiffworkflow:preScript>if</spiffworkflow:preScript></bpmn:extensionElements></bpmn:userTask>"#,
+            ),
+            "u",
+            "preScript: SyntaxError",
+        ),
+        (
+            "syntax error in payload",
+            process(
+                r#"<bpmn:startEvent id="s"/><bpmn:sendTask id="t" messageRef="m"><bpmn:extensionElements><spiffworkflow:messagePayload>{"a": </spiffworkflow:messagePayload></bpmn:extensionElements></bpmn:sendTask>"#,
+                r#"<bpmn:message id="m" name="m"/>"#,
+            ),
+            "t",
+            "messagePayload: SyntaxError",
+        ),
+        (
+            "syntax error in parameter",
+            p(
+                r#"<bpmn:startEvent id="s"/><bpmn:serviceTask id="st"><bpmn:extensionElements><spiffworkflow:serviceTaskOperator id="a/b"><spiffworkflow:parameters><spiffworkflow:parameter id="url" value="'x"/></spiffworkflow:parameters></spiffworkflow:serviceTaskOperator></bpmn:extensionElements></bpmn:serviceTask>"#,
+            ),
+            "st",
+            "parameter 'url': SyntaxError",
+        ),
+        (
+            "syntax error in retrieval",
+            process(
+                r#"<bpmn:startEvent id="s"/>"#,
+                r#"<bpmn:message id="m" name="m"/><bpmn:correlationProperty id="cp"><bpmn:correlationPropertyRetrievalExpression messageRef="m"><bpmn:formalExpression>a[</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression></bpmn:correlationProperty>"#,
+            ),
+            "cp",
+            "retrieval expression for message 'm': SyntaxError",
+        ),
+    ];
+    let host = crate::python::test_host();
+    for (name, xml, element, reason) in cases {
+        let model = build_model(&[("bad.bpmn".to_string(), xml)], None)
+            .unwrap_or_else(|e| panic!("{name}: refused at load: {e}"));
+        assert!(model.needs_python, "{name}");
+        let refused: Vec<String> = model
+            .python_sources()
+            .iter()
+            .filter(|s| s.needs_python)
+            .filter_map(|s| {
+                let error = host.check(s.source, s.is_script).err()?;
+                Some(format!("{}|{}: {}", s.element_id, s.what, error.message))
+            })
+            .collect();
+        assert_eq!(refused.len(), 1, "{name}: {refused:?}");
+        let (id, message) = refused[0].split_once('|').unwrap();
+        assert_eq!(id, element, "{name}");
+        assert!(message.starts_with(reason), "{name}: {message}");
+        assert!(message.contains("(line 1, column "), "{name}: {message}");
+    }
 }

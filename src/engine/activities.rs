@@ -5,7 +5,7 @@
 use super::interpreter::{Interpreter, Outcome};
 use super::{Effect, InstanceError, InstanceState, Map, ServiceCall, TaskState};
 use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ServiceTaskSpec};
-use crate::expr::{self, Script};
+use crate::expr::{self, ErrorKind, Script};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -81,6 +81,10 @@ impl<'m> Interpreter<'m> {
     }
 }
 
+/// `error_code` of a `service_call` that found no Python to evaluate its parameters: not the
+/// model's fault; the call is due again later.
+pub const SCRIPTS_UNAVAILABLE: &str = "scripts_unavailable";
+
 /// For the dispatcher: operator id, evaluated parameters, result variable, retry config.
 /// A parameter expression that fails, or a `required="true"` parameter that evaluates to
 /// None, is an `InstanceError` naming the parameter (pass it to `fail`).
@@ -121,11 +125,17 @@ fn service_parameters(
     let mut params = Map::new();
     for parameter in &spec.parameters {
         let value = match &parameter.value {
-            Some(expression) => expression.eval(data, cx).map_err(|e| {
-                instance_error(
-                    &element.id,
-                    format!("{e} (in parameter '{}')", parameter.id),
+            Some(expression) => expression.eval(data, cx).map_err(|e| InstanceError {
+                element_id: element.id.clone(),
+                message: format!("{e} (in parameter '{}')", parameter.id),
+                error_code: Some(
+                    match e.kind {
+                        ErrorKind::Unavailable => SCRIPTS_UNAVAILABLE,
+                        _ => e.error_code().unwrap_or_default(),
+                    }
+                    .to_string(),
                 )
+                .filter(|code| !code.is_empty()),
             })?,
             None => Value::Null,
         };

@@ -8,8 +8,34 @@ use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
 };
 use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ProcessSpec};
+use crate::expr::{ErrorKind, ExprError, Map, ScriptHost};
 use serde_json::Value;
+use std::sync::Arc;
 use uuid::Uuid;
+
+/// The script host of a step that runs no script.
+struct NoScripts;
+
+impl ScriptHost for NoScripts {
+    fn eval(&self, _: &str, _: &Map) -> Result<Value, ExprError> {
+        Err(ExprError::of_kind(
+            ErrorKind::Unavailable,
+            "no scripts run here",
+        ))
+    }
+    fn exec(&self, _: &str, _: &Map) -> Result<Map, ExprError> {
+        Err(ExprError::of_kind(
+            ErrorKind::Unavailable,
+            "no scripts run here",
+        ))
+    }
+    fn check(&self, _: &str, _: bool) -> Result<(), ExprError> {
+        Err(ExprError::of_kind(
+            ErrorKind::Unavailable,
+            "no scripts run here",
+        ))
+    }
+}
 
 fn process_of<'m>(model: &'m ModelSpec, id: &str) -> Result<&'m ProcessSpec, EngineError> {
     model
@@ -44,6 +70,7 @@ pub fn start(
         .iter()
         .try_for_each(|start| interpreter.fire_start_event(start, message.as_ref()))
         .and_then(|()| interpreter.run_until_waiting());
+    refuse_aborted(&outcome)?;
     Ok(interpreter.finish(outcome))
 }
 
@@ -108,6 +135,14 @@ fn start_message(element: &ElementSpec) -> Option<&str> {
     }
 }
 
+/// A step that could not run its scripts did not happen: the caller may try it again.
+fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
+    match outcome {
+        Err(failure) if failure.abort => Err(EngineError::Unavailable(failure.message.clone())),
+        _ => Ok(()),
+    }
+}
+
 /// Apply one event to a running instance. Err only for caller mistakes (state untouched).
 pub fn step(
     model: &ModelSpec,
@@ -127,6 +162,7 @@ pub fn step(
     }
     let mut interpreter = Interpreter::new(model, process, state.clone(), context);
     let outcome = apply(&mut interpreter, event);
+    refuse_aborted(&outcome)?;
     let (new_state, effects) = interpreter.finish(outcome);
     *state = new_state;
     Ok(effects)
@@ -258,6 +294,7 @@ pub fn fail(
     let mut unused = StepContext::new(
         chrono::DateTime::UNIX_EPOCH,
         TaskIds::from_seed(Uuid::nil()),
+        Arc::new(NoScripts),
     );
     let mut interpreter = Interpreter::new(model, process, state.clone(), &mut unused);
     interpreter.current = task_guid.filter(|guid| interpreter.has_task(*guid));
@@ -265,6 +302,7 @@ pub fn fail(
         element_id: error.element_id,
         message: error.message,
         error_code: error.error_code,
+        abort: false,
     }));
     *state = new_state;
     effects

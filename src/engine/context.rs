@@ -1,28 +1,36 @@
-//! What a step takes from outside the engine: the time and the ids of the tasks it creates.
-//! Both are passed in, never read from the system inside the core, so the same model, state,
-//! event and context always give the same outcome, and tests can pin ids and times.
+//! What a step takes from outside the engine: the time, the ids of the tasks it creates, and
+//! the Python that runs its scripts. All are passed in, never reached for inside the core, so
+//! the same model, state, event and context always give the same outcome, and tests can pin
+//! ids and times.
 
-use crate::expr;
+use crate::expr::{self, ScriptHost};
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 use uuid::{Builder, Uuid};
 
 /// The outside world as one step sees it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct StepContext {
-    /// The time of the step: what scripts read as `datetime.now()`.
+    /// The time of the step.
     pub now: DateTime<Utc>,
     /// Where the ids of the tasks created in the step come from.
     pub task_ids: TaskIds,
+    /// Runs the step's scripts and the expressions the fast path cannot answer.
+    pub scripts: Arc<dyn ScriptHost>,
 }
 
 impl StepContext {
-    pub fn new(now: DateTime<Utc>, task_ids: TaskIds) -> StepContext {
-        StepContext { now, task_ids }
+    pub fn new(now: DateTime<Utc>, task_ids: TaskIds, scripts: Arc<dyn ScriptHost>) -> StepContext {
+        StepContext {
+            now,
+            task_ids,
+            scripts,
+        }
     }
 
-    /// What expressions and scripts of this step may read.
+    /// What expressions and scripts of this step use.
     pub fn expr(&self) -> expr::Context {
-        expr::Context::at(self.now)
+        expr::Context::new(self.now, self.scripts.clone())
     }
 }
 

@@ -6,7 +6,7 @@
 use super::context::StepContext;
 use super::{Effect, InstanceState, Task, TaskState, MAX_EXECUTIONS_PER_STEP};
 use crate::bpmn::{ElementSpec, ModelSpec, ProcessSpec};
-use crate::expr::{self, Expression, Script};
+use crate::expr::{self, ErrorKind, ExprError, Expression, Script};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
 use uuid::Uuid;
@@ -17,6 +17,9 @@ pub(super) struct ModelFailure {
     pub element_id: String,
     pub message: String,
     pub error_code: Option<String>,
+    /// Not the model's fault (no Python could run its script): the step must not happen at
+    /// all rather than put the instance in error.
+    pub abort: bool,
 }
 
 impl ModelFailure {
@@ -25,6 +28,17 @@ impl ModelFailure {
             element_id: element_id.to_string(),
             message: message.into(),
             error_code: None,
+            abort: false,
+        }
+    }
+
+    /// An expression or script failed: its message, and what kind of failure it was.
+    pub fn of_expression(element_id: &str, error: ExprError, what: &str) -> Self {
+        ModelFailure {
+            element_id: element_id.to_string(),
+            message: format!("{error} (in {what})"),
+            error_code: error.error_code().map(str::to_string),
+            abort: error.kind == ErrorKind::Unavailable,
         }
     }
 }
@@ -161,7 +175,7 @@ impl<'m> Interpreter<'m> {
     pub fn run_script(&mut self, element: &ElementSpec, script: &Script, what: &str) -> Outcome {
         script
             .run(&mut self.state.data, &self.expr_context)
-            .map_err(|e| ModelFailure::new(&element.id, format!("{e} (in the {what})")))
+            .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
     pub fn eval(
@@ -172,7 +186,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<Value, ModelFailure> {
         expression
             .eval(&self.state.data, &self.expr_context)
-            .map_err(|e| ModelFailure::new(&element.id, format!("{e} (in the {what})")))
+            .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
     pub fn eval_bool(
@@ -183,7 +197,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<bool, ModelFailure> {
         expression
             .eval_bool(&self.state.data, &self.expr_context)
-            .map_err(|e| ModelFailure::new(&element.id, format!("{e} (in {what})")))
+            .map_err(|e| ModelFailure::of_expression(&element.id, e, what))
     }
 
     pub fn expr_context(&self) -> &expr::Context {

@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use uuid::Uuid;
 
+pub use activities::SCRIPTS_UNAVAILABLE;
 pub use context::{StepContext, TaskIds};
 pub use guard::{fail, service_call, start, step, ENGINE_PANIC};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
@@ -104,9 +105,16 @@ pub enum Effect {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EngineError {
-    NotWaiting { task_guid: Uuid },
-    UnknownTask { task_guid: Uuid },
+    NotWaiting {
+        task_guid: Uuid,
+    },
+    UnknownTask {
+        task_guid: Uuid,
+    },
     Invalid(String),
+    /// No Python could run the step's scripts (every worker busy, or broken): nothing
+    /// happened, and the same event may be tried again.
+    Unavailable(String),
 }
 
 impl fmt::Display for EngineError {
@@ -114,7 +122,7 @@ impl fmt::Display for EngineError {
         match self {
             EngineError::NotWaiting { task_guid } => write!(f, "task {task_guid} is not waiting"),
             EngineError::UnknownTask { task_guid } => write!(f, "task {task_guid} does not exist"),
-            EngineError::Invalid(m) => f.write_str(m),
+            EngineError::Invalid(m) | EngineError::Unavailable(m) => f.write_str(m),
         }
     }
 }

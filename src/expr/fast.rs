@@ -1,7 +1,7 @@
 //! Rust-only evaluation of the hot-path expression forms, without starting the interpreter:
 //! a literal (int, float, plain string, True/False/None), a name, or a name followed by
 //! subscripts with literal keys (`order["id"]`, `a['b'][0]`). Errors match Python's.
-use super::convert::{py_str_repr, type_name};
+use super::convert::{py_str_repr, tag, type_name};
 use super::scan::{is_keyword, is_predefined};
 use super::{ExprError, Map};
 use serde_json::Value;
@@ -24,7 +24,7 @@ pub(super) enum Key {
 }
 
 impl FastExpr {
-    /// Recognises a fast form; `None` means "leave it to monty".
+    /// Recognises a fast form; `None` means "leave it to Python".
     pub(super) fn parse(source: &str) -> Option<FastExpr> {
         let mut cursor = Cursor {
             rest: source.trim(),
@@ -51,7 +51,7 @@ impl FastExpr {
     }
 
     /// `None` when Python would not read the name from the data: it is missing but is a
-    /// builtin or host-provided name (`len`, `time`), so monty must answer.
+    /// builtin or a script global (`len`, `time`), so Python must answer.
     pub(super) fn eval(&self, vars: &Map) -> Option<Result<Value, ExprError>> {
         match self {
             FastExpr::Literal(value) => Some(Ok(value.clone())),
@@ -64,6 +64,9 @@ impl FastExpr {
                     });
                 };
                 for key in keys {
+                    if tag(&value).is_some() {
+                        return None; // a datetime, Decimal...: Python itself answers
+                    }
                     value = match subscript(value, key) {
                         Ok(v) => v,
                         Err(e) => return Some(Err(e)),
@@ -157,7 +160,7 @@ impl<'a> Cursor<'a> {
         token
     }
 
-    /// ASCII identifiers only: non-ASCII names need NFKC normalisation, left to monty.
+    /// ASCII identifiers only: non-ASCII names need NFKC normalisation, left to Python.
     fn identifier(&mut self) -> Option<String> {
         self.skip_spaces();
         let first = self.rest.chars().next()?;

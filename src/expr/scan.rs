@@ -1,7 +1,5 @@
-//! A cheap lexical scan of Python source: which names it mentions. Over-reporting is
-//! harmless (callers treat the list as candidates), so this skips only what certainly is not
-//! a variable name: keywords, string literals, comments, numbers and attribute names.
-
+//! Which names Python resolves without the task data (keywords, builtins, SpiffArena's
+//! script globals): the fast path answers a bare name from the data only when Python would.
 #[rustfmt::skip]
 const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
@@ -10,8 +8,8 @@ const KEYWORDS: &[&str] = &[
     "with", "yield",
 ];
 
-/// CPython's builtins (a superset of monty's): a variable in the data with one of these names
-/// must shadow the builtin, which monty only does for names bound in the module.
+/// CPython's builtins: a name Python resolves without the data (a superset of the safe
+/// builtins scripts get; the fast path only needs to know that it must not answer).
 #[rustfmt::skip]
 const BUILTINS: &[&str] = &[
     "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray",
@@ -39,91 +37,18 @@ const BUILTINS: &[&str] = &[
     "Warning", "ZeroDivisionError",
 ];
 
-/// The module the host provides without an import (SpiffArena scripts call `time.sleep`).
-pub(super) const TIME_MODULE: &str = "time";
+/// SpiffArena's script globals (process_instance_script_engine.py).
+#[rustfmt::skip]
+const SCRIPT_GLOBALS: &[&str] = &[
+    "_strptime", "calendar", "dateparser", "datetime", "decimal", "json", "pytz", "random", "re",
+    "time", "timedelta", "uuid",
+];
 
 pub(super) fn is_keyword(name: &str) -> bool {
     KEYWORDS.contains(&name)
 }
 
-pub(super) fn is_builtin(name: &str) -> bool {
-    BUILTINS.contains(&name)
-}
-
 /// Names Python resolves even when the data lacks them.
 pub(super) fn is_predefined(name: &str) -> bool {
-    is_builtin(name) || name == TIME_MODULE
-}
-
-/// Every name the source mentions, once, in order of first appearance.
-pub(super) fn names(source: &str) -> Vec<String> {
-    let chars: Vec<char> = source.chars().collect();
-    let mut found: Vec<String> = Vec::new();
-    let mut i = 0;
-    // Last significant character: a name right after `.` is an attribute.
-    let mut previous = ' ';
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '#' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '"' || c == '\'' {
-            i = skip_string(&chars, i);
-            previous = c;
-        } else if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let is_string_prefix = matches!(chars.get(i), Some('"' | '\''))
-                && word.len() <= 2
-                && word.chars().all(|c| "rRbBfFuUtT".contains(c));
-            if is_string_prefix {
-                i = skip_string(&chars, i);
-            } else if previous != '.' && !is_keyword(&word) && !found.contains(&word) {
-                found.push(word);
-            }
-            previous = 'a';
-        } else if c.is_ascii_digit() {
-            // Numbers, including `1e5`, `0x1f`, `1_000`, `1.5`.
-            while i < chars.len()
-                && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.')
-            {
-                i += 1;
-            }
-            previous = '0';
-        } else {
-            if !c.is_whitespace() && c != '\\' {
-                previous = c;
-            }
-            i += 1;
-        }
-    }
-    found
-}
-
-/// Returns the index just past the string literal whose opening quote is at `start`.
-fn skip_string(chars: &[char], start: usize) -> usize {
-    let quote = chars[start];
-    let triple = chars.get(start + 1) == Some(&quote) && chars.get(start + 2) == Some(&quote);
-    let mut i = start + if triple { 3 } else { 1 };
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 2,
-            c if c == quote => {
-                if !triple {
-                    return i + 1;
-                }
-                if chars.get(i + 1) == Some(&quote) && chars.get(i + 2) == Some(&quote) {
-                    return i + 3;
-                }
-                i += 1;
-            }
-            '\n' if !triple => return i + 1,
-            _ => i += 1,
-        }
-    }
-    chars.len()
+    BUILTINS.contains(&name) || SCRIPT_GLOBALS.contains(&name)
 }

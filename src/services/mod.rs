@@ -28,6 +28,9 @@ pub enum Error {
     },
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// No script worker could run a step's Python in time: nothing was done.
+    #[error("scripts unavailable: {0}")]
+    ScriptsUnavailable(String),
     #[error("{0}")]
     Internal(#[from] anyhow::Error),
 }
@@ -80,7 +83,11 @@ impl Error {
 
     /// The database could not be reached or was saturated: nothing was done.
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, Error::Database(e) if crate::store::is_unavailable(e))
+        match self {
+            Error::Database(e) => crate::store::is_unavailable(e),
+            Error::ScriptsUnavailable(_) => true,
+            _ => false,
+        }
     }
 
     /// A deadlock or serialization failure: the transaction may be run again as a whole.

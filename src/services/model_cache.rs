@@ -3,22 +3,32 @@
 
 use super::Result;
 use crate::bpmn::{build_model, ModelSpec};
-use crate::expr::Expression;
+use crate::expr::{Expression, ScriptHost};
 use crate::store;
 use anyhow::anyhow;
 use sqlx::PgConnection;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-#[derive(Default)]
 pub struct ModelCache {
     specs: RwLock<HashMap<String, Arc<ModelSpec>>>,
     expressions: RwLock<HashMap<String, Arc<Expression>>>,
+    /// The Python every model's scripts run on.
+    scripts: Arc<dyn ScriptHost>,
 }
 
 impl ModelCache {
-    pub fn new() -> ModelCache {
-        ModelCache::default()
+    pub fn new(scripts: Arc<dyn ScriptHost>) -> ModelCache {
+        ModelCache {
+            specs: RwLock::default(),
+            expressions: RwLock::default(),
+            scripts,
+        }
+    }
+
+    /// The Python models' scripts and expressions run on.
+    pub fn scripts(&self) -> Arc<dyn ScriptHost> {
+        self.scripts.clone()
     }
 
     /// The compiled model for this identifier at this version, built from the version's

@@ -2,7 +2,9 @@
 
 use super::{Error, ModelCache, Page, Result};
 use crate::bpmn::{build_model, ModelError, ModelSpec};
+use crate::expr::{ErrorKind, ScriptHost};
 use crate::store::{self, models::Retrieval, models::Trigger};
+use anyhow::anyhow;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -97,6 +99,37 @@ fn invalid_model(error: ModelError) -> Error {
     }))
 }
 
+/// Every expression and script the fast path cannot answer must compile as CPython compiles
+/// it (asked of the script host, off the async threads); the first that does not is the
+/// model's error, naming its file, element, what it is for, and the line and column.
+async fn check_python(spec: ModelSpec, scripts: Arc<dyn ScriptHost>) -> Result<ModelSpec> {
+    if !spec.needs_python {
+        return Ok(spec);
+    }
+    let (spec, refused) = tokio::task::spawn_blocking(move || {
+        let refused = spec
+            .python_sources()
+            .iter()
+            .filter(|source| source.needs_python)
+            .find_map(|source| {
+                let error = scripts.check(source.source, source.is_script).err()?;
+                let reason = format!("{}: {}", source.what, error.message);
+                Some((
+                    ModelError::new(source.file, Some(source.element_id), reason),
+                    error.kind,
+                ))
+            });
+        (spec, refused)
+    })
+    .await
+    .map_err(|e| Error::Internal(anyhow!("the script check's thread failed: {e}")))?;
+    match refused {
+        None => Ok(spec),
+        Some((error, ErrorKind::Python)) => Err(invalid_model(error)),
+        Some((error, _)) => Err(Error::ScriptsUnavailable(error.reason)),
+    }
+}
+
 /// What `process_model.json` may say about a model (as SpiffArena writes it).
 #[derive(Debug, Default, Clone, serde::Deserialize)]
 pub struct ModelMetadata {
@@ -124,6 +157,7 @@ async fn save_model(
         (None, None) => None,
     };
     let spec = build_model(files, primary_process_id.as_deref()).map_err(invalid_model)?;
+    let spec = check_python(spec, cache.scripts()).await?;
     for start in &spec.message_starts {
         if let Some(owner) =
             store::models::trigger_owner(conn, &start.message_name, identifier).await?

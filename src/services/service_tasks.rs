@@ -1,7 +1,6 @@
 //! Service tasks: the dispatcher's job (prepare in one transaction, call the proxy outside
 //! any transaction, apply the outcome in another) and the worker's callback.
 
-use super::clock::expr_now;
 use super::unit_of_work::Applied;
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
@@ -166,7 +165,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
     if !uow.load(id).await? {
         return Ok(None);
     }
-    let (call, data, model) = {
+    let (data, model) = {
         let state = uow.state(id).expect("loaded");
         let ready = state
             .task(job.task_guid)
@@ -176,17 +175,20 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
             uow.commit().await?;
             return Ok(None);
         }
-        let spec = uow.spec(id).expect("loaded");
         (
-            engine::service_call(&spec, state, job.task_guid, &expr_now()),
             Value::Object(state.data.clone()),
             uow.process_model_identifier(id)
                 .unwrap_or_default()
                 .to_string(),
         )
     };
+    let call = uow.service_call(id, job.task_guid).await?.expect("loaded");
     let call = match call {
         Ok(call) => call,
+        Err(error) if error.error_code.as_deref() == Some(engine::SCRIPTS_UNAVAILABLE) => {
+            // no Python was free for the parameters: the job stays due (released by the caller)
+            return Err(Error::ScriptsUnavailable(error.message));
+        }
         Err(error) => {
             // e.g. a required parameter evaluated to nothing: the task fails before any call
             uow.fail_instance_at_task(id, job.task_guid, error).await?;
@@ -301,14 +303,8 @@ async fn schedule_retry(
     id: i64,
     task_guid: Uuid,
 ) -> Result<Option<RetryScheduled>> {
-    let call = {
-        let (Some(state), Some(spec)) = (uow.state(id), uow.spec(id)) else {
-            return Ok(None);
-        };
-        match engine::service_call(&spec, state, task_guid, &expr_now()) {
-            Ok(call) => call,
-            Err(_) => return Ok(None),
-        }
+    let Some(Ok(call)) = uow.service_call(id, task_guid).await? else {
+        return Ok(None);
     };
     let attempted = uow.retries_attempted(task_guid).await?;
     if attempted as u32 >= call.retries {

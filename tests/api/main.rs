@@ -11,5 +11,6 @@ mod instances;
 mod messages;
 mod models;
 mod openapi;
+mod scripts;
 mod service_tasks;
 mod versions;

@@ -21,7 +21,7 @@ pub fn build_model(
     let message_starts = message_starts(&processes)?;
     let first_file = &definitions[0].file;
     let primary_process_id = primary_process(primary_process_id, &processes, first_file)?;
-    Ok(ModelSpec {
+    let mut spec = ModelSpec {
         processes: processes.by_id,
         primary_process_id,
         messages: shared.messages,
@@ -31,7 +31,10 @@ pub fn build_model(
         correlation_keys,
         message_starts,
         files: definitions.iter().map(|d| d.file.clone()).collect(),
-    })
+        needs_python: false,
+    };
+    spec.needs_python = spec.python_sources().iter().any(|s| s.needs_python);
+    Ok(spec)
 }
 
 /// Name order makes the result independent of the order the files were uploaded in.

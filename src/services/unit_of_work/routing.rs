@@ -3,14 +3,16 @@
 //! takes a matching buffered send at once. Correlation values come from the retrieval
 //! expressions every loaded model declares for the message name.
 
-use super::super::clock::expr_now;
-use super::super::Result;
+use super::super::clock::expr_context;
+use super::super::{Error, Result};
 use super::{OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
+use crate::expr::{self, ErrorKind, ExprError, Expression};
 use crate::store::{self, messages::NewMessage};
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
@@ -172,7 +174,8 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Property id -> value of a payload, by the retrieval expressions every loaded model
-    /// declares for this message name. A property whose expression fails is left out.
+    /// declares for this message name. A property whose expression fails is left out; if no
+    /// Python was free to evaluate one, nothing is decided (503).
     pub async fn correlation_values(
         &mut self,
         name: &str,
@@ -191,10 +194,15 @@ impl<'c> UnitOfWork<'c> {
             let Some(expression) = self.cache.expression(&source) else {
                 continue;
             };
-            if let Ok(value) = expression.eval(&vars, &expr_now()) {
-                if !value.is_null() {
+            match retrieve(expression, &vars, expr_context(self.cache)).await? {
+                Ok(value) if !value.is_null() => {
                     values.insert(property_id, value);
                 }
+                Ok(_) => {}
+                Err(e) if e.kind == ErrorKind::Unavailable => {
+                    return Err(Error::ScriptsUnavailable(e.message))
+                }
+                Err(_) => {}
             }
         }
         Ok(values)
@@ -258,4 +266,20 @@ impl<'c> UnitOfWork<'c> {
         )
         .await?)
     }
+}
+
+/// A retrieval expression's value: a name or subscript on this thread, anything that needs
+/// Python on a blocking one (the worker may take its whole time limit).
+async fn retrieve(
+    expression: Arc<Expression>,
+    vars: &Map<String, Value>,
+    cx: expr::Context,
+) -> Result<std::result::Result<Value, ExprError>> {
+    if !expression.needs_python() {
+        return Ok(expression.eval(vars, &cx));
+    }
+    let vars = vars.clone();
+    tokio::task::spawn_blocking(move || expression.eval(&vars, &cx))
+        .await
+        .map_err(|e| Error::Internal(anyhow!("a retrieval expression's thread failed: {e}")))
 }

@@ -2,12 +2,14 @@
 //! effects each step returns (messages sent and awaited, connector calls due or cancelled)
 //! until every instance this unit touched waits or has ended.
 
-use super::super::clock::step_context;
+use super::super::clock::{expr_context, step_context};
 use super::super::{Error, Result};
 use super::persistence::task_row_json;
 use super::{Applied, OutgoingMessage, UnitOfWork, Unmatched, Work, MAX_STEPS};
 use crate::bpmn::ModelSpec;
-use crate::engine::{self, Effect, Event, InstanceError, TaskState};
+use crate::engine::{
+    self, Effect, EngineError, Event, InstanceError, InstanceState, ServiceCall, TaskState,
+};
 use crate::store;
 use anyhow::anyhow;
 use serde_json::{Map, Value};
@@ -63,8 +65,13 @@ impl<'c> UnitOfWork<'c> {
             data,
             message,
         };
-        let (state, effects) = engine::start(&spec, &process_id, start, &mut step_context())
-            .map_err(|e| Error::bad_request("process_instance_cannot_start", e.to_string()))?;
+        let (state, effects) = self
+            .start_engine(spec.clone(), process_id, start)
+            .await?
+            .map_err(|e| match e {
+                EngineError::Unavailable(why) => Error::ScriptsUnavailable(why),
+                other => Error::bad_request("process_instance_cannot_start", other.to_string()),
+            })?;
         self.insert_loaded(id, row, spec, state);
         self.mark_stepped(id)?;
         self.queue.push_back(Work::Effects(id, effects));
@@ -78,14 +85,14 @@ impl<'c> UnitOfWork<'c> {
         if !self.load(id).await? {
             return Err(super::super::instances::instance_not_found(id));
         }
-        let loaded = self.instances.get_mut(&id).expect("loaded above");
-        match engine::step(&loaded.spec, &mut loaded.state, event, &mut step_context()) {
+        match self.step_engine(id, event).await? {
             Ok(effects) => {
                 self.mark_stepped(id)?;
                 self.queue.push_back(Work::Effects(id, effects));
                 self.run_queued().await?;
                 Ok(Applied::Stepped)
             }
+            Err(EngineError::Unavailable(why)) => Err(Error::ScriptsUnavailable(why)),
             Err(refused) => Ok(Applied::Refused(refused)),
         }
     }
@@ -165,10 +172,10 @@ impl<'c> UnitOfWork<'c> {
                     if !self.load(id).await? {
                         continue;
                     }
-                    let loaded = self.instances.get_mut(&id).expect("loaded above");
-                    let effects =
-                        engine::step(&loaded.spec, &mut loaded.state, event, &mut step_context())
-                            .map_err(|e| anyhow!("instance {id} refused an internal event: {e}"))?;
+                    let effects = self.step_engine(id, event).await?.map_err(|e| match e {
+                        EngineError::Unavailable(why) => Error::ScriptsUnavailable(why),
+                        other => anyhow!("instance {id} refused an internal event: {other}").into(),
+                    })?;
                     self.mark_stepped(id)?;
                     self.queue.push_back(Work::Effects(id, effects));
                 }
@@ -223,4 +230,84 @@ impl<'c> UnitOfWork<'c> {
         }
         Ok(())
     }
+
+    /// What the dispatcher needs to call the connector for a task of a held instance: its
+    /// parameters evaluated, off the async threads when they need Python. `None` when the
+    /// instance is not held.
+    pub async fn service_call(
+        &self,
+        id: i64,
+        task_guid: Uuid,
+    ) -> Result<Option<std::result::Result<ServiceCall, InstanceError>>> {
+        let Some(loaded) = self.instances.get(&id) else {
+            return Ok(None);
+        };
+        let cx = expr_context(self.cache);
+        if !loaded.spec.needs_python {
+            return Ok(Some(engine::service_call(
+                &loaded.spec,
+                &loaded.state,
+                task_guid,
+                &cx,
+            )));
+        }
+        let (spec, state) = (loaded.spec.clone(), loaded.state.clone());
+        off_async_threads(true, move || {
+            engine::service_call(&spec, &state, task_guid, &cx)
+        })
+        .await
+        .map(Some)
+    }
+
+    /// `engine::start`, where its scripts may run (see [`off_async_threads`]).
+    async fn start_engine(
+        &self,
+        spec: Arc<ModelSpec>,
+        process_id: String,
+        start: Event,
+    ) -> Result<std::result::Result<(InstanceState, Vec<Effect>), EngineError>> {
+        let mut context = step_context(self.cache);
+        off_async_threads(spec.needs_python, move || {
+            engine::start(&spec, &process_id, start, &mut context)
+        })
+        .await
+    }
+
+    /// `engine::step` on a held instance, where its scripts may run (see
+    /// [`off_async_threads`]).
+    async fn step_engine(
+        &mut self,
+        id: i64,
+        event: Event,
+    ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
+        let mut context = step_context(self.cache);
+        let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
+        let spec = loaded.spec.clone();
+        if !spec.needs_python {
+            return Ok(engine::step(&spec, &mut loaded.state, event, &mut context));
+        }
+        let mut state = loaded.state.clone();
+        let (state, result) = off_async_threads(true, move || {
+            let result = engine::step(&spec, &mut state, event, &mut context);
+            (state, result)
+        })
+        .await?;
+        self.instances.get_mut(&id).expect("held").state = state;
+        Ok(result)
+    }
+}
+
+/// Runs engine work inline when its model needs no Python (no thread hop on the hot path),
+/// else on tokio's blocking threads: a script may take its whole time limit, and an async
+/// thread that waited for it would hold up every other request it serves.
+async fn off_async_threads<T: Send + 'static>(
+    needs_python: bool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    if !needs_python {
+        return Ok(work());
+    }
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::Internal(anyhow!("an engine step's thread failed: {e}")))
 }

@@ -1,0 +1,135 @@
+//! Every piece of Python a model holds, with where it is: the script host checks them when the
+//! model is uploaded (syntax is CPython's to judge), and a model with any that the fast path
+//! cannot answer runs its steps where a script may take its whole time limit.
+
+use super::{BoundaryTrigger, ElementKind, ElementSpec, EndKind, MessageCatchSpec, ModelSpec};
+use crate::expr::{Expression, Script};
+
+/// One expression or script of a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonSource<'m> {
+    pub file: &'m str,
+    /// The element, sequence flow or correlation property it belongs to.
+    pub element_id: &'m str,
+    /// What it is for: "condition", "script", "preScript", "parameter 'url'", ...
+    pub what: String,
+    pub source: &'m str,
+    /// Statements (a script) rather than an expression.
+    pub is_script: bool,
+    /// Only Python can answer it (not the fast path's names, literals and subscripts).
+    pub needs_python: bool,
+}
+
+struct Collector<'m> {
+    file: &'m str,
+    found: Vec<PythonSource<'m>>,
+}
+
+impl<'m> Collector<'m> {
+    fn expression(&mut self, element_id: &'m str, what: impl Into<String>, e: &'m Expression) {
+        self.found.push(PythonSource {
+            file: self.file,
+            element_id,
+            what: what.into(),
+            source: e.source(),
+            is_script: false,
+            needs_python: e.needs_python(),
+        });
+    }
+
+    fn script(&mut self, element_id: &'m str, what: &str, script: &'m Script) {
+        self.found.push(PythonSource {
+            file: self.file,
+            element_id,
+            what: what.to_string(),
+            source: script.source(),
+            is_script: true,
+            needs_python: true,
+        });
+    }
+
+    fn message_catch(&mut self, element_id: &'m str, catch: &'m MessageCatchSpec) {
+        for (property, e) in &catch.process_correlations {
+            self.expression(
+                element_id,
+                format!("processVariableCorrelation for '{property}'"),
+                e,
+            );
+        }
+    }
+
+    fn element(&mut self, element: &'m ElementSpec) {
+        let id = element.id.as_str();
+        if let Some(script) = &element.pre_script {
+            self.script(id, "preScript", script);
+        }
+        if let Some(script) = &element.post_script {
+            self.script(id, "postScript", script);
+        }
+        match &element.kind {
+            ElementKind::ScriptTask {
+                script: Some(script),
+            } => self.script(id, "script", script),
+            ElementKind::ServiceTask(service) => {
+                for parameter in &service.parameters {
+                    if let Some(value) = &parameter.value {
+                        self.expression(id, format!("parameter '{}'", parameter.id), value);
+                    }
+                }
+            }
+            ElementKind::MessageThrow(throw) | ElementKind::EndEvent(EndKind::Message(throw)) => {
+                if let Some(payload) = &throw.payload {
+                    self.expression(id, "messagePayload", payload);
+                }
+            }
+            ElementKind::MessageCatch(catch)
+            | ElementKind::StartEvent {
+                message: Some(catch),
+            } => self.message_catch(id, catch),
+            ElementKind::Boundary(boundary) => {
+                if let BoundaryTrigger::Message(catch) = &boundary.trigger {
+                    self.message_catch(id, catch);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl ModelSpec {
+    /// Every expression and script, process by process, then the correlation properties'
+    /// retrieval expressions (which belong to no file in particular: their file is "").
+    pub fn python_sources(&self) -> Vec<PythonSource<'_>> {
+        let mut found = Vec::new();
+        for process in self.processes.values() {
+            let mut collector = Collector {
+                file: &process.file,
+                found: Vec::new(),
+            };
+            for element in process.elements.values() {
+                collector.element(element);
+            }
+            for flow in process.flows.values() {
+                if let Some(condition) = &flow.condition {
+                    collector.expression(&flow.id, "condition", condition);
+                }
+            }
+            found.append(&mut collector.found);
+        }
+        let mut collector = Collector {
+            file: "",
+            found: Vec::new(),
+        };
+        for property in &self.correlation_properties {
+            for (message, e) in &property.retrieval {
+                collector.expression(
+                    &property.id,
+                    format!("retrieval expression for message '{message}'"),
+                    e,
+                );
+            }
+        }
+        found.append(&mut collector.found);
+        found
+    }
+}

@@ -1,0 +1,195 @@
+//! Scripts over HTTP: SpiffArena's Python runs in models (what monty refused: `del`,
+//! `%`-formatting, the globals), a syntax error is refused at upload with its element and
+//! position, and the limits hold: a runaway script or a memory bomb puts its instance in
+//! error, the service keeps answering while runaways run, and a full pool answers 503.
+
+use crate::domain::{start, upload, upload_ok};
+use crate::helpers::{spawn_app_with, TestApp};
+use crate::models::definitions;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// start -> script task `run` with `source` -> end.
+fn script_model(process_id: &str, source: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="run" />
+    <bpmn:scriptTask id="run"><bpmn:script>{source}</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="run" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
+
+async fn app_with_limits(workers: usize, time_limit_ms: u64, queue_timeout_ms: u64) -> TestApp {
+    spawn_app_with(|s| {
+        s.scripts.workers = workers;
+        s.scripts.time_limit_ms = time_limit_ms;
+        s.scripts.queue_timeout_ms = queue_timeout_ms;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_spiffarena_script_runs_as_spiffarena_runs_it() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let source = "del items\nlabel = '%s-%d' % (name, count)\n\
+                  due = datetime(2024, 1, 31) + timedelta(days=count)\n\
+                  total = sum(x * 2 for x in values)\nrounded = round(2.675, 2)\n\
+                  helper = lambda: 1";
+    upload_ok(
+        &app,
+        "scripts/spiff",
+        "s.bpmn",
+        &script_model("spiff", source),
+    )
+    .await;
+    let data = json!({"items": [1, 2], "name": "order", "count": 3, "values": [1, 2, 3]});
+    let (status, body) = start(&app, "scripts/spiff", &data).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+    assert_eq!(
+        body["task_data"],
+        json!({
+            "name": "order", "count": 3, "values": [1, 2, 3], "label": "order-3",
+            "due": {"__type__": "datetime", "value": "2024-02-03T00:00:00"},
+            "total": 12, "rounded": 2.67,
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_syntax_error_is_refused_at_upload_with_element_and_position() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let (status, body) = upload(
+        &app,
+        "scripts/bad",
+        "bad.bpmn",
+        &script_model("bad", "x = = 1"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "invalid_process_model", "{body}");
+    assert_eq!(body["element_id"], "run", "{body}");
+    assert_eq!(body["file_name"], "bad.bpmn", "{body}");
+    let reason = body["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("script: SyntaxError: invalid syntax (line 1, column 5)"),
+        "{reason}"
+    );
+    assert!(!reason.contains("invalid Python"), "{reason}");
+}
+
+async fn instance_error(app: &TestApp, model: &str, source: &str) -> (Value, Duration) {
+    let process_id = model.replace('/', "_");
+    upload_ok(app, model, "s.bpmn", &script_model(&process_id, source)).await;
+    let started = Instant::now();
+    let (status, body) = start(app, model, &json!({})).await;
+    let took = started.elapsed();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "error", "{body}");
+    (body["process_instance"]["error"].clone(), took)
+}
+
+#[tokio::test]
+async fn a_runaway_script_is_stopped_at_its_time_limit() {
+    let app = app_with_limits(1, 1_000, 5_000).await;
+    let (error, took) = instance_error(&app, "scripts/runaway", "x = 7 ** 20000000").await;
+    assert_eq!(error["error_code"], "script_time_limit", "{error}");
+    assert_eq!(error["element_id"], "run", "{error}");
+    assert!(took < Duration::from_secs(3), "stopped after {took:?}");
+    // the pool replaced the killed worker: the next script runs
+    let (status, body) = start(&app, "scripts/runaway", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+#[tokio::test]
+async fn a_memory_bomb_errs_with_script_memory_limit() {
+    let app = app_with_limits(1, 5_000, 5_000).await;
+    let (error, _) = instance_error(&app, "scripts/bomb", "x = 'a' * (2 ** 31)").await;
+    assert_eq!(error["error_code"], "script_memory_limit", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("MemoryError")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn the_service_answers_within_100_ms_while_two_runaway_scripts_run() {
+    let app = app_with_limits(2, 3_000, 10_000).await;
+    upload_ok(
+        &app,
+        "scripts/runaway",
+        "s.bpmn",
+        &script_model("runaway", "x = 7 ** 20000000"),
+    )
+    .await;
+    let runaways: Vec<_> = (0..2)
+        .map(|_| {
+            let (address, client, token) =
+                (app.address.clone(), app.client.clone(), app.token("admin"));
+            tokio::spawn(async move {
+                client
+                    .post(format!("{address}/v1.0/process-instances/scripts:runaway"))
+                    .bearer_auth(token)
+                    .json(&json!({}))
+                    .send()
+                    .await
+                    .map(|r| r.status())
+            })
+        })
+        .collect();
+    // sample the status endpoint for as long as both runaways are in flight
+    let mut samples = Vec::new();
+    while runaways.iter().all(|r| !r.is_finished()) {
+        let asked = Instant::now();
+        let status = app.get("/v1.0/status").await.status();
+        samples.push((status, asked.elapsed()));
+    }
+    for runaway in runaways {
+        assert_eq!(runaway.await.unwrap().unwrap(), StatusCode::CREATED);
+    }
+    assert!(samples.len() >= 10, "only {} samples", samples.len());
+    let slowest = samples.iter().map(|(_, took)| *took).max().unwrap();
+    assert!(samples.iter().all(|(s, _)| *s == StatusCode::OK));
+    assert!(slowest < Duration::from_millis(100), "slowest {slowest:?}");
+}
+
+#[tokio::test]
+async fn a_step_that_finds_every_worker_busy_gets_503_and_changes_nothing() {
+    let app = app_with_limits(1, 3_000, 300).await;
+    upload_ok(
+        &app,
+        "scripts/runaway",
+        "s.bpmn",
+        &script_model("runaway", "x = 7 ** 20000000"),
+    )
+    .await;
+    let empty = json!({});
+    let (first, second) = tokio::join!(
+        start(&app, "scripts/runaway", &empty),
+        start(&app, "scripts/runaway", &empty)
+    );
+    let mut statuses = [first.0, second.0];
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [StatusCode::CREATED, StatusCode::SERVICE_UNAVAILABLE],
+        "{} / {}",
+        first.1,
+        second.1
+    );
+    let refused = if first.0 == StatusCode::SERVICE_UNAVAILABLE {
+        &first.1
+    } else {
+        &second.1
+    };
+    assert_eq!(refused["error_code"], "scripts_unavailable", "{refused}");
+    // the refused start left no instance behind
+    let (_, listed) = crate::domain::get(&app, "/v1.0/process-instances").await;
+    assert_eq!(listed["pagination"]["total"], 1, "{listed}");
+}
