@@ -32,6 +32,8 @@ fn main() {
     let installed = Command::new(&python)
         .args(["-m", "pip", "install", "--quiet", "--no-deps", "--upgrade"])
         .args(["--disable-pip-version-check", "--no-warn-script-location"])
+        // a --target folder is ours, not the system's (Debian's pip refuses otherwise)
+        .env("PIP_BREAK_SYSTEM_PACKAGES", "1")
         .arg("--target")
         .arg(&packages)
         .arg("-r")
