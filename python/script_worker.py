@@ -1,6 +1,6 @@
 """Script worker: runs SpiffArena-dialect Python for workflow-backend, one request at a time.
 
-The server starts a few of these processes (`python3 -I -u -c <this file> PACKAGES MEMORY_MB`)
+The server starts a few of these processes (`python3 -I -S -u -c <this file> PACKAGES MEMORY_MB`)
 and talks to each over stdin/stdout, one JSON object per line:
 
   request  {"op": "exec" | "eval" | "check", "source": str, "data": {...}, "mode": "exec"|"eval"}

@@ -50,7 +50,9 @@ struct Worker {
 impl Worker {
     fn start(settings: &PoolSettings) -> Result<Worker, PoolError> {
         let mut child = Command::new(&settings.python)
-            .args(["-I", "-u", "-c", WORKER_SOURCE])
+            // -I: no environment or user site; -S: no site module (nothing but the stdlib and
+            // our packages folder, and no start-up cost from site .pth files)
+            .args(["-I", "-S", "-u", "-c", WORKER_SOURCE])
             .arg(&settings.packages)
             .arg(settings.memory_limit_mb.to_string())
             .stdin(Stdio::piped())
