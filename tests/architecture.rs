@@ -40,8 +40,9 @@ const RULES: &[Rule] = &[
             "workers",
             "startup",
             "connector",
+            "python",
         ],
-        why: "the pure core does no IO",
+        why: "the pure core does no IO (its Python comes in a ScriptHost)",
     },
     Rule {
         layers: &["api"],
@@ -81,7 +82,7 @@ fn layers_only_reach_down() {
                 !files.is_empty(),
                 "no src/{layer}/ nor src/{layer}.rs: update RULES"
             );
-            for file in files {
+            for file in files.into_iter().filter(|f| !is_test_module(f)) {
                 let text = fs::read_to_string(&file).expect("a readable source file");
                 let module = module_path(&src, &file);
                 for reference in references(&text) {
@@ -130,6 +131,13 @@ fn layer_files(src: &Path, layer: &str) -> Vec<PathBuf> {
     } else {
         rust_files(&src.join(layer))
     }
+}
+
+/// Unit tests (`tests.rs`, `tests/`) may use what their layer may not: the core's tests run
+/// real Python through `crate::python`.
+fn is_test_module(file: &Path) -> bool {
+    file.file_name().is_some_and(|name| name == "tests.rs")
+        || file.components().any(|part| part.as_os_str() == "tests")
 }
 
 /// Every `.rs` file under `dir`, sorted (so the report reads in a stable order).

@@ -136,3 +136,58 @@ fn every_case_answers_as_spiffworkflow_does() {
     );
     assert_eq!(deviations_seen.len(), DEVIATIONS.len());
 }
+
+/// Every BPMN file under `../shared/conformance` (SpiffWorkflow's test models and SpiffArena's
+/// fixtures), loaded alone: no refusal may be about Python any more (the parser no longer
+/// compiles it), and every script and expression of the models that load must compile as
+/// CPython compiles it, as an upload checks.
+#[test]
+fn conformance_models_are_never_refused_for_their_python() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
+    assert!(root.is_dir(), "{} is missing", root.display());
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "bpmn") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 100, "only {} models", files.len());
+    let pool = pool();
+    let (mut loaded, mut python_refusals, mut compile_errors) = (0, Vec::new(), Vec::new());
+    for path in &files {
+        let name = path.strip_prefix(&root).unwrap().display().to_string();
+        let xml = std::fs::read_to_string(path).unwrap();
+        let model = match workflow_backend::bpmn::build_model(&[(name.clone(), xml)], None) {
+            Ok(model) => model,
+            Err(e) => {
+                if e.reason.contains("Python") {
+                    python_refusals.push(format!("{name}: {e}"));
+                }
+                continue;
+            }
+        };
+        loaded += 1;
+        for source in model.python_sources().iter().filter(|s| s.needs_python) {
+            let mode = if source.is_script { "exec" } else { "eval" };
+            let answer = pool
+                .call(&json!({"op": "check", "source": source.source, "mode": mode}))
+                .unwrap();
+            if answer["ok"] != json!(true) {
+                compile_errors.push(format!(
+                    "{name} {} {}: {}",
+                    source.element_id, source.what, answer["error"]
+                ));
+            }
+        }
+    }
+    println!("{loaded} of {} conformance models load alone", files.len());
+    assert!(python_refusals.is_empty(), "{python_refusals:#?}");
+    assert!(compile_errors.is_empty(), "{compile_errors:#?}");
+}

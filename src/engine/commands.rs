@@ -8,34 +8,9 @@ use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
 };
 use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ProcessSpec};
-use crate::expr::{ErrorKind, ExprError, Map, ScriptHost};
 use serde_json::Value;
 use std::sync::Arc;
 use uuid::Uuid;
-
-/// The script host of a step that runs no script.
-struct NoScripts;
-
-impl ScriptHost for NoScripts {
-    fn eval(&self, _: &str, _: &Map) -> Result<Value, ExprError> {
-        Err(ExprError::of_kind(
-            ErrorKind::Unavailable,
-            "no scripts run here",
-        ))
-    }
-    fn exec(&self, _: &str, _: &Map) -> Result<Map, ExprError> {
-        Err(ExprError::of_kind(
-            ErrorKind::Unavailable,
-            "no scripts run here",
-        ))
-    }
-    fn check(&self, _: &str, _: bool) -> Result<(), ExprError> {
-        Err(ExprError::of_kind(
-            ErrorKind::Unavailable,
-            "no scripts run here",
-        ))
-    }
-}
 
 fn process_of<'m>(model: &'m ModelSpec, id: &str) -> Result<&'m ProcessSpec, EngineError> {
     model
@@ -294,7 +269,7 @@ pub fn fail(
     let mut unused = StepContext::new(
         chrono::DateTime::UNIX_EPOCH,
         TaskIds::from_seed(Uuid::nil()),
-        Arc::new(NoScripts),
+        Arc::new(super::context::NoScripts),
     );
     let mut interpreter = Interpreter::new(model, process, state.clone(), &mut unused);
     interpreter.current = task_guid.filter(|guid| interpreter.has_task(*guid));

@@ -3,8 +3,9 @@
 //! the same model, state, event and context always give the same outcome, and tests can pin
 //! ids and times.
 
-use crate::expr::{self, ScriptHost};
+use crate::expr::{self, ErrorKind, ExprError, Map, ScriptHost};
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use std::sync::Arc;
 use uuid::{Builder, Uuid};
 
@@ -60,6 +61,31 @@ impl TaskIds {
         let value = self.seed.wrapping_add(u128::from(self.issued));
         self.issued += 1;
         Builder::from_random_bytes(value.to_be_bytes()).into_uuid()
+    }
+}
+
+/// The script host of a step that runs no script (failing an instance from outside a step,
+/// tests of models without Python): any use of it is `Unavailable`.
+pub(crate) struct NoScripts;
+
+impl ScriptHost for NoScripts {
+    fn eval(&self, _: &str, _: &Map) -> Result<Value, ExprError> {
+        Err(ExprError::of_kind(
+            ErrorKind::Unavailable,
+            "no scripts run here",
+        ))
+    }
+    fn exec(&self, _: &str, _: &Map) -> Result<Map, ExprError> {
+        Err(ExprError::of_kind(
+            ErrorKind::Unavailable,
+            "no scripts run here",
+        ))
+    }
+    fn check(&self, _: &str, _: bool) -> Result<(), ExprError> {
+        Err(ExprError::of_kind(
+            ErrorKind::Unavailable,
+            "no scripts run here",
+        ))
     }
 }
 

@@ -112,7 +112,7 @@ mod tests {
         let mut context = crate::engine::StepContext::new(
             chrono::DateTime::UNIX_EPOCH,
             crate::engine::TaskIds::from_seed(uuid::Uuid::nil()),
-            crate::python::test_host(),
+            std::sync::Arc::new(crate::engine::context::NoScripts),
         );
         crate::engine::start(spec, "P", start, &mut context)
             .expect("started")
