@@ -9,6 +9,7 @@ mod events;
 mod fixtures;
 mod flow;
 mod panics;
+mod spiffworkflow;
 
 use super::*;
 use crate::bpmn::{build_model, ModelSpec, BPMN_NS, SPIFF_NS};
