@@ -10,9 +10,11 @@ and talks to each over stdin/stdout, one JSON object per line:
            {"ok": false, "error": {"class", "message", "line", "column"}, "fatal": bool}
 
 Semantics are SpiffArena's: CPython `exec`/`eval` with its default globals, RestrictedPython's
-safe builtins, and an `__import__` that only hands out names present in the globals; a script
-runs with the task data as its globals, and afterwards the globals, `__builtins__` and every
-callable are removed from the data (SpiffWorkflow's TaskDataEnvironment rule). Stricter than
+safe builtins, and an `__import__` that only hands out names present in the globals; its
+script functions (`get_current_user()`, `get_secret(key)`, ...) answered from the request's
+"env"; a script runs with the task data as its globals, and afterwards the globals, the
+functions, `__builtins__` and every callable are removed from the data (SpiffWorkflow's
+TaskDataEnvironment rule). Stricter than
 SpiffArena in one respect: dunder attributes (`().__class__`) are refused before the code runs.
 
 Limits: the address space is capped at start-up (what the imports use, plus MEMORY_MB), so a
@@ -187,8 +189,75 @@ def compile_checked(source, mode):
     return compile(tree, FILE_NAME, mode)
 
 
-def overwritten_globals(data):
-    clashes = set(GLOBALS).intersection(data)
+# ---- SpiffArena's script functions (given as its "external context") ----
+
+def script_functions(env, data):
+    """The functions a script may call, answered from the step's environment."""
+    task = env.get("task")
+
+    def get_current_user():
+        user = env.get("user")
+        return None if user is None else {"username": user, "service_id": user}
+
+    def get_toplevel_process_info():
+        return {
+            "process_instance_id": env.get("process_instance_id"),
+            "process_model_identifier": env.get("process_model_identifier"),
+        }
+
+    def get_current_task_info():
+        return dict(task) if task else {}
+
+    def get_localtime(*args, **kwargs):
+        if not args and "datetime" not in kwargs:
+            raise ValueError("You must include a datetime to convert.")
+        date_time = kwargs["datetime"] if "datetime" in kwargs else args[0]
+        zone = kwargs.get("timezone", args[1] if len(args) > 1 else "US/Eastern")
+        return date_time.astimezone(pytz.timezone(zone))
+
+    def get_env():
+        return env.get("env_identifier")
+
+    def get_frontend_url():
+        return env.get("frontend_url")
+
+    def get_secret(key):
+        secrets = env.get("secrets") or {}
+        if key not in secrets:
+            raise KeyError(f"no secret named {key!r}")
+        return secrets[key]
+
+    def get_task_data_value(var_name, default=None):
+        return data.get(var_name, default)
+
+    def get_data_sizes():
+        return {"task_data_size": len(json.dumps(encode(data)))}
+
+    def unavailable(name):
+        def refuse(*args, **kwargs):
+            raise NotImplementedError(
+                f"{name}() needs SpiffArena's user and group directory, which workflow-backend "
+                "does not have"
+            )
+
+        refuse.__name__ = name
+        return refuse
+
+    functions = {
+        f.__name__: f
+        for f in (get_current_user, get_toplevel_process_info, get_current_task_info, get_localtime,
+                  get_env, get_frontend_url, get_secret, get_task_data_value, get_data_sizes)
+    }
+    for name in ("get_group_members", "get_groups_for_user", "get_user", "get_all_permissions",
+                 "get_process_initiator_user", "get_last_user_completing_task",
+                 "get_url_for_task_with_bpmn_identifier", "get_users_assigned_to_task",
+                 "get_usernames_waiting_for_task", "add_permission", "add_user_to_group"):
+        functions[name] = unavailable(name)
+    return functions
+
+
+def overwritten_globals(data, functions):
+    clashes = set(GLOBALS).intersection(data) | set(functions).intersection(data)
     if clashes:
         raise ValueError(
             "You have task data that overwrites a predefined function(s). Please change the "
@@ -196,24 +265,27 @@ def overwritten_globals(data):
         )
 
 
-def run_exec(source, data):
+def run_exec(source, data, functions):
     code = compile_checked(source, "exec")
     context = dict(data)
-    overwritten_globals(context)
+    overwritten_globals(context, functions)
     context.update(GLOBALS)
+    context.update(functions)
     try:
         exec(code, context)
     finally:
         for key in list(context):
-            if key == "__builtins__" or key == "__annotations__" or key in GLOBALS or callable(context[key]):
+            if (key in ("__builtins__", "__annotations__") or key in GLOBALS or key in functions
+                    or callable(context[key])):
                 context.pop(key)
     return context
 
 
-def run_eval(source, data):
+def run_eval(source, data, functions):
     # eval() of a string drops leading spaces and tabs (not newlines); so does this
     code = compile_checked(source.lstrip(" \t"), "eval")
     scope = dict(GLOBALS)
+    scope.update(functions)
     scope.update(data)
     return eval(code, scope)
 
@@ -245,11 +317,12 @@ def handle(request):
     op = request["op"]
     source = request["source"]
     data = decode(request.get("data") or {})
+    functions = script_functions(request.get("env") or {}, data)
     try:
         if op == "exec":
-            return {"ok": True, "data": encode(run_exec(source, data))}
+            return {"ok": True, "data": encode(run_exec(source, data, functions))}
         if op == "eval":
-            return {"ok": True, "value": encode(run_eval(source, data))}
+            return {"ok": True, "value": encode(run_eval(source, data, functions))}
         if op == "check":
             mode = request.get("mode", "exec")
             compile_checked(source if mode == "exec" else source.lstrip(" \t"), mode)

@@ -136,6 +136,8 @@ pub struct ScriptSettings {
     pub memory_limit_mb: u64,
     /// How long a step waits for a free worker before the request gets 503.
     pub queue_timeout_ms: u64,
+    /// What `get_env()` answers in scripts (`ENV_IDENTIFIER`).
+    pub env_identifier: String,
 }
 
 impl fmt::Debug for Settings {
@@ -328,6 +330,7 @@ impl Settings {
                     get("SCRIPT_QUEUE_TIMEOUT_MS"),
                     DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS,
                 )?,
+                env_identifier: get("ENV_IDENTIFIER").unwrap_or_else(|| "local".into()),
             },
         })
     }

@@ -22,7 +22,7 @@ use crate::api::error::{
 use crate::config::{redact_url, Settings};
 use crate::connector::{ConnectorClient, ProxyConfig};
 use crate::services::service_tasks::ServiceTaskContext;
-use crate::services::ModelCache;
+use crate::services::{ModelCache, ScriptSite};
 use crate::tokens::JwtKeys;
 use crate::workers;
 
@@ -128,11 +128,15 @@ impl Application {
         });
         let keys = web::Data::new(keys);
         let scripts = start_script_workers(&settings.scripts)?;
+        let site = ScriptSite {
+            frontend_url: settings.public_url.clone(),
+            env_identifier: settings.scripts.env_identifier.clone(),
+        };
         let state = web::Data::new(AppState {
             pool,
             settings: Arc::new(settings),
             keys: keys.clone(),
-            models: ModelCache::new(scripts),
+            models: ModelCache::new(scripts).with_site(site),
             connector,
             message_buffered: Arc::new(tokio::sync::Notify::new()),
         });

@@ -52,7 +52,14 @@ pub async fn start_instance(
         "invalid_payload",
         "the initial data",
     )?;
-    let answer = services::instances::start(&state.pool, &state.models, &model, &data).await?;
+    let answer = services::instances::start(
+        &state.pool,
+        &state.models,
+        &model,
+        &data,
+        &principal.subject,
+    )
+    .await?;
     Ok(HttpResponse::Created().json(answer))
 }
 
@@ -302,6 +309,7 @@ pub async fn complete_task(
         instance_id,
         task_guid,
         &data,
+        &principal.subject,
     )
     .await?;
     Ok(HttpResponse::Ok().json(answer))

@@ -3,7 +3,7 @@
 //! the same model, state, event and context always give the same outcome, and tests can pin
 //! ids and times.
 
-use crate::expr::{self, ErrorKind, ExprError, Map, ScriptHost};
+use crate::expr::{self, ErrorKind, ExprError, Map, ScriptEnv, ScriptHost};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::sync::Arc;
@@ -18,6 +18,8 @@ pub struct StepContext {
     pub task_ids: TaskIds,
     /// Runs the step's scripts and the expressions the fast path cannot answer.
     pub scripts: Arc<dyn ScriptHost>,
+    /// Where the step's code runs (instance, model, user), for the script functions.
+    pub env: Arc<ScriptEnv>,
 }
 
 impl StepContext {
@@ -26,12 +28,18 @@ impl StepContext {
             now,
             task_ids,
             scripts,
+            env: Arc::default(),
         }
+    }
+
+    pub fn with_env(mut self, env: ScriptEnv) -> StepContext {
+        self.env = Arc::new(env);
+        self
     }
 
     /// What expressions and scripts of this step use.
     pub fn expr(&self) -> expr::Context {
-        expr::Context::new(self.now, self.scripts.clone())
+        expr::Context::new(self.now, self.scripts.clone()).with_env(self.env.clone())
     }
 }
 
@@ -69,13 +77,13 @@ impl TaskIds {
 pub(crate) struct NoScripts;
 
 impl ScriptHost for NoScripts {
-    fn eval(&self, _: &str, _: &Map) -> Result<Value, ExprError> {
+    fn eval(&self, _: &str, _: &Map, _: &expr::Context) -> Result<Value, ExprError> {
         Err(ExprError::of_kind(
             ErrorKind::Unavailable,
             "no scripts run here",
         ))
     }
-    fn exec(&self, _: &str, _: &Map) -> Result<Map, ExprError> {
+    fn exec(&self, _: &str, _: &Map, _: &expr::Context) -> Result<Map, ExprError> {
         Err(ExprError::of_kind(
             ErrorKind::Unavailable,
             "no scripts run here",

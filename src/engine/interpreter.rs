@@ -6,7 +6,7 @@
 use super::context::StepContext;
 use super::{Effect, InstanceState, Task, TaskState, MAX_EXECUTIONS_PER_STEP};
 use crate::bpmn::{ElementSpec, ModelSpec, ProcessSpec};
-use crate::expr::{self, ErrorKind, ExprError, Expression, Script};
+use crate::expr::{self, ErrorKind, ExprError, Expression, Script, TaskRef};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
 use uuid::Uuid;
@@ -172,9 +172,27 @@ impl<'m> Interpreter<'m> {
         Ok(())
     }
 
+    /// The expression context for code of the current task (`get_current_task_info()`).
+    fn context_of_current_task(&self) -> expr::Context {
+        let task = self
+            .current
+            .filter(|guid| self.has_task(*guid))
+            .map(|guid| {
+                let task = self.task(guid);
+                TaskRef {
+                    id: guid.to_string(),
+                    bpmn_identifier: task.element_id.clone(),
+                    bpmn_name: task.name.clone(),
+                    typename: task.element_type.clone(),
+                }
+            });
+        self.expr_context.for_task(task)
+    }
+
     pub fn run_script(&mut self, element: &ElementSpec, script: &Script, what: &str) -> Outcome {
+        let cx = self.context_of_current_task();
         script
-            .run(&mut self.state.data, &self.expr_context)
+            .run(&mut self.state.data, &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
@@ -184,8 +202,9 @@ impl<'m> Interpreter<'m> {
         expression: &Expression,
         what: &str,
     ) -> Result<Value, ModelFailure> {
+        let cx = self.context_for(expression);
         expression
-            .eval(&self.state.data, &self.expr_context)
+            .eval(&self.state.data, &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
@@ -195,9 +214,19 @@ impl<'m> Interpreter<'m> {
         expression: &Expression,
         what: &str,
     ) -> Result<bool, ModelFailure> {
+        let cx = self.context_for(expression);
         expression
-            .eval_bool(&self.state.data, &self.expr_context)
+            .eval_bool(&self.state.data, &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, what))
+    }
+
+    /// The task's context only where Python will run (the fast path needs none).
+    fn context_for(&self, expression: &Expression) -> std::borrow::Cow<'_, expr::Context> {
+        if expression.needs_python() {
+            std::borrow::Cow::Owned(self.context_of_current_task())
+        } else {
+            std::borrow::Cow::Borrowed(&self.expr_context)
+        }
     }
 
     pub fn expr_context(&self) -> &expr::Context {

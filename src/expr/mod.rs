@@ -15,6 +15,7 @@ mod tests;
 use chrono::{DateTime, Utc};
 use convert::is_truthy;
 use fast::FastExpr;
+use serde::Serialize;
 use serde_json::{Map as JsonMap, Value};
 use std::fmt;
 use std::sync::Arc;
@@ -76,34 +77,95 @@ impl fmt::Display for ExprError {
 impl std::error::Error for ExprError {}
 
 /// Runs Python for the core. Implementations may block (the caller is never an async thread).
+/// `cx` says where the code runs (instance, task, user), for SpiffArena's script functions.
 pub trait ScriptHost: Send + Sync {
     /// The value of an expression with `vars` as variables (SpiffArena's `evaluate`).
-    fn eval(&self, source: &str, vars: &Map) -> Result<Value, ExprError>;
+    fn eval(&self, source: &str, vars: &Map, cx: &Context) -> Result<Value, ExprError>;
     /// The task data after a script ran with `data` as its variables (SpiffArena's
     /// `execute`: script globals and callables are not kept).
-    fn exec(&self, source: &str, data: &Map) -> Result<Map, ExprError>;
+    fn exec(&self, source: &str, data: &Map, cx: &Context) -> Result<Map, ExprError>;
     /// Whether `source` compiles as a script (`is_script`) or an expression; the error says
     /// where it does not.
     fn check(&self, source: &str, is_script: bool) -> Result<(), ExprError>;
 }
 
-/// What code may use from outside its variables: the Python that runs it, and the time.
-/// Passed in rather than reached for, so the core stays free of IO and tests can pin both.
+/// Where code runs, for SpiffArena's script functions (`get_toplevel_process_info()`,
+/// `get_current_user()`, `get_secret(key)`, ...): given by the shell for each step.
+#[derive(Clone, Default, PartialEq, Serialize)]
+pub struct ScriptEnv {
+    pub process_instance_id: Option<i64>,
+    pub process_model_identifier: Option<String>,
+    /// The subject that moved the instance (a token's `sub`, or the callback's task).
+    pub user: Option<String>,
+    pub frontend_url: String,
+    pub env_identifier: String,
+    /// Only filled for models that call `get_secret` (values never leave the step otherwise).
+    #[serde(skip)]
+    pub secrets: std::collections::BTreeMap<String, String>,
+}
+
+impl fmt::Debug for ScriptEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptEnv")
+            .field("process_instance_id", &self.process_instance_id)
+            .field("process_model_identifier", &self.process_model_identifier)
+            .field("user", &self.user)
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The task whose code runs (`get_current_task_info()`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskRef {
+    pub id: String,
+    pub bpmn_identifier: String,
+    pub bpmn_name: Option<String>,
+    pub typename: String,
+}
+
+/// What code may use from outside its variables: the Python that runs it, the time, and
+/// where it runs. Passed in rather than reached for, so the core stays free of IO and tests
+/// can pin all of it.
 #[derive(Clone)]
 pub struct Context {
     pub now: DateTime<Utc>,
     pub host: Arc<dyn ScriptHost>,
+    pub env: Arc<ScriptEnv>,
+    pub task: Option<TaskRef>,
 }
 
 impl Context {
     pub fn new(now: DateTime<Utc>, host: Arc<dyn ScriptHost>) -> Context {
-        Context { now, host }
+        Context {
+            now,
+            host,
+            env: Arc::default(),
+            task: None,
+        }
+    }
+
+    pub fn with_env(mut self, env: Arc<ScriptEnv>) -> Context {
+        self.env = env;
+        self
+    }
+
+    /// The same context, for code of `task`.
+    pub fn for_task(&self, task: Option<TaskRef>) -> Context {
+        Context {
+            task,
+            ..self.clone()
+        }
     }
 }
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("now", &self.now).finish()
+        f.debug_struct("Context")
+            .field("now", &self.now)
+            .field("env", &self.env)
+            .field("task", &self.task)
+            .finish()
     }
 }
 
@@ -141,7 +203,7 @@ impl Expression {
         if let Some(result) = self.fast.as_ref().and_then(|fast| fast.eval(vars)) {
             return result;
         }
-        cx.host.eval(&self.source, vars)
+        cx.host.eval(&self.source, vars, cx)
     }
 
     /// Python truthiness of the result (None, False, 0, 0.0, "", [], {} are false).
@@ -170,7 +232,7 @@ impl Script {
     /// Runs with `data`'s keys as variables; `data` becomes the task data the script leaves
     /// (SpiffArena's rules). On error `data` is left untouched.
     pub fn run(&self, data: &mut Map, cx: &Context) -> Result<(), ExprError> {
-        *data = cx.host.exec(&self.source, data)?;
+        *data = cx.host.exec(&self.source, data, cx)?;
         Ok(())
     }
 }

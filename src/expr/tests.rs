@@ -107,7 +107,7 @@ fn fast_path_forms_match_cpython() {
         assert!(!expr.needs_python(), "{source} should take the fast path");
         assert_eq!(&eval(source, &vars), expected, "fast path: {source}");
         let by_cpython = host
-            .eval(source, &vars)
+            .eval(source, &vars, &cx())
             .map_err(|e| without_position(e.message));
         assert_eq!(&by_cpython, expected, "CPython: {source}");
     }

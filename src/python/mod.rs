@@ -10,7 +10,7 @@ mod pool;
 
 pub use pool::{PoolError, PoolSettings, WorkerPool};
 
-use crate::expr::{ErrorKind, ExprError, Map, ScriptHost};
+use crate::expr::{Context, ErrorKind, ExprError, Map, ScriptHost};
 use serde_json::{json, Value};
 
 /// Where the pinned Python packages are installed by the build (see build.rs).
@@ -54,6 +54,17 @@ impl PythonHost {
     }
 }
 
+/// What the script functions answer from: the step's environment and the current task; the
+/// secrets only for code that asks for one.
+fn env_of(source: &str, cx: &Context) -> Value {
+    let mut env = json!(cx.env.as_ref());
+    env["task"] = json!(cx.task);
+    if source.contains("get_secret") {
+        env["secrets"] = json!(cx.env.secrets);
+    }
+    env
+}
+
 /// `Class: message (line L, column C)` from a worker's error object.
 fn python_error(error: &Value) -> ExprError {
     let class = error["class"].as_str().unwrap_or("RuntimeError");
@@ -79,8 +90,10 @@ fn python_error(error: &Value) -> ExprError {
 }
 
 impl ScriptHost for PythonHost {
-    fn eval(&self, source: &str, vars: &Map) -> Result<Value, ExprError> {
-        let answer = self.ask(json!({"op": "eval", "source": source, "data": vars}))?;
+    fn eval(&self, source: &str, vars: &Map, cx: &Context) -> Result<Value, ExprError> {
+        let request =
+            json!({"op": "eval", "source": source, "data": vars, "env": env_of(source, cx)});
+        let answer = self.ask(request)?;
         Ok(answer["value"].clone())
     }
 
@@ -91,8 +104,10 @@ impl ScriptHost for PythonHost {
             .map(|_| ())
     }
 
-    fn exec(&self, source: &str, data: &Map) -> Result<Map, ExprError> {
-        let answer = self.ask(json!({"op": "exec", "source": source, "data": data}))?;
+    fn exec(&self, source: &str, data: &Map, cx: &Context) -> Result<Map, ExprError> {
+        let request =
+            json!({"op": "exec", "source": source, "data": data, "env": env_of(source, cx)});
+        let answer = self.ask(request)?;
         match answer.get("data") {
             Some(Value::Object(map)) => Ok(map.clone()),
             _ => Err(ExprError::of_kind(

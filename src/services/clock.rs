@@ -3,18 +3,19 @@
 
 use super::ModelCache;
 use crate::engine::{StepContext, TaskIds};
-use crate::expr;
+use crate::expr::{self, ScriptEnv};
 use chrono::Utc;
 use uuid::Uuid;
 
-/// One engine step's view: now, a random seed for the ids of the tasks it creates, and the
-/// Python its scripts run on.
-pub(crate) fn step_context(cache: &ModelCache) -> StepContext {
+/// One engine step's view: now, a random seed for the ids of the tasks it creates, the Python
+/// its scripts run on, and where they run.
+pub(crate) fn step_context(cache: &ModelCache, env: ScriptEnv) -> StepContext {
     StepContext::new(
         Utc::now(),
         TaskIds::from_seed(Uuid::new_v4()),
         cache.scripts(),
     )
+    .with_env(env)
 }
 
 /// What an expression evaluated outside a step (correlation retrieval, service parameters)

@@ -9,13 +9,15 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 /// Creates an instance of the model's primary process and runs it to its wait states.
+/// `actor` (a token's subject) is the current user of the scripts that run.
 pub async fn start(
     pool: &PgPool,
     cache: &ModelCache,
     model: &str,
     data: &Map<String, Value>,
+    actor: &str,
 ) -> Result<Value> {
-    retry_transaction!(start_once(pool, cache, model, data))
+    retry_transaction!(start_once(pool, cache, model, data, actor))
 }
 
 async fn start_once(
@@ -23,8 +25,10 @@ async fn start_once(
     cache: &ModelCache,
     model: &str,
     data: &Map<String, Value>,
+    actor: &str,
 ) -> Result<Value> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
+    uow.act_as(actor);
     let id = uow.start_instance(model, data.clone()).await?;
     let committed = uow.commit().await?;
     Ok(committed.answer(id).expect("started in this unit"))
@@ -37,13 +41,15 @@ pub async fn complete_task(
     instance_id: i64,
     task_guid: Uuid,
     data: &Map<String, Value>,
+    actor: &str,
 ) -> Result<Value> {
     retry_transaction!(complete_task_once(
         pool,
         cache,
         instance_id,
         task_guid,
-        data
+        data,
+        actor
     ))
 }
 
@@ -53,8 +59,10 @@ async fn complete_task_once(
     instance_id: i64,
     task_guid: Uuid,
     data: &Map<String, Value>,
+    actor: &str,
 ) -> Result<Value> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
+    uow.act_as(actor);
     let event = Event::CompleteTask {
         task_guid,
         data: data.clone(),

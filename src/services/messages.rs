@@ -98,6 +98,7 @@ pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> R
 
 async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
+    uow.act_as(&request.sent_by);
     // With a uuid, the row is claimed first: a concurrent request with the same uuid waits
     // here for this transaction, then answers from what it stored. Without one, the message
     // is stored once, when its route is known.

@@ -10,7 +10,7 @@ pub mod models;
 pub mod service_tasks;
 mod unit_of_work;
 
-pub use model_cache::ModelCache;
+pub use model_cache::{ModelCache, ScriptSite};
 pub use unit_of_work::UnitOfWork;
 
 use serde_json::Value;

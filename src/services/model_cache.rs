@@ -15,6 +15,15 @@ pub struct ModelCache {
     expressions: RwLock<HashMap<String, Arc<Expression>>>,
     /// The Python every model's scripts run on.
     scripts: Arc<dyn ScriptHost>,
+    /// What the script functions say about this service.
+    site: ScriptSite,
+}
+
+/// What the script functions `get_frontend_url()` and `get_env()` answer.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptSite {
+    pub frontend_url: String,
+    pub env_identifier: String,
 }
 
 impl ModelCache {
@@ -23,7 +32,17 @@ impl ModelCache {
             specs: RwLock::default(),
             expressions: RwLock::default(),
             scripts,
+            site: ScriptSite::default(),
         }
+    }
+
+    pub fn with_site(mut self, site: ScriptSite) -> ModelCache {
+        self.site = site;
+        self
+    }
+
+    pub fn site(&self) -> &ScriptSite {
+        &self.site
     }
 
     /// The Python models' scripts and expressions run on.

@@ -193,3 +193,46 @@ async fn a_step_that_finds_every_worker_busy_gets_503_and_changes_nothing() {
     let (_, listed) = crate::domain::get(&app, "/v1.0/process-instances").await;
     assert_eq!(listed["pagination"]["total"], 1, "{listed}");
 }
+
+#[tokio::test]
+async fn spiffarena_script_functions_answer_from_the_instance_and_the_caller() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let source = "user = get_current_user()['username']\n\
+                  info = get_toplevel_process_info()\n\
+                  task = get_current_task_info()['bpmn_identifier']\n\
+                  env = get_env()\n\
+                  url = get_frontend_url()\n\
+                  paris = get_localtime(datetime(2024, 1, 1, 12, tzinfo=pytz.utc), 'Europe/Paris').isoformat()\n\
+                  kept = get_task_data_value('x', 5)\n\
+                  missing = get_task_data_value('nope', 'default')";
+    upload_ok(
+        &app,
+        "scripts/functions",
+        "s.bpmn",
+        &script_model("functions", source),
+    )
+    .await;
+    let (status, body) = start(&app, "scripts/functions", &json!({"x": 1})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    assert_eq!(
+        body["task_data"],
+        json!({
+            "x": 1, "user": "test-user",
+            "info": {"process_instance_id": id, "process_model_identifier": "scripts/functions"},
+            "task": "run", "env": "local", "url": app.settings.public_url,
+            "paris": "2024-01-01T13:00:00+01:00", "kept": 1, "missing": "default",
+        }),
+        "{body}"
+    );
+
+    // what needs SpiffArena's user directory says so
+    let (error, _) =
+        instance_error(&app, "scripts/groups", "members = get_group_members('a')").await;
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("NotImplementedError: get_group_members()")),
+        "{error}"
+    );
+}

@@ -50,10 +50,20 @@ fn task_ids_come_from_the_context_in_creation_order() {
 struct FixedScripts;
 
 impl crate::expr::ScriptHost for FixedScripts {
-    fn eval(&self, _: &str, _: &Map) -> Result<Value, crate::expr::ExprError> {
+    fn eval(
+        &self,
+        _: &str,
+        _: &Map,
+        _: &crate::expr::Context,
+    ) -> Result<Value, crate::expr::ExprError> {
         Ok(json!(true))
     }
-    fn exec(&self, source: &str, data: &Map) -> Result<Map, crate::expr::ExprError> {
+    fn exec(
+        &self,
+        source: &str,
+        data: &Map,
+        _: &crate::expr::Context,
+    ) -> Result<Map, crate::expr::ExprError> {
         let mut out = data.clone();
         out.insert("ran".into(), json!(source));
         Ok(out)

@@ -43,6 +43,8 @@ pub struct UnitOfWork<'c> {
     /// is recorded (every writer of a receive holds its instance's lock, so none can take
     /// them meanwhile), and no other message of this unit may take them.
     claimed_receives: Vec<i64>,
+    /// Who moved the instances (a token's subject): `get_current_user()` in their scripts.
+    actor: Option<String>,
 }
 
 struct Loaded {
@@ -145,7 +147,13 @@ impl<'c> UnitOfWork<'c> {
             queue: VecDeque::new(),
             steps: 0,
             claimed_receives: Vec::new(),
+            actor: None,
         })
+    }
+
+    /// The scripts this unit runs see `subject` as the current user.
+    pub fn act_as(&mut self, subject: &str) {
+        self.actor = Some(subject.to_string());
     }
 
     /// Locks and loads an instance unless this unit of work already holds it.

@@ -10,6 +10,7 @@ use crate::bpmn::ModelSpec;
 use crate::engine::{
     self, Effect, EngineError, Event, InstanceError, InstanceState, ServiceCall, TaskState,
 };
+use crate::expr::ScriptEnv;
 use crate::store;
 use anyhow::anyhow;
 use serde_json::{Map, Value};
@@ -65,8 +66,9 @@ impl<'c> UnitOfWork<'c> {
             data,
             message,
         };
+        let env = self.script_env(id, &model.identifier);
         let (state, effects) = self
-            .start_engine(spec.clone(), process_id, start)
+            .start_engine(spec.clone(), process_id, start, env)
             .await?
             .map_err(|e| match e {
                 EngineError::Unavailable(why) => Error::ScriptsUnavailable(why),
@@ -242,7 +244,9 @@ impl<'c> UnitOfWork<'c> {
         let Some(loaded) = self.instances.get(&id) else {
             return Ok(None);
         };
-        let cx = expr_context(self.cache);
+        let model = loaded.process_model_identifier.clone();
+        let cx =
+            expr_context(self.cache).with_env(std::sync::Arc::new(self.script_env(id, &model)));
         if !loaded.spec.needs_python {
             return Ok(Some(engine::service_call(
                 &loaded.spec,
@@ -259,14 +263,28 @@ impl<'c> UnitOfWork<'c> {
         .map(Some)
     }
 
+    /// Where an instance's scripts run, for the script functions.
+    fn script_env(&self, id: i64, model: &str) -> ScriptEnv {
+        let site = self.cache.site();
+        ScriptEnv {
+            process_instance_id: Some(id),
+            process_model_identifier: Some(model.to_string()),
+            user: self.actor.clone(),
+            frontend_url: site.frontend_url.clone(),
+            env_identifier: site.env_identifier.clone(),
+            secrets: Default::default(),
+        }
+    }
+
     /// `engine::start`, where its scripts may run (see [`off_async_threads`]).
     async fn start_engine(
         &self,
         spec: Arc<ModelSpec>,
         process_id: String,
         start: Event,
+        env: ScriptEnv,
     ) -> Result<std::result::Result<(InstanceState, Vec<Effect>), EngineError>> {
-        let mut context = step_context(self.cache);
+        let mut context = step_context(self.cache, env);
         off_async_threads(spec.needs_python, move || {
             engine::start(&spec, &process_id, start, &mut context)
         })
@@ -280,7 +298,8 @@ impl<'c> UnitOfWork<'c> {
         id: i64,
         event: Event,
     ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
-        let mut context = step_context(self.cache);
+        let model = self.instances[&id].process_model_identifier.clone();
+        let mut context = step_context(self.cache, self.script_env(id, &model));
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
         if !spec.needs_python {
