@@ -1,6 +1,7 @@
 //! POST /v1.0/messages/{modified_message_name}, GET /v1.0/messages, GET /v1.0/messages/{id}.
 
 use super::auth::Principal;
+use super::display;
 use super::error::{ApiError, Problem};
 use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
 use crate::startup::AppState;
@@ -111,8 +112,12 @@ pub async fn send_message(
     };
     Ok(
         match services::messages::send(&state.pool, &state.models, &request).await? {
-            SendAnswer::Instance(body) => HttpResponse::Ok().json(body),
-            SendAnswer::Buffered(body) => {
+            SendAnswer::Instance(mut body) => {
+                display::untag(&mut body);
+                HttpResponse::Ok().json(body)
+            }
+            SendAnswer::Buffered(mut body) => {
+                display::untag(&mut body);
                 // the expiry sweeper may be asleep until a later deadline
                 state.message_buffered.notify_one();
                 HttpResponse::Accepted().json(body)
@@ -224,6 +229,7 @@ pub async fn show_message(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
-    let message = services::messages::find(&state.pool, id.into_inner()).await?;
+    let mut message = services::messages::find(&state.pool, id.into_inner()).await?;
+    display::untag(&mut message);
     super::json_off_thread(StatusCode::OK, message).await
 }

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod callbacks;
+pub mod display;
 pub mod error;
 pub mod guard;
 pub mod health;

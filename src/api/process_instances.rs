@@ -1,6 +1,7 @@
 //! Process instances: start, show, list; completing a user or manual task.
 
 use super::auth::Principal;
+use super::display;
 use super::error::{ApiError, Problem};
 use super::messages::{InstanceAnswer, ListAnswer};
 use crate::services::{self, input};
@@ -52,7 +53,7 @@ pub async fn start_instance(
         "invalid_payload",
         "the initial data",
     )?;
-    let answer = services::instances::start(
+    let mut answer = services::instances::start(
         &state.pool,
         &state.models,
         &model,
@@ -60,6 +61,7 @@ pub async fn start_instance(
         &principal.subject,
     )
     .await?;
+    display::untag(&mut answer);
     Ok(HttpResponse::Created().json(answer))
 }
 
@@ -102,7 +104,8 @@ pub async fn show_instance(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     authorize(&principal, &state, id, "read", None).await?;
-    let instance = services::instances::show(&state.pool, id).await?;
+    let mut instance = services::instances::show(&state.pool, id).await?;
+    display::untag(&mut instance);
     super::json_off_thread(StatusCode::OK, instance).await
 }
 
@@ -254,13 +257,14 @@ pub async fn migrate_instance(
     if let Some(version) = &request.target_version {
         input::check_text(version, "invalid_json", "target_version", 128)?;
     }
-    let answer = services::instances::migrate(
+    let mut answer = services::instances::migrate(
         &state.pool,
         &state.models,
         id,
         request.target_version.as_deref(),
     )
     .await?;
+    display::untag(&mut answer);
     Ok(HttpResponse::Ok().json(answer))
 }
 
@@ -303,7 +307,7 @@ pub async fn complete_task(
             "the task data must be a JSON object",
         ));
     };
-    let answer = services::instances::complete_task(
+    let mut answer = services::instances::complete_task(
         &state.pool,
         &state.models,
         instance_id,
@@ -312,5 +316,6 @@ pub async fn complete_task(
         &principal.subject,
     )
     .await?;
+    display::untag(&mut answer);
     Ok(HttpResponse::Ok().json(answer))
 }

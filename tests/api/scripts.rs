@@ -54,10 +54,40 @@ async fn a_spiffarena_script_runs_as_spiffarena_runs_it() {
         body["task_data"],
         json!({
             "name": "order", "count": 3, "values": [1, 2, 3], "label": "order-3",
-            "due": {"__type__": "datetime", "value": "2024-02-03T00:00:00"},
+            "due": "2024-02-03T00:00:00",
             "total": 12, "rounded": 2.67,
         })
     );
+}
+
+/// A datetime a script stores is a datetime again in the next script (clients see an ISO
+/// string).
+#[tokio::test]
+async fn a_datetime_survives_storage_between_scripts() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let xml = definitions(
+        r#"<bpmn:process id="dates" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="set" />
+    <bpmn:scriptTask id="set"><bpmn:script>due = datetime(2024, 1, 31)</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="set" targetRef="wait" />
+    <bpmn:userTask id="wait" />
+    <bpmn:sequenceFlow id="f3" sourceRef="wait" targetRef="later" />
+    <bpmn:scriptTask id="later"><bpmn:script>later = (due + timedelta(days=1)).strftime('%d %b')</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f4" sourceRef="later" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "scripts/dates", "d.bpmn", &xml).await;
+    let (status, body) = start(&app, "scripts/dates", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["task_data"]["due"], "2024-01-31T00:00:00", "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let task = crate::domain::waiting_task(&app, id, "wait").await;
+    let (status, done) = crate::domain::complete_task(&app, id, &task, &json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+    assert_eq!(done["task_data"]["later"], "01 Feb", "{done}");
 }
 
 #[tokio::test]
