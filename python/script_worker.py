@@ -28,6 +28,7 @@ import datetime as _datetime_module
 import decimal
 import json
 import math
+import os
 import random
 import re
 import resource
@@ -345,6 +346,9 @@ def limit_memory():
 
 
 def main():
+    # Nobody reads stderr once the worker is ready: a script's warnings (a SyntaxWarning on each
+    # compile, say) must not fill the pipe and stall the worker.
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     in_use = limit_memory()
     out = sys.stdout
     out.write(json.dumps({"ready": True, "baseline_bytes": in_use}) + "\n")
