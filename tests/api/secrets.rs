@@ -2,9 +2,9 @@
 //! command, the service function the script runtime reads values with, and that no answer,
 //! command output or log line ever holds a value.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::header::CONTENT_TYPE;
@@ -365,6 +365,18 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A child process that is killed if the test fails before it ends.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 async fn drop_database(settings: &workflow_backend::config::Settings) {
     let mut conn = PgConnection::connect(&settings.with_database_name("postgres"))
         .await
@@ -513,6 +525,15 @@ async fn secret_values_never_reach_the_server_log() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
+    // read all along, so that a full pipe never blocks the server's logging
+    let mut stderr = child.stderr.take().unwrap();
+    let log_reader = std::thread::spawn(move || {
+        let mut log = Vec::new();
+        let _ = stderr.read_to_end(&mut log);
+        text(&log)
+    });
+    let mut child = KillOnDrop(child);
+    let child = &mut child.0;
 
     let base = format!("http://{bind}");
     let client = reqwest::Client::new();
@@ -588,7 +609,8 @@ async fn secret_values_never_reach_the_server_log() {
         // poll interval of a condition (the child exited) bounded by the deadline above
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let log = text(&child.wait_with_output().unwrap().stderr);
+    assert!(child.wait().unwrap().success());
+    let log = log_reader.join().unwrap();
     // the requests were logged (and at debug, sqlx's statements too) ...
     assert!(log.contains("/v1.0/secrets/LOGGED"), "{log}");
     assert!(log.contains("UPDATE secrets"), "{log}");
