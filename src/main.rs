@@ -1,3 +1,4 @@
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -6,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 use workflow_backend::api::openapi_document;
 use workflow_backend::config::{ConfigError, Settings};
+use workflow_backend::services::secrets;
 use workflow_backend::startup::{self, Application};
 use workflow_backend::telemetry;
 use workflow_backend::tokens::JwtKeys;
@@ -39,6 +41,26 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl: u64,
     },
+    /// Manage the secrets scripts read with get_secret(name), in the configured database (created
+    /// and migrated first, as `migrate` does). No command prints a value.
+    Secret {
+        #[command(subcommand)]
+        command: SecretCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SecretCommand {
+    /// Create or replace a secret. The value is read from stdin (one trailing newline is
+    /// dropped), never from the command line: `printf %s "$VALUE" | workflow-backend secret set NAME`.
+    Set {
+        /// A letter or `_`, then letters, digits, `_`, `.` and `-` (at most 128).
+        name: String,
+    },
+    /// Print each secret's name and when it was last set (tab-separated), never its value.
+    List,
+    /// Delete a secret.
+    Delete { name: String },
 }
 
 fn main() -> ExitCode {
@@ -80,6 +102,43 @@ fn run(command: Command) -> anyhow::Result<()> {
                 Ok(())
             })
         }
+        Command::Secret { command } => {
+            // the name and the value are refused before the database is touched
+            let value = match &command {
+                SecretCommand::Set { name } => {
+                    secrets::check_name(name)?;
+                    read_secret_value()?
+                }
+                SecretCommand::Delete { name } => {
+                    secrets::check_name(name)?;
+                    String::new()
+                }
+                SecretCommand::List => String::new(),
+            };
+            let settings = Settings::from_env()?;
+            telemetry::init(settings.log_format)?;
+            runtime()?.block_on(async {
+                let pool = startup::prepare_database(&settings).await?;
+                match command {
+                    SecretCommand::Set { name } => {
+                        let (created, _) = secrets::set(&pool, &name, &value).await?;
+                        let done = if created { "created" } else { "replaced" };
+                        println!("secret {name} {done}");
+                    }
+                    SecretCommand::List => {
+                        for secret in secrets::list_all(&pool).await? {
+                            println!("{}\t{}", secret.name, secret.updated_at.to_rfc3339());
+                        }
+                    }
+                    SecretCommand::Delete { name } => {
+                        secrets::delete(&pool, &name).await?;
+                        println!("secret {name} deleted");
+                    }
+                }
+                pool.close().await;
+                Ok(())
+            })
+        }
         Command::Serve => {
             let settings = Settings::from_env()?;
             telemetry::init(settings.log_format)?;
@@ -91,6 +150,33 @@ fn run(command: Command) -> anyhow::Result<()> {
             })
         }
     }
+}
+
+/// A secret's value from stdin: UTF-8, without one trailing newline (`\n` or `\r\n`), checked
+/// as the API checks it. At most one byte past the limit is read.
+fn read_secret_value() -> anyhow::Result<String> {
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!("Reading the value from stdin; end it with Ctrl-D (it is echoed as you type).");
+    }
+    // the limit, a trailing "\r\n", and one byte more to tell a value that is too long
+    let limit = secrets::MAX_VALUE_BYTES as u64 + 3;
+    let mut bytes = Vec::new();
+    stdin
+        .by_ref()
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .context("reading the value from stdin")?;
+    if bytes.ends_with(b"\n") {
+        bytes.pop();
+        if bytes.ends_with(b"\r") {
+            bytes.pop();
+        }
+    }
+    let value = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("the value on stdin is not UTF-8 text"))?;
+    secrets::check_value(&value)?;
+    Ok(value)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

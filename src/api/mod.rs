@@ -12,6 +12,7 @@ pub mod health;
 pub mod messages;
 pub mod process_instances;
 pub mod process_models;
+pub mod secrets;
 
 use std::sync::OnceLock;
 
@@ -43,8 +44,12 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         process_instances::migrate_instance,
         callbacks::callback, callbacks::service_tasks, callbacks::authentications,
         callbacks::connector_logs,
+        secrets::put_secret, secrets::list_secrets, secrets::delete_secret,
     ),
-    components(schemas(Problem, process_instances::MigrateRequest)),
+    components(schemas(
+        Problem, process_instances::MigrateRequest, secrets::SecretValueBody,
+        secrets::SecretAnswer, secrets::SecretList,
+    )),
     modifiers(&BearerSecurity),
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
@@ -52,7 +57,8 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         (name = "messages", description = "BPMN messages: start, correlate, buffer, audit"),
         (name = "process models", description = "BPMN files and the models they make"),
         (name = "process instances", description = "Running processes and their user tasks"),
-        (name = "service tasks", description = "Connector proxies and their callbacks")
+        (name = "service tasks", description = "Connector proxies and their callbacks"),
+        (name = "secrets", description = "Values scripts read with `get_secret(name)`; never answered")
     )
 )]
 pub struct ApiDoc;
@@ -179,6 +185,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::resource("/v1.0/authentications").route(web::get().to(callbacks::authentications)),
+        )
+        .service(web::resource("/v1.0/secrets").route(web::get().to(secrets::list_secrets)))
+        .service(
+            web::resource("/v1.0/secrets/{name}")
+                .route(web::put().to(secrets::put_secret))
+                .route(web::delete().to(secrets::delete_secret)),
         )
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));

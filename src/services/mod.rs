@@ -7,6 +7,7 @@ pub mod instances;
 pub mod messages;
 pub mod model_cache;
 pub mod models;
+pub mod secrets;
 pub mod service_tasks;
 mod unit_of_work;
 

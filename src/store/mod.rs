@@ -6,6 +6,7 @@ pub mod instances;
 pub mod jobs;
 pub mod messages;
 pub mod models;
+pub mod secrets;
 
 /// Makes the (just begun) transaction read from one snapshot: reads that belong together.
 pub async fn read_only_snapshot(conn: &mut sqlx::PgConnection) -> sqlx::Result<()> {

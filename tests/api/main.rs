@@ -12,5 +12,6 @@ mod messages;
 mod models;
 mod openapi;
 mod scripts;
+mod secrets;
 mod service_tasks;
 mod versions;
