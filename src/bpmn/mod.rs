@@ -131,6 +131,8 @@ pub struct ModelSpec {
     /// Some step may need Python (a script, or an expression beyond the fast path): such
     /// steps run where a script may take its whole time limit.
     pub needs_python: bool,
+    /// Some code calls `get_secret`: its steps are given the secret values.
+    pub uses_secrets: bool,
 }
 
 /// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with

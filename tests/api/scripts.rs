@@ -266,3 +266,35 @@ async fn spiffarena_script_functions_answer_from_the_instance_and_the_caller() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn get_secret_answers_from_the_secret_store() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let stored = app
+        .request(reqwest::Method::PUT, "/v1.0/secrets/API_KEY")
+        .bearer_auth(app.token("admin"))
+        .json(&json!({"value": "s3cr3t-value"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), StatusCode::CREATED);
+    let source = "header = 'Bearer ' + get_secret('API_KEY')";
+    upload_ok(
+        &app,
+        "scripts/secret",
+        "s.bpmn",
+        &script_model("secret", source),
+    )
+    .await;
+    let (status, body) = start(&app, "scripts/secret", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["task_data"]["header"], "Bearer s3cr3t-value", "{body}");
+
+    let (error, _) = instance_error(&app, "scripts/nosecret", "x = get_secret('MISSING')").await;
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("KeyError: \"no secret named 'MISSING'\"")),
+        "{error}"
+    );
+}

@@ -32,8 +32,14 @@ pub fn build_model(
         message_starts,
         files: definitions.iter().map(|d| d.file.clone()).collect(),
         needs_python: false,
+        uses_secrets: false,
     };
-    spec.needs_python = spec.python_sources().iter().any(|s| s.needs_python);
+    let sources = spec.python_sources();
+    let needs_python = sources.iter().any(|s| s.needs_python);
+    let uses_secrets = sources.iter().any(|s| s.source.contains("get_secret"));
+    drop(sources);
+    spec.needs_python = needs_python;
+    spec.uses_secrets = uses_secrets;
     Ok(spec)
 }
 

@@ -64,6 +64,15 @@ impl UnitOfWork<'_> {
         Ok(store::connector_logs::insert(&mut self.tx, id, task_guid, logs).await?)
     }
 
+    /// Every secret's value, for the steps of a model whose code calls `get_secret`.
+    pub(super) async fn secret_values(
+        &mut self,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        Ok(super::super::secrets::all_values(&mut self.tx)
+            .await?
+            .into_map())
+    }
+
     /// Attempts of a service task that have failed and were retried.
     pub async fn retries_attempted(&mut self, task_guid: Uuid) -> Result<i32> {
         Ok(store::instances::retries_attempted(&mut self.tx, task_guid).await?)

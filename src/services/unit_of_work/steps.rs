@@ -66,7 +66,10 @@ impl<'c> UnitOfWork<'c> {
             data,
             message,
         };
-        let env = self.script_env(id, &model.identifier);
+        let mut env = self.script_env(id, &model.identifier);
+        if spec.uses_secrets {
+            env.secrets = self.secret_values().await?;
+        }
         let (state, effects) = self
             .start_engine(spec.clone(), process_id, start, env)
             .await?
@@ -237,25 +240,24 @@ impl<'c> UnitOfWork<'c> {
     /// parameters evaluated, off the async threads when they need Python. `None` when the
     /// instance is not held.
     pub async fn service_call(
-        &self,
+        &mut self,
         id: i64,
         task_guid: Uuid,
     ) -> Result<Option<std::result::Result<ServiceCall, InstanceError>>> {
         let Some(loaded) = self.instances.get(&id) else {
             return Ok(None);
         };
-        let model = loaded.process_model_identifier.clone();
-        let cx =
-            expr_context(self.cache).with_env(std::sync::Arc::new(self.script_env(id, &model)));
-        if !loaded.spec.needs_python {
-            return Ok(Some(engine::service_call(
-                &loaded.spec,
-                &loaded.state,
-                task_guid,
-                &cx,
-            )));
+        let (spec, model) = (loaded.spec.clone(), loaded.process_model_identifier.clone());
+        let mut env = self.script_env(id, &model);
+        if spec.uses_secrets {
+            env.secrets = self.secret_values().await?;
         }
-        let (spec, state) = (loaded.spec.clone(), loaded.state.clone());
+        let cx = expr_context(self.cache).with_env(std::sync::Arc::new(env));
+        let state = &self.instances[&id].state;
+        if !spec.needs_python {
+            return Ok(Some(engine::service_call(&spec, state, task_guid, &cx)));
+        }
+        let state = state.clone();
         off_async_threads(true, move || {
             engine::service_call(&spec, &state, task_guid, &cx)
         })
@@ -298,8 +300,18 @@ impl<'c> UnitOfWork<'c> {
         id: i64,
         event: Event,
     ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
-        let model = self.instances[&id].process_model_identifier.clone();
-        let mut context = step_context(self.cache, self.script_env(id, &model));
+        let (model, uses_secrets) = {
+            let loaded = &self.instances[&id];
+            (
+                loaded.process_model_identifier.clone(),
+                loaded.spec.uses_secrets,
+            )
+        };
+        let mut env = self.script_env(id, &model);
+        if uses_secrets {
+            env.secrets = self.secret_values().await?;
+        }
+        let mut context = step_context(self.cache, env);
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
         if !spec.needs_python {
