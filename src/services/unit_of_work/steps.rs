@@ -66,7 +66,7 @@ impl<'c> UnitOfWork<'c> {
             data,
             message,
         };
-        let mut env = self.script_env(id, &model.identifier);
+        let mut env = self.script_env(id, &model.identifier, &spec);
         if spec.uses_secrets {
             env.secrets = self.secret_values().await?;
         }
@@ -248,7 +248,7 @@ impl<'c> UnitOfWork<'c> {
             return Ok(None);
         };
         let (spec, model) = (loaded.spec.clone(), loaded.process_model_identifier.clone());
-        let mut env = self.script_env(id, &model);
+        let mut env = self.script_env(id, &model, &spec);
         if spec.uses_secrets {
             env.secrets = self.secret_values().await?;
         }
@@ -265,8 +265,12 @@ impl<'c> UnitOfWork<'c> {
         .map(Some)
     }
 
-    /// Where an instance's scripts run, for the script functions.
-    fn script_env(&self, id: i64, model: &str) -> ScriptEnv {
+    /// Where an instance's scripts run, for the script functions (nothing to build when its
+    /// model runs no Python: the hot path of plain message models).
+    fn script_env(&self, id: i64, model: &str, spec: &ModelSpec) -> ScriptEnv {
+        if !spec.needs_python {
+            return ScriptEnv::default();
+        }
         let site = self.cache.site();
         ScriptEnv {
             process_instance_id: Some(id),
@@ -300,15 +304,12 @@ impl<'c> UnitOfWork<'c> {
         id: i64,
         event: Event,
     ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
-        let (model, uses_secrets) = {
+        let (model, spec) = {
             let loaded = &self.instances[&id];
-            (
-                loaded.process_model_identifier.clone(),
-                loaded.spec.uses_secrets,
-            )
+            (loaded.process_model_identifier.clone(), loaded.spec.clone())
         };
-        let mut env = self.script_env(id, &model);
-        if uses_secrets {
+        let mut env = self.script_env(id, &model, &spec);
+        if spec.uses_secrets {
             env.secrets = self.secret_values().await?;
         }
         let mut context = step_context(self.cache, env);
