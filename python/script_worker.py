@@ -200,6 +200,10 @@ def script_functions(env, data):
         user = env.get("user")
         return None if user is None else {"username": user, "service_id": user}
 
+    def get_process_initiator_user():
+        user = env.get("initiator")
+        return None if user is None else {"username": user, "service_id": user}
+
     def get_toplevel_process_info():
         return {
             "process_instance_id": env.get("process_instance_id"),
@@ -246,11 +250,11 @@ def script_functions(env, data):
 
     functions = {
         f.__name__: f
-        for f in (get_current_user, get_toplevel_process_info, get_current_task_info, get_localtime,
+        for f in (get_current_user, get_process_initiator_user, get_toplevel_process_info, get_current_task_info, get_localtime,
                   get_env, get_frontend_url, get_secret, get_task_data_value, get_data_sizes)
     }
     for name in ("get_group_members", "get_groups_for_user", "get_user", "get_all_permissions",
-                 "get_process_initiator_user", "get_last_user_completing_task",
+                 "get_last_user_completing_task",
                  "get_url_for_task_with_bpmn_identifier", "get_users_assigned_to_task",
                  "get_usernames_waiting_for_task", "add_permission", "add_user_to_group"):
         functions[name] = unavailable(name)

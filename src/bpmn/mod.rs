@@ -133,6 +133,8 @@ pub struct ModelSpec {
     pub needs_python: bool,
     /// Some code calls `get_secret`: its steps are given the secret values.
     pub uses_secrets: bool,
+    /// Some code calls `get_process_initiator_user`: its steps are told who started them.
+    pub uses_initiator: bool,
 }
 
 /// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with

@@ -95,8 +95,10 @@ pub trait ScriptHost: Send + Sync {
 pub struct ScriptEnv {
     pub process_instance_id: Option<i64>,
     pub process_model_identifier: Option<String>,
-    /// The subject that moved the instance (a token's `sub`, or the callback's task).
+    /// The subject that moved the instance (a token's `sub`).
     pub user: Option<String>,
+    /// The subject that started it (only for models that ask).
+    pub initiator: Option<String>,
     pub frontend_url: String,
     pub env_identifier: String,
     /// Only filled for models that call `get_secret` (values never leave the step otherwise).

@@ -50,17 +50,28 @@ pub async fn insert(
     process_model_identifier: &str,
     model_version: &str,
     process_id: &str,
+    started_by: Option<&str>,
 ) -> sqlx::Result<InstanceRow> {
     sqlx::query_as(
-        "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status) \
-         VALUES ($1, $2, $3, 'running') RETURNING id, process_model_identifier, process_id, status, \
+        "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status, started_by) \
+         VALUES ($1, $2, $3, 'running', $4) RETURNING id, process_model_identifier, process_id, status, \
          data, correlations, internal, error, model_version, created_at, updated_at",
     )
     .bind(process_model_identifier)
     .bind(model_version)
     .bind(process_id)
+    .bind(started_by)
     .fetch_one(conn)
     .await
+}
+
+/// Who started an instance (None: no token subject started it).
+pub async fn started_by(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT started_by FROM process_instances WHERE id = $1")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map(Option::flatten)
 }
 
 /// `SELECT ... FOR UPDATE`: every step of an instance holds its row lock.

@@ -228,6 +228,7 @@ async fn a_step_that_finds_every_worker_busy_gets_503_and_changes_nothing() {
 async fn spiffarena_script_functions_answer_from_the_instance_and_the_caller() {
     let app = app_with_limits(1, 2_000, 5_000).await;
     let source = "user = get_current_user()['username']\n\
+                  initiator = get_process_initiator_user()['username']\n\
                   info = get_toplevel_process_info()\n\
                   task = get_current_task_info()['bpmn_identifier']\n\
                   env = get_env()\n\
@@ -248,7 +249,7 @@ async fn spiffarena_script_functions_answer_from_the_instance_and_the_caller() {
     assert_eq!(
         body["task_data"],
         json!({
-            "x": 1, "user": "test-user",
+            "x": 1, "user": "test-user", "initiator": "test-user",
             "info": {"process_instance_id": id, "process_model_identifier": "scripts/functions"},
             "task": "run", "env": "local", "url": app.settings.public_url,
             "paris": "2024-01-01T13:00:00+01:00", "kept": 1, "missing": "default",

@@ -33,13 +33,16 @@ pub fn build_model(
         files: definitions.iter().map(|d| d.file.clone()).collect(),
         needs_python: false,
         uses_secrets: false,
+        uses_initiator: false,
     };
     let sources = spec.python_sources();
     let needs_python = sources.iter().any(|s| s.needs_python);
-    let uses_secrets = sources.iter().any(|s| s.source.contains("get_secret"));
+    let calls = |function: &str| sources.iter().any(|s| s.source.contains(function));
+    let (uses_secrets, uses_initiator) = (calls("get_secret"), calls("get_process_initiator_user"));
     drop(sources);
     spec.needs_python = needs_python;
     spec.uses_secrets = uses_secrets;
+    spec.uses_initiator = uses_initiator;
     Ok(spec)
 }
 

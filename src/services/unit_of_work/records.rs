@@ -73,6 +73,11 @@ impl UnitOfWork<'_> {
             .into_map())
     }
 
+    /// Who started an instance (a token subject), for `get_process_initiator_user()`.
+    pub(super) async fn started_by(&mut self, id: i64) -> Result<Option<String>> {
+        Ok(store::instances::started_by(&mut self.tx, id).await?)
+    }
+
     /// Attempts of a service task that have failed and were retried.
     pub async fn retries_attempted(&mut self, task_guid: Uuid) -> Result<i32> {
         Ok(store::instances::retries_attempted(&mut self.tx, task_guid).await?)

@@ -58,6 +58,7 @@ impl<'c> UnitOfWork<'c> {
             &model.identifier,
             &model.version_sha,
             &process_id,
+            self.actor.as_deref(),
         )
         .await?;
         let id = row.id;
@@ -66,10 +67,7 @@ impl<'c> UnitOfWork<'c> {
             data,
             message,
         };
-        let mut env = self.script_env(id, &model.identifier, &spec);
-        if spec.uses_secrets {
-            env.secrets = self.secret_values().await?;
-        }
+        let env = self.script_env(id, &model.identifier, &spec).await?;
         let (state, effects) = self
             .start_engine(spec.clone(), process_id, start, env)
             .await?
@@ -248,10 +246,7 @@ impl<'c> UnitOfWork<'c> {
             return Ok(None);
         };
         let (spec, model) = (loaded.spec.clone(), loaded.process_model_identifier.clone());
-        let mut env = self.script_env(id, &model, &spec);
-        if spec.uses_secrets {
-            env.secrets = self.secret_values().await?;
-        }
+        let env = self.script_env(id, &model, &spec).await?;
         let cx = expr_context(self.cache).with_env(std::sync::Arc::new(env));
         let state = &self.instances[&id].state;
         if !spec.needs_python {
@@ -267,19 +262,27 @@ impl<'c> UnitOfWork<'c> {
 
     /// Where an instance's scripts run, for the script functions (nothing to build when its
     /// model runs no Python: the hot path of plain message models).
-    fn script_env(&self, id: i64, model: &str, spec: &ModelSpec) -> ScriptEnv {
+    async fn script_env(&mut self, id: i64, model: &str, spec: &ModelSpec) -> Result<ScriptEnv> {
         if !spec.needs_python {
-            return ScriptEnv::default();
+            return Ok(ScriptEnv::default());
         }
         let site = self.cache.site();
-        ScriptEnv {
+        let mut env = ScriptEnv {
             process_instance_id: Some(id),
             process_model_identifier: Some(model.to_string()),
             user: self.actor.clone(),
+            initiator: None,
             frontend_url: site.frontend_url.clone(),
             env_identifier: site.env_identifier.clone(),
             secrets: Default::default(),
+        };
+        if spec.uses_secrets {
+            env.secrets = self.secret_values().await?;
         }
+        if spec.uses_initiator {
+            env.initiator = self.started_by(id).await?;
+        }
+        Ok(env)
     }
 
     /// `engine::start`, where its scripts may run (see [`off_async_threads`]).
@@ -308,10 +311,7 @@ impl<'c> UnitOfWork<'c> {
             let loaded = &self.instances[&id];
             (loaded.process_model_identifier.clone(), loaded.spec.clone())
         };
-        let mut env = self.script_env(id, &model, &spec);
-        if spec.uses_secrets {
-            env.secrets = self.secret_values().await?;
-        }
+        let env = self.script_env(id, &model, &spec).await?;
         let mut context = step_context(self.cache, env);
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
