@@ -1,8 +1,12 @@
-//! Every piece of Python a model holds, with where it is: the script host checks them when the
-//! model is uploaded (syntax is CPython's to judge), and a model with any that the fast path
-//! cannot answer runs its steps where a script may take its whole time limit.
+//! Every piece of Python a model (or one of its files) holds, with where it is: the script host
+//! checks a file's when it is uploaded (syntax is CPython's to judge), and a model with any
+//! that the fast path cannot answer runs its steps where a script may take its whole time
+//! limit.
 
-use super::{BoundaryTrigger, ElementKind, ElementSpec, EndKind, MessageCatchSpec, ModelSpec};
+use super::{
+    BoundaryTrigger, Definitions, ElementKind, ElementSpec, EndKind, MessageCatchSpec, ModelSpec,
+    ProcessSpec,
+};
 use crate::expr::{Expression, Script};
 
 /// One expression or script of a model.
@@ -96,6 +100,30 @@ impl<'m> Collector<'m> {
     }
 }
 
+impl<'m> Collector<'m> {
+    fn process(&mut self, process: &'m ProcessSpec) {
+        for element in process.elements.values() {
+            self.element(element);
+        }
+        for flow in process.flows.values() {
+            if let Some(condition) = &flow.condition {
+                self.expression(&flow.id, "condition", condition);
+            }
+        }
+    }
+
+    fn retrievals(
+        &mut self,
+        property: &'m str,
+        retrieval: impl Iterator<Item = (&'m String, &'m Expression)>,
+    ) {
+        for (message, e) in retrieval {
+            let what = format!("retrieval expression for message '{message}'");
+            self.expression(property, what, e);
+        }
+    }
+}
+
 impl ModelSpec {
     /// Every expression and script, process by process, then the correlation properties'
     /// retrieval expressions (which belong to no file in particular: their file is "").
@@ -106,14 +134,7 @@ impl ModelSpec {
                 file: &process.file,
                 found: Vec::new(),
             };
-            for element in process.elements.values() {
-                collector.element(element);
-            }
-            for flow in process.flows.values() {
-                if let Some(condition) = &flow.condition {
-                    collector.expression(&flow.id, "condition", condition);
-                }
-            }
+            collector.process(process);
             found.append(&mut collector.found);
         }
         let mut collector = Collector {
@@ -121,15 +142,28 @@ impl ModelSpec {
             found: Vec::new(),
         };
         for property in &self.correlation_properties {
-            for (message, e) in &property.retrieval {
-                collector.expression(
-                    &property.id,
-                    format!("retrieval expression for message '{message}'"),
-                    e,
-                );
-            }
+            collector.retrievals(&property.id, property.retrieval.iter());
         }
         found.append(&mut collector.found);
         found
+    }
+}
+
+impl Definitions {
+    /// Every expression and script of one file (retrieval expressions named by message id):
+    /// what an upload of this file must have CPython check.
+    pub fn python_sources(&self) -> Vec<PythonSource<'_>> {
+        let mut collector = Collector {
+            file: &self.file,
+            found: Vec::new(),
+        };
+        for process in &self.processes {
+            collector.process(process);
+        }
+        for property in &self.correlation_properties {
+            let retrieval = property.retrieval.iter().map(|(message, e)| (message, e));
+            collector.retrievals(&property.id, retrieval);
+        }
+        collector.found
     }
 }

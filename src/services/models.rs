@@ -99,32 +99,31 @@ fn invalid_model(error: ModelError) -> Error {
     }))
 }
 
-/// Every expression and script the fast path cannot answer must compile as CPython compiles
-/// it (asked of the script host, off the async threads); the first that does not is the
-/// model's error, naming its file, element, what it is for, and the line and column.
-async fn check_python(spec: ModelSpec, scripts: Arc<dyn ScriptHost>) -> Result<ModelSpec> {
-    if !spec.needs_python {
-        return Ok(spec);
-    }
-    let (spec, refused) = tokio::task::spawn_blocking(move || {
-        let refused = spec
-            .python_sources()
-            .iter()
-            .filter(|source| source.needs_python)
-            .find_map(|source| {
-                let error = scripts.check(source.source, source.is_script).err()?;
-                let reason = format!("{}: {}", source.what, error.message);
-                Some((
-                    ModelError::new(source.file, Some(source.element_id), reason),
-                    error.kind,
-                ))
-            });
-        (spec, refused)
+/// Every expression and script of these files that the fast path cannot answer must compile
+/// as CPython compiles it (asked of the script host, on a blocking thread, before any database
+/// transaction begins: the files' own text is all it needs); the first that does not is the
+/// model's error, naming its file, element, what it is for, and the line and column. A file
+/// that does not parse is left to `build_model`, which says why.
+async fn check_python(files: Vec<(String, String)>, scripts: Arc<dyn ScriptHost>) -> Result<()> {
+    let refused = tokio::task::spawn_blocking(move || {
+        files.iter().find_map(|(name, xml)| {
+            let definitions = crate::bpmn::parse_file(name, xml).ok()?;
+            definitions
+                .python_sources()
+                .iter()
+                .filter(|source| source.needs_python)
+                .find_map(|source| {
+                    let error = scripts.check(source.source, source.is_script).err()?;
+                    let reason = format!("{}: {}", source.what, error.message);
+                    let element = Some(source.element_id);
+                    Some((ModelError::new(source.file, element, reason), error.kind))
+                })
+        })
     })
     .await
     .map_err(|e| Error::Internal(anyhow!("the script check's thread failed: {e}")))?;
     match refused {
-        None => Ok(spec),
+        None => Ok(()),
         Some((error, ErrorKind::Python)) => Err(invalid_model(error)),
         Some((error, _)) => Err(Error::ScriptsUnavailable(error.reason)),
     }
@@ -157,7 +156,6 @@ async fn save_model(
         (None, None) => None,
     };
     let spec = build_model(files, primary_process_id.as_deref()).map_err(invalid_model)?;
-    let spec = check_python(spec, cache.scripts()).await?;
     for start in &spec.message_starts {
         if let Some(owner) =
             store::models::trigger_owner(conn, &start.message_name, identifier).await?
@@ -248,6 +246,9 @@ pub async fn put_file(
             "the file contains a NUL character",
         ));
     }
+    // the other files were checked when they were uploaded
+    let uploaded = vec![(file_name.to_string(), content.to_string())];
+    check_python(uploaded, cache.scripts()).await?;
     let mut tx = pool.begin().await?;
     store::models::lock_identifier(&mut tx, identifier).await?;
     let existing = store::models::find(&mut tx, identifier).await?;
@@ -343,6 +344,7 @@ async fn load_folder(
         }
     }
     files.sort();
+    check_python(files.clone(), cache.scripts()).await?;
     let mut tx = pool.begin().await?;
     store::models::lock_identifier(&mut tx, &identifier).await?;
     save_model(&mut tx, cache, &identifier, &metadata, &files).await?;
