@@ -57,16 +57,17 @@ pub async fn put_file(
     .json(model))
 }
 
+/// A page of a plain list (models, secrets).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
     /// with `per_page=500`)
     #[param(minimum = 1, maximum = 100001)]
-    page: Option<i64>,
+    pub(super) page: Option<i64>,
     /// 1 to 500 (default 10)
     #[param(minimum = 1, maximum = 500)]
-    per_page: Option<i64>,
+    pub(super) per_page: Option<i64>,
 }
 
 /// List process models.

@@ -4,13 +4,14 @@
 
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
+use super::process_models::PageQuery;
 use crate::services::{self, secrets::Secret};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 /// The scope every secrets endpoint needs.
 pub const SCOPE: &str = "secrets:manage";
@@ -128,24 +129,12 @@ pub async fn put_secret(
     .json(SecretAnswer::from(secret)))
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct SecretListQuery {
-    /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
-    /// with `per_page=500`)
-    #[param(minimum = 1, maximum = 100001)]
-    page: Option<i64>,
-    /// 1 to 500 (default 10)
-    #[param(minimum = 1, maximum = 500)]
-    per_page: Option<i64>,
-}
-
 /// List secrets by name: names and times, never values.
 #[utoipa::path(
     get,
     path = "/v1.0/secrets",
     tag = "secrets",
-    params(SecretListQuery),
+    params(PageQuery),
     responses(
         (status = 200, description = "Secrets", body = SecretList),
         (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
@@ -158,7 +147,7 @@ pub struct SecretListQuery {
 pub async fn list_secrets(
     principal: Principal,
     state: web::Data<AppState>,
-    query: web::Query<SecretListQuery>,
+    query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require(SCOPE)?;
     let page = services::Page::new(query.page, query.per_page)?;

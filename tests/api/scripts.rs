@@ -299,3 +299,32 @@ async fn get_secret_answers_from_the_secret_store() {
         "{error}"
     );
 }
+
+/// A correlation expression beyond the fast path (here `str(key).upper()`, both where the
+/// message's value is retrieved and where the waiting instance's is computed) runs on Python
+/// and correlates.
+#[tokio::test]
+async fn a_correlation_expression_that_needs_python_correlates() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let xml = crate::models::keyed_waiter("upper", "ping")
+        .replace(
+            "<bpmn:formalExpression>key</bpmn:formalExpression>",
+            "<bpmn:formalExpression>str(key).upper()</bpmn:formalExpression>",
+        )
+        .replace(
+            "<spiffworkflow:expression>key</spiffworkflow:expression>",
+            "<spiffworkflow:expression>str(key).upper()</spiffworkflow:expression>",
+        );
+    assert!(xml.contains("str(key).upper()</bpmn:formalExpression>"));
+    upload_ok(&app, "scripts/upper", "u.bpmn", &xml).await;
+    let (status, body) = start(&app, "scripts/upper", &json!({"key": "ab"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "waiting", "{body}");
+
+    // another key does not match; this one does once upper-cased on both sides
+    let (status, other) = crate::domain::send(&app, "ping", &json!({"key": "zz"}), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{other}");
+    let (status, sent) = crate::domain::send(&app, "ping", &json!({"key": "ab"}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    assert_eq!(sent["process_instance"]["status"], "complete", "{sent}");
+}
