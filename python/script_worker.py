@@ -232,6 +232,39 @@ def script_functions(env, data):
             raise KeyError(f"no secret named {key!r}")
         return secrets[key]
 
+    lookup = env.get("lookup") or {"tasks": [], "completed_by": {}}
+
+    def get_last_user_completing_task(*args, **kwargs):
+        # SpiffArena's signature: (bpmn_process_identifier, task_bpmn_identifier), this instance.
+        if len(args) == 2:
+            process, task_name = args
+        else:
+            process, task_name = kwargs["bpmn_process_identifier"], kwargs["task_bpmn_identifier"]
+        user = lookup["completed_by"].get(process, {}).get(task_name)
+        return None if user is None else {"username": user, "service_id": user}
+
+    def get_url_for_task_with_bpmn_identifier(*args, **kwargs):
+        bpmn_identifier = args[0] if args else None
+        if bpmn_identifier is None:
+            raise Exception("Bpmn identifier is required for get_url_for_task_with_bpmn_identifier")
+        found = [t for t in lookup["tasks"] if t["bpmn_identifier"] == bpmn_identifier]
+        # the task that is (or was last) live: the one a person can open
+        found.sort(key=lambda t: t["live"])
+        if not found:
+            raise Exception(
+                f"Could not find a task with bpmn identifier '{bpmn_identifier}' in "
+                "get_url_for_task_with_bpmn_identifier"
+            )
+        desired = found[-1]
+        if not desired["human"]:
+            raise Exception(
+                f"Given bpmn identifier ({bpmn_identifier}) represents a task that cannot be completed by "
+                "people and therefore it does not have a url to retrieve"
+            )
+        public_segment = "/public" if kwargs.get("public", True) is True else ""
+        return (f"{env.get('frontend_url')}{public_segment}/tasks/"
+                f"{env.get('process_instance_id')}/{desired['id']}")
+
     def get_task_data_value(var_name, default=None):
         return data.get(var_name, default)
 
@@ -251,11 +284,11 @@ def script_functions(env, data):
     functions = {
         f.__name__: f
         for f in (get_current_user, get_process_initiator_user, get_toplevel_process_info, get_current_task_info, get_localtime,
-                  get_env, get_frontend_url, get_secret, get_task_data_value, get_data_sizes)
+                  get_env, get_frontend_url, get_secret, get_task_data_value, get_data_sizes,
+                  get_last_user_completing_task, get_url_for_task_with_bpmn_identifier)
     }
     for name in ("get_group_members", "get_groups_for_user", "get_user", "get_all_permissions",
-                 "get_last_user_completing_task",
-                 "get_url_for_task_with_bpmn_identifier", "get_users_assigned_to_task",
+                 "get_users_assigned_to_task",
                  "get_usernames_waiting_for_task", "add_permission", "add_user_to_group"):
         functions[name] = unavailable(name)
     return functions

@@ -135,6 +135,9 @@ pub struct ModelSpec {
     pub uses_secrets: bool,
     /// Some code calls `get_process_initiator_user`: its steps are told who started them.
     pub uses_initiator: bool,
+    /// Some code calls `get_last_user_completing_task` or `get_url_for_task_with_bpmn_identifier`:
+    /// its steps record who completed each human task and show scripts the instance's tasks.
+    pub uses_task_lookup: bool,
 }
 
 /// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with

@@ -45,9 +45,32 @@ impl<'m> Interpreter<'m> {
     /// A person completed a waiting task: their answer is merged (top-level keys) into data.
     pub fn complete_human_task(&mut self, guid: Uuid, answer: Map) -> Outcome {
         self.current = Some(guid);
+        self.record_completer(guid);
         self.state.data.extend(answer);
         self.complete_activity(guid)?;
         self.run_until_waiting()
+    }
+
+    /// Who completed a human task, for `get_last_user_completing_task()` (only kept for
+    /// models whose code asks).
+    fn record_completer(&mut self, guid: Uuid) {
+        let Some(user) = self.expr_context().env.user.clone() else {
+            return;
+        };
+        if !self.model.uses_task_lookup {
+            return;
+        }
+        let element = self.element_of(guid);
+        let process = element
+            .parent
+            .clone()
+            .unwrap_or_else(|| self.process.id.clone());
+        self.state
+            .internal
+            .completed_by
+            .entry(process)
+            .or_default()
+            .insert(element.id.clone(), user);
     }
 
     /// The proxy answered 202: the call is under way.
@@ -136,6 +159,7 @@ fn service_parameters(
                     .to_string(),
                 )
                 .filter(|code| !code.is_empty()),
+                file: None,
             })?,
             None => Value::Null,
         };
@@ -153,5 +177,6 @@ fn instance_error(element_id: &str, message: impl Into<String>) -> InstanceError
         element_id: element_id.to_string(),
         message: message.into(),
         error_code: None,
+        file: None,
     }
 }

@@ -29,6 +29,7 @@ fn panic_error(panic: &(dyn std::any::Any + Send)) -> InstanceError {
         element_id: String::new(),
         message: format!("internal engine error: {}", panic_message(panic)),
         error_code: Some(ENGINE_PANIC.into()),
+        file: None,
     }
 }
 

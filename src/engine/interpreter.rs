@@ -186,7 +186,29 @@ impl<'m> Interpreter<'m> {
                     typename: task.element_type.clone(),
                 }
             });
-        self.expr_context.for_task(task)
+        let context = self.expr_context.for_task(task);
+        if self.model.uses_task_lookup {
+            context.with_lookup(self.task_lookup())
+        } else {
+            context
+        }
+    }
+
+    fn task_lookup(&self) -> expr::TaskLookup {
+        expr::TaskLookup {
+            tasks: self
+                .state
+                .tasks
+                .iter()
+                .map(|task| expr::KnownTask {
+                    id: task.guid.to_string(),
+                    bpmn_identifier: task.element_id.clone(),
+                    human: self.element(&task.element_id).is_human_task(),
+                    live: task.state.is_live(),
+                })
+                .collect(),
+            completed_by: self.state.internal.completed_by.clone(),
+        }
     }
 
     pub fn run_script(&mut self, element: &ElementSpec, script: &Script, what: &str) -> Outcome {

@@ -44,6 +44,7 @@ impl Interpreter<'_> {
             element_id: failure.element_id,
             message: failure.message,
             error_code: failure.error_code,
+            file: Some(self.process.file.clone()),
         });
         (self.state, effects)
     }

@@ -141,6 +141,9 @@ pub struct InstanceError {
     pub message: String,
     #[serde(default)]
     pub error_code: Option<String>,
+    /// The BPMN file of the element (set by the engine when the instance fails).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 impl fmt::Display for InstanceError {
@@ -162,6 +165,10 @@ pub struct EngineInternal {
     /// Live boundary-event task guid -> guid of the task it is attached to.
     #[serde(default)]
     pub boundaries: BTreeMap<Uuid, Uuid>,
+    /// Who last completed each human task, by process (or embedded subprocess) id, then
+    /// element id: `get_last_user_completing_task()`. Kept only for models whose code asks.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub completed_by: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -126,6 +126,26 @@ pub struct TaskRef {
     pub typename: String,
 }
 
+/// The instance's tasks as `get_url_for_task_with_bpmn_identifier()` and
+/// `get_last_user_completing_task()` see them; given only to models whose code calls them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TaskLookup {
+    /// The tasks the step knows (live ones, and those it created), in creation order.
+    pub tasks: Vec<KnownTask>,
+    /// Who last completed each human task, by process (or subprocess) id, then element id.
+    pub completed_by:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KnownTask {
+    pub id: String,
+    pub bpmn_identifier: String,
+    /// A person completes it (user or manual task): it has a URL.
+    pub human: bool,
+    pub live: bool,
+}
+
 /// What code may use from outside its variables: the Python that runs it, the time, and
 /// where it runs. Passed in rather than reached for, so the core stays free of IO and tests
 /// can pin all of it.
@@ -135,6 +155,8 @@ pub struct Context {
     pub host: Arc<dyn ScriptHost>,
     pub env: Arc<ScriptEnv>,
     pub task: Option<TaskRef>,
+    /// The instance's tasks, for models whose code looks tasks up.
+    pub lookup: Option<Arc<TaskLookup>>,
 }
 
 impl Context {
@@ -144,6 +166,7 @@ impl Context {
             host,
             env: Arc::default(),
             task: None,
+            lookup: None,
         }
     }
 
@@ -158,6 +181,12 @@ impl Context {
             task,
             ..self.clone()
         }
+    }
+
+    /// The same context, with the instance's tasks to look up.
+    pub fn with_lookup(mut self, lookup: TaskLookup) -> Context {
+        self.lookup = Some(Arc::new(lookup));
+        self
     }
 }
 

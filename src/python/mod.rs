@@ -62,6 +62,9 @@ fn env_of(source: &str, cx: &Context) -> Value {
     if source.contains("get_secret") {
         env["secrets"] = json!(cx.env.secrets);
     }
+    if let Some(lookup) = &cx.lookup {
+        env["lookup"] = json!(lookup);
+    }
     env
 }
 

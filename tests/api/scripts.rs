@@ -328,3 +328,61 @@ async fn a_correlation_expression_that_needs_python_correlates() {
     assert_eq!(status, StatusCode::OK, "{sent}");
     assert_eq!(sent["process_instance"]["status"], "complete", "{sent}");
 }
+
+/// `get_url_for_task_with_bpmn_identifier()` links to a user task on a parallel branch, and
+/// `get_last_user_completing_task()` names who completed it, as SpiffArena's functions do;
+/// a task that does not exist is SpiffArena's error. Runtime errors name the BPMN file.
+#[tokio::test]
+async fn script_functions_look_up_the_tasks_of_the_instance() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let xml = definitions(
+        r#"<bpmn:process id="review" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="fork" />
+    <bpmn:parallelGateway id="fork" />
+    <bpmn:sequenceFlow id="f2" sourceRef="fork" targetRef="approve" />
+    <bpmn:sequenceFlow id="f3" sourceRef="fork" targetRef="link" />
+    <bpmn:userTask id="approve" />
+    <bpmn:scriptTask id="link"><bpmn:script>url = get_url_for_task_with_bpmn_identifier('approve')
+private = get_url_for_task_with_bpmn_identifier('approve', public=False)
+before = get_last_user_completing_task('review', 'approve')</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f4" sourceRef="approve" targetRef="who" />
+    <bpmn:scriptTask id="who"><bpmn:script>approver = get_last_user_completing_task('review', 'approve')['username']</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f5" sourceRef="who" targetRef="join" />
+    <bpmn:sequenceFlow id="f6" sourceRef="link" targetRef="join" />
+    <bpmn:parallelGateway id="join" />
+    <bpmn:sequenceFlow id="f7" sourceRef="join" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "scripts/review", "review.bpmn", &xml).await;
+    let (status, body) = start(&app, "scripts/review", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let approve = crate::domain::waiting_task(&app, id, "approve").await;
+    let base = format!("{}/tasks/{id}/{approve}", app.settings.public_url);
+    let public = format!("{}/public/tasks/{id}/{approve}", app.settings.public_url);
+    assert_eq!(body["task_data"]["url"], public, "{body}");
+    assert_eq!(body["task_data"]["private"], base, "{body}");
+    assert_eq!(body["task_data"]["before"], Value::Null, "{body}");
+
+    let (status, done) = crate::domain::complete_task(&app, id, &approve, &json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+    assert_eq!(done["task_data"]["approver"], "test-user", "{done}");
+
+    let (error, _) = instance_error(
+        &app,
+        "scripts/nourl",
+        "u = get_url_for_task_with_bpmn_identifier('nope')",
+    )
+    .await;
+    assert_eq!(
+        error["message"],
+        "Exception: Could not find a task with bpmn identifier 'nope' in \
+         get_url_for_task_with_bpmn_identifier (line 1, column 5) (in the script)",
+        "{error}"
+    );
+    assert_eq!(error["file"], "s.bpmn", "{error}");
+    assert_eq!(error["element_id"], "run", "{error}");
+}

@@ -34,15 +34,19 @@ pub fn build_model(
         needs_python: false,
         uses_secrets: false,
         uses_initiator: false,
+        uses_task_lookup: false,
     };
     let sources = spec.python_sources();
     let needs_python = sources.iter().any(|s| s.needs_python);
     let calls = |function: &str| sources.iter().any(|s| s.source.contains(function));
     let (uses_secrets, uses_initiator) = (calls("get_secret"), calls("get_process_initiator_user"));
+    let uses_task_lookup =
+        calls("get_last_user_completing_task") || calls("get_url_for_task_with_bpmn_identifier");
     drop(sources);
     spec.needs_python = needs_python;
     spec.uses_secrets = uses_secrets;
     spec.uses_initiator = uses_initiator;
+    spec.uses_task_lookup = uses_task_lookup;
     Ok(spec)
 }
 

@@ -287,7 +287,8 @@ fn uncaught_service_failure_is_an_instance_error_with_the_code() {
         Some(InstanceError {
             element_id: "svc".into(),
             message: "not found".into(),
-            error_code: Some("http_404".into())
+            error_code: Some("http_404".into()),
+            file: Some("t.bpmn".into()),
         })
     );
     assert_eq!(task(&st, "svc").state, TaskState::Error);
