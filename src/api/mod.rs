@@ -13,6 +13,7 @@ pub mod messages;
 pub mod process_instances;
 pub mod process_models;
 pub mod secrets;
+pub mod signals;
 
 use std::sync::OnceLock;
 
@@ -45,10 +46,11 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         callbacks::callback, callbacks::service_tasks, callbacks::authentications,
         callbacks::connector_logs,
         secrets::put_secret, secrets::list_secrets, secrets::delete_secret,
+        signals::send_signal,
     ),
     components(schemas(
         Problem, process_instances::MigrateRequest, secrets::SecretValueBody,
-        secrets::SecretAnswer, secrets::SecretList,
+        secrets::SecretAnswer, secrets::SecretList, signals::SignalAnswer,
     )),
     modifiers(&BearerSecurity),
     tags(
@@ -58,6 +60,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         (name = "process models", description = "BPMN files and the models they make"),
         (name = "process instances", description = "Running processes and their user tasks"),
         (name = "service tasks", description = "Connector proxies and their callbacks"),
+        (name = "signals", description = "BPMN signals sent from outside"),
         (name = "secrets", description = "Values scripts read with `get_secret(name)`; never answered")
     )
 )]
@@ -191,6 +194,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/secrets/{name}")
                 .route(web::put().to(secrets::put_secret))
                 .route(web::delete().to(secrets::delete_secret)),
+        )
+        .service(
+            web::resource("/v1.0/signals/{signal_name}")
+                .route(web::post().to(signals::send_signal)),
         )
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));

@@ -81,7 +81,8 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     }
 }
 
-/// Show an instance: status, data, every task (guid, element, type, state) and its error.
+/// Show an instance: status, data, every task (guid, element, type, state), its error, and
+/// its pending timers (`pending_timers: [{task_guid, element_id, due_at}]`, soonest first).
 #[utoipa::path(
     get,
     path = "/v1.0/process-instances/{id}",

@@ -60,6 +60,7 @@ pub struct Definitions {
     pub messages: Vec<MessageSpec>,
     pub errors: Vec<ErrorSpec>,
     pub signals: Vec<SignalSpec>,
+    pub escalations: Vec<EscalationSpec>,
     pub correlation_properties: Vec<RawCorrelationProperty>,
     pub correlation_keys: Vec<CorrelationKeySpec>,
 }
@@ -84,6 +85,13 @@ pub struct ErrorSpec {
 pub struct SignalSpec {
     pub id: String,
     pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EscalationSpec {
+    pub id: String,
+    pub name: Option<String>,
+    pub escalation_code: Option<String>,
 }
 
 /// A correlation property as written in one file (retrieval expressions by message **id**).
@@ -123,6 +131,7 @@ pub struct ModelSpec {
     pub messages: BTreeMap<String, MessageSpec>,
     pub errors: BTreeMap<String, ErrorSpec>,
     pub signals: BTreeMap<String, SignalSpec>,
+    pub escalations: BTreeMap<String, EscalationSpec>,
     pub correlation_properties: Vec<CorrelationProperty>,
     pub correlation_keys: Vec<CorrelationKeySpec>,
     pub message_starts: Vec<MessageStart>,
@@ -190,6 +199,17 @@ pub enum ElementKind {
     StartEvent {
         message: Option<MessageCatchSpec>,
     },
+    /// A timer intermediate catch event: waits until its timer is due.
+    TimerCatch(TimerSpec),
+    /// A signal intermediate catch event: waits for the signal.
+    SignalCatch(SignalRef),
+    /// A signal intermediate throw event: broadcasts the signal, then goes on.
+    SignalThrow(SignalRef),
+    /// An escalation intermediate throw event: offers the escalation to the enclosing
+    /// subprocesses' escalation boundaries, then goes on (unless one interrupts).
+    EscalationThrow(EscalationRef),
+    /// An event-based gateway: the catch events after it race; the first one wins.
+    EventGateway,
     EndEvent(EndKind),
     ExclusiveGateway,
     ParallelGateway,
@@ -219,6 +239,44 @@ pub enum EndKind {
     Error(ErrorRef),
     /// Message end event: sends, then ends.
     Message(MessageThrowSpec),
+    /// Signal end event: broadcasts, then ends.
+    Signal(SignalRef),
+    /// Escalation end event: offers the escalation, then ends.
+    Escalation(EscalationRef),
+}
+
+/// A reference to a `bpmn:signal` (its name resolved by `build_model`).
+#[derive(Debug, Clone)]
+pub struct SignalRef {
+    pub signal_ref: String,
+    pub signal_name: String,
+}
+
+/// A reference to a `bpmn:escalation` (code resolved by `build_model`). `escalation_ref` None
+/// on a catch = catches every escalation.
+#[derive(Debug, Clone, Default)]
+pub struct EscalationRef {
+    pub escalation_ref: Option<String>,
+    pub escalation_code: Option<String>,
+}
+
+/// When a timer is due. The expression is Python (SpiffWorkflow's dialect), evaluated with the
+/// task data when the timer starts: an ISO 8601 string (`"PT1H"`, `"2026-12-01T09:00:00Z"`,
+/// `"R3/PT10M"`), or a `datetime` / `timedelta`.
+#[derive(Debug, Clone)]
+pub struct TimerSpec {
+    pub kind: TimerKind,
+    pub expression: Expression,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerKind {
+    /// `timeDate`: at a point in time.
+    Date,
+    /// `timeDuration`: after a duration from when the timer starts.
+    Duration,
+    /// `timeCycle`: repeatedly (`R<n>/<interval>`, `R/<interval>` for ever).
+    Cycle,
 }
 
 /// A reference to a `bpmn:error` (resolved by `build_model`). `error_ref` None = catch-all.
@@ -254,7 +312,8 @@ pub struct MessageCatchSpec {
 #[derive(Debug, Clone)]
 pub struct BoundarySpec {
     pub attached_to: String,
-    /// Always true (non-interrupting boundary events are refused at load).
+    /// Interrupting (the default): firing cancels the activity. Non-interrupting: firing
+    /// starts a parallel path and the activity goes on (error boundaries always interrupt).
     pub cancel_activity: bool,
     pub trigger: BoundaryTrigger,
 }
@@ -264,10 +323,9 @@ pub struct BoundarySpec {
 pub enum BoundaryTrigger {
     Error(ErrorRef),
     Message(MessageCatchSpec),
-    Signal {
-        signal_ref: String,
-        signal_name: String,
-    },
+    Signal(SignalRef),
+    Timer(TimerSpec),
+    Escalation(EscalationRef),
 }
 
 #[derive(Debug, Clone)]
@@ -299,6 +357,35 @@ impl ElementSpec {
     /// Waits for a user (userTask, manualTask).
     pub fn is_human_task(&self) -> bool {
         matches!(self.kind, ElementKind::UserTask | ElementKind::ManualTask)
+    }
+
+    /// The timer this element waits for (timer catch event, timer boundary).
+    pub fn timer(&self) -> Option<&TimerSpec> {
+        match &self.kind {
+            ElementKind::TimerCatch(timer) => Some(timer),
+            ElementKind::Boundary(BoundarySpec {
+                trigger: BoundaryTrigger::Timer(timer),
+                ..
+            }) => Some(timer),
+            _ => None,
+        }
+    }
+
+    /// The signal this element waits for (signal catch event, signal boundary).
+    pub fn signal_catch(&self) -> Option<&SignalRef> {
+        match &self.kind {
+            ElementKind::SignalCatch(signal) => Some(signal),
+            ElementKind::Boundary(BoundarySpec {
+                trigger: BoundaryTrigger::Signal(signal),
+                ..
+            }) => Some(signal),
+            _ => None,
+        }
+    }
+
+    /// A boundary event that leaves its activity running when it fires.
+    pub fn is_non_interrupting_boundary(&self) -> bool {
+        matches!(&self.kind, ElementKind::Boundary(b) if !b.cancel_activity)
     }
 
     /// The message this element waits for (catch event, receive task, message boundary).

@@ -5,7 +5,7 @@
 
 use super::{
     BoundaryTrigger, Definitions, ElementKind, ElementSpec, EndKind, MessageCatchSpec, ModelSpec,
-    ProcessSpec,
+    ProcessSpec, TimerKind, TimerSpec,
 };
 use crate::expr::{Expression, Script};
 
@@ -62,6 +62,15 @@ impl<'m> Collector<'m> {
         }
     }
 
+    fn timer(&mut self, element_id: &'m str, timer: &'m TimerSpec) {
+        let what = match timer.kind {
+            TimerKind::Date => "timeDate",
+            TimerKind::Duration => "timeDuration",
+            TimerKind::Cycle => "timeCycle",
+        };
+        self.expression(element_id, what, &timer.expression);
+    }
+
     fn element(&mut self, element: &'m ElementSpec) {
         let id = element.id.as_str();
         if let Some(script) = &element.pre_script {
@@ -90,11 +99,12 @@ impl<'m> Collector<'m> {
             | ElementKind::StartEvent {
                 message: Some(catch),
             } => self.message_catch(id, catch),
-            ElementKind::Boundary(boundary) => {
-                if let BoundaryTrigger::Message(catch) = &boundary.trigger {
-                    self.message_catch(id, catch);
-                }
-            }
+            ElementKind::Boundary(boundary) => match &boundary.trigger {
+                BoundaryTrigger::Message(catch) => self.message_catch(id, catch),
+                BoundaryTrigger::Timer(timer) => self.timer(id, timer),
+                _ => {}
+            },
+            ElementKind::TimerCatch(timer) => self.timer(id, timer),
             _ => {}
         }
     }

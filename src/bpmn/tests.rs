@@ -313,7 +313,7 @@ fn parses_each_supported_element() {
                     matches!(trig("b3"), BoundaryTrigger::Message(c) if c.message_name == "Cancel")
                 );
                 assert!(
-                    matches!(trig("b4"), BoundaryTrigger::Signal { signal_name, .. } if signal_name == "STOP")
+                    matches!(trig("b4"), BoundaryTrigger::Signal(s) if s.signal_name == "STOP")
                 );
             },
         ),
@@ -415,9 +415,9 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
         ),
         (
             "event-based gateway",
-            p(r#"<bpmn:startEvent id="s"/><bpmn:eventBasedGateway id="eg"/>"#),
+            p(r#"<bpmn:startEvent id="s"/><bpmn:eventBasedGateway id="eg"/><bpmn:userTask id="u"/><bpmn:sequenceFlow id="f" sourceRef="eg" targetRef="u"/>"#),
             Some("eg"),
-            "event-based gateways",
+            "an event-based gateway leads only to message, timer or signal catch events or receive tasks; 'u' is a userTask",
         ),
         (
             "complex gateway",
@@ -437,13 +437,13 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
                 r#"<bpmn:startEvent id="s"/><bpmn:intermediateCatchEvent id="tc"><bpmn:timerEventDefinition/></bpmn:intermediateCatchEvent>"#,
             ),
             Some("tc"),
-            "timer events are not supported",
+            "a timer event needs a timeDate, timeDuration or timeCycle",
         ),
         (
             "timer start event",
             p(r#"<bpmn:startEvent id="s"><bpmn:timerEventDefinition/></bpmn:startEvent>"#),
             Some("s"),
-            "timer events",
+            "a startEvent with a timerEventDefinition is not supported",
         ),
         (
             "timer boundary",
@@ -451,7 +451,7 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
                 r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"/><bpmn:boundaryEvent id="b" attachedToRef="u"><bpmn:timerEventDefinition/></bpmn:boundaryEvent>"#,
             ),
             Some("b"),
-            "timer events",
+            "a timer event needs a timeDate, timeDuration or timeCycle",
         ),
         (
             "signal start",
@@ -460,12 +460,12 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "signalEventDefinition is not supported",
         ),
         (
-            "escalation end",
+            "compensation end",
             p(
-                r#"<bpmn:startEvent id="s"/><bpmn:endEvent id="e"><bpmn:escalationEventDefinition/></bpmn:endEvent>"#,
+                r#"<bpmn:startEvent id="s"/><bpmn:endEvent id="e"><bpmn:compensateEventDefinition/></bpmn:endEvent>"#,
             ),
             Some("e"),
-            "not supported",
+            "compensation events are not supported",
         ),
         (
             "multi-instance",
@@ -484,12 +484,12 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "event subprocesses",
         ),
         (
-            "non-interrupting boundary",
+            "non-interrupting error boundary",
             p(
-                r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"/><bpmn:boundaryEvent id="b" attachedToRef="u" cancelActivity="false"><bpmn:messageEventDefinition messageRef="m"/></bpmn:boundaryEvent>"#,
+                r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"/><bpmn:boundaryEvent id="b" attachedToRef="u" cancelActivity="false"><bpmn:errorEventDefinition/></bpmn:boundaryEvent>"#,
             ),
             Some("b"),
-            "non-interrupting",
+            "an error boundary event always interrupts",
         ),
         (
             "flow to nowhere",

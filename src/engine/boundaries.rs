@@ -1,15 +1,18 @@
-//! Boundary events, errors and signals: message and signal boundaries wait while their task
-//! does and interrupt it when they fire; errors go to the nearest matching error boundary on
-//! the failed task or an enclosing subprocess; cancelling a task takes its waits with it.
+//! Boundary events, errors and escalations: message, signal and timer boundaries wait while
+//! their activity does; interrupting ones cancel it when they fire, non-interrupting ones start
+//! a parallel path and wait again. Errors go to the nearest matching error boundary on the
+//! failed task or an enclosing subprocess, escalations to the nearest escalation boundary on an
+//! enclosing subprocess. Cancelling a task takes its waits with it.
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::state::Cycle;
 use super::{Effect, TaskState};
-use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, ErrorRef};
+use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, ErrorRef, EscalationRef};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
-    /// The attached task starts waiting: its message and signal boundaries wait with it.
+    /// The attached task starts waiting: its message, signal and timer boundaries wait with it.
     pub fn start_boundaries(
         &mut self,
         attached: Uuid,
@@ -17,23 +20,44 @@ impl<'m> Interpreter<'m> {
         scope: Option<Uuid>,
     ) -> Outcome {
         for boundary_id in &element.boundaries {
-            let boundary = self.element(boundary_id);
-            let ElementKind::Boundary(spec) = &boundary.kind else {
-                continue;
-            };
-            match &spec.trigger {
-                BoundaryTrigger::Error(_) => {}
-                BoundaryTrigger::Message(message) => {
-                    let expected = self.expected_correlation(boundary, message)?;
-                    let guid = self.start_boundary(boundary, attached, scope);
-                    self.effects.push(Effect::WaitForMessage {
-                        task_guid: guid,
-                        name: message.message_name.clone(),
-                        expected,
-                    });
-                }
-                BoundaryTrigger::Signal { .. } => {
-                    self.start_boundary(boundary, attached, scope);
+            self.arm_boundary(self.element(boundary_id), attached, scope, None)?;
+        }
+        Ok(())
+    }
+
+    /// A boundary that waits (message, signal, timer) gets its waiting task; `cycle` is the
+    /// occurrence a re-armed cycle timer waits for. Error and escalation boundaries have no
+    /// task until they catch.
+    fn arm_boundary(
+        &mut self,
+        boundary: &'m ElementSpec,
+        attached: Uuid,
+        scope: Option<Uuid>,
+        cycle: Option<Cycle>,
+    ) -> Outcome {
+        let ElementKind::Boundary(spec) = &boundary.kind else {
+            return Ok(());
+        };
+        match &spec.trigger {
+            BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_) => {}
+            BoundaryTrigger::Message(message) => {
+                let expected = self.expected_correlation(boundary, message)?;
+                let guid = self.start_boundary(boundary, attached, scope);
+                self.effects.push(Effect::WaitForMessage {
+                    task_guid: guid,
+                    name: message.message_name.clone(),
+                    expected,
+                });
+            }
+            BoundaryTrigger::Signal(signal) => {
+                let guid = self.start_boundary(boundary, attached, scope);
+                self.wait_for_signal(guid, signal);
+            }
+            BoundaryTrigger::Timer(timer) => {
+                let guid = self.start_boundary(boundary, attached, scope);
+                match cycle {
+                    Some(cycle) => self.wait_for_occurrence(guid, boundary, cycle),
+                    None => self.start_timer(guid, boundary, timer)?,
                 }
             }
         }
@@ -77,6 +101,10 @@ impl<'m> Interpreter<'m> {
             task.waits_for_message(element),
             task.has_service_call(element),
         );
+        let (waits_for_timer, waits_for_signal) = (
+            task.waits_for_timer(element),
+            task.waits_for_signal(element),
+        );
         if waits_for_message {
             self.effects
                 .push(Effect::CancelMessageWait { task_guid: guid });
@@ -85,6 +113,15 @@ impl<'m> Interpreter<'m> {
             self.effects
                 .push(Effect::CancelServiceCall { task_guid: guid });
         }
+        if waits_for_timer {
+            self.effects.push(Effect::CancelTimer { task_guid: guid });
+        }
+        if waits_for_signal {
+            self.effects
+                .push(Effect::CancelSignalWait { task_guid: guid });
+        }
+        self.state.internal.cycles.remove(&guid);
+        self.state.internal.races.remove(&guid);
         self.set_state(guid, TaskState::Cancelled);
         if matches!(element.kind, ElementKind::SubProcess { .. }) {
             self.cancel_children(guid);
@@ -180,21 +217,84 @@ impl<'m> Interpreter<'m> {
         self.complete_activity(guid)
     }
 
-    /// Fire every waiting signal boundary event with this signal name.
-    pub fn broadcast_signal(&mut self, name: &str) -> Outcome {
-        let waiting: Vec<Uuid> = self
-            .state
-            .live_tasks()
-            .filter(|task| catches_signal(self.element(&task.element_id), name))
-            .map(|task| task.guid)
-            .collect();
-        for guid in waiting {
-            // an earlier boundary may have cancelled this one
-            if self.is_live(guid) {
-                self.fire_boundary(guid)?;
-            }
+    /// A non-interrupting boundary fires: its task completes and a token follows its flows,
+    /// while the activity goes on and the boundary waits again (for the next message or
+    /// signal, or the cycle's `next` occurrence; a one-off timer does not wait again).
+    pub fn fire_non_interrupting(&mut self, guid: Uuid, next: Option<Cycle>) -> Outcome {
+        let boundary = self.element_of(guid);
+        self.count_execution(&boundary.id)?;
+        let attached = self.state.internal.boundaries.remove(&guid);
+        let scope = self.task(guid).scope;
+        let waits_again = match &boundary.kind {
+            ElementKind::Boundary(spec) => match spec.trigger {
+                BoundaryTrigger::Message(_) | BoundaryTrigger::Signal(_) => true,
+                BoundaryTrigger::Timer(_) => next.is_some(),
+                BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_) => false,
+            },
+            _ => false,
+        };
+        if let Some(attached) = attached.filter(|a| waits_again && self.is_live(*a)) {
+            self.arm_boundary(boundary, attached, scope, next)?;
         }
-        self.run_until_waiting()
+        self.current = Some(guid);
+        self.pre_script(boundary)?;
+        self.complete_activity(guid)
+    }
+
+    /// Offer an escalation to the escalation boundaries of the enclosing subprocesses, from
+    /// `scope` outwards. Uncaught, it does nothing.
+    pub fn throw_escalation(&mut self, scope: Option<Uuid>, code: Option<&str>) -> Outcome {
+        let mut candidate = scope;
+        while let Some(guid) = candidate {
+            let element = self.element_of(guid);
+            if let Some(boundary) = self.escalation_boundary_for(element, code) {
+                return self.fire_escalation_boundary(boundary, guid);
+            }
+            candidate = self.task(guid).scope;
+        }
+        Ok(())
+    }
+
+    /// The boundary catching exactly this code, else a catch-all one.
+    fn escalation_boundary_for(
+        &self,
+        element: &'m ElementSpec,
+        code: Option<&str>,
+    ) -> Option<&'m ElementSpec> {
+        let catches: Vec<(&'m ElementSpec, &'m EscalationRef)> = element
+            .boundaries
+            .iter()
+            .map(|id| self.element(id))
+            .filter_map(|boundary| match &boundary.kind {
+                ElementKind::Boundary(spec) => match &spec.trigger {
+                    BoundaryTrigger::Escalation(escalation) => Some((boundary, escalation)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let exact = code.and_then(|code| {
+            catches.iter().find(|(_, e)| {
+                e.escalation_ref.is_some() && e.escalation_code.as_deref() == Some(code)
+            })
+        });
+        exact
+            .or_else(|| catches.iter().find(|(_, e)| e.escalation_ref.is_none()))
+            .map(|(boundary, _)| *boundary)
+    }
+
+    /// An escalation boundary catches: interrupting, its activity is cancelled; either way a
+    /// token follows the boundary's flows.
+    fn fire_escalation_boundary(&mut self, boundary: &'m ElementSpec, attached: Uuid) -> Outcome {
+        self.count_execution(&boundary.id)?;
+        let scope = self.task(attached).scope;
+        if !boundary.is_non_interrupting_boundary() {
+            self.cancel_task(attached);
+        }
+        let guid = self.new_task(boundary, scope, TaskState::Ready);
+        self.current = Some(guid);
+        self.pre_script(boundary)?;
+        self.complete_activity(guid)
     }
 }
 
@@ -206,10 +306,4 @@ fn error_caught_by(boundary: &ElementSpec) -> Option<&ErrorRef> {
         },
         _ => None,
     }
-}
-
-fn catches_signal(element: &ElementSpec, name: &str) -> bool {
-    matches!(&element.kind,
-        ElementKind::Boundary(spec) if matches!(&spec.trigger,
-            BoundaryTrigger::Signal { signal_name, .. } if signal_name == name))
 }

@@ -204,6 +204,13 @@ fn validate(
             Ok(Validity::Apply)
         }
         Event::Signal { .. } => Ok(Validity::Apply),
+        Event::TimerFired { task_guid } => {
+            let (task, element) = target(process, state, *task_guid)?;
+            if !task.waits_for_timer(element) {
+                return not_waiting(*task_guid);
+            }
+            Ok(Validity::Apply)
+        }
     }
 }
 
@@ -245,6 +252,7 @@ fn apply(interpreter: &mut Interpreter, event: Event) -> Outcome {
             message,
         } => interpreter.service_failed(task_guid, error_code, message),
         Event::Signal { name } => interpreter.broadcast_signal(&name),
+        Event::TimerFired { task_guid } => interpreter.timer_fired(task_guid),
     }
 }
 

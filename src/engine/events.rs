@@ -58,6 +58,10 @@ impl<'m> Interpreter<'m> {
                     .unwrap_or_else(|| "error end event".to_string());
                 self.throw_error(None, scope, &element.id, error.error_code.clone(), message)
             }
+            EndKind::Signal(signal) => self.throw_signal(guid, signal),
+            EndKind::Escalation(escalation) => {
+                self.throw_escalation(scope, escalation.escalation_code.as_deref())
+            }
             EndKind::None | EndKind::Message(_) => Ok(()),
         }
     }
@@ -155,10 +159,12 @@ impl<'m> Interpreter<'m> {
             .message_catch()
             .expect("validated: the task waits for a message");
         self.receive_message(catch, name, payload);
-        if matches!(element.kind, ElementKind::Boundary(_)) {
-            self.fire_boundary(guid)?;
-        } else {
-            self.complete_activity(guid)?;
+        match &element.kind {
+            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
+                self.fire_non_interrupting(guid, None)?
+            }
+            ElementKind::Boundary(_) => self.fire_boundary(guid)?,
+            _ => self.complete_activity(guid)?,
         }
         self.run_until_waiting()
     }

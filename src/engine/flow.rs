@@ -37,6 +37,9 @@ impl<'m> Interpreter<'m> {
             return Ok(()); // wait for the other branches
         }
         let guid = self.new_task(element, token.scope, TaskState::Ready);
+        if let Some(race) = token.race {
+            self.state.internal.races.insert(guid, race);
+        }
         self.current = Some(guid);
         self.pre_script(element)?;
         self.execute(guid, element, token.scope)
@@ -49,7 +52,21 @@ impl<'m> Interpreter<'m> {
             | ElementKind::PassThrough
             | ElementKind::Boundary(_)
             | ElementKind::ExclusiveGateway
-            | ElementKind::ParallelGateway => self.complete_activity(guid),
+            | ElementKind::ParallelGateway
+            | ElementKind::EventGateway => self.complete_activity(guid),
+            ElementKind::TimerCatch(timer) => self.start_timer(guid, element, timer),
+            ElementKind::SignalCatch(signal) => {
+                self.wait_for_signal(guid, signal);
+                Ok(())
+            }
+            ElementKind::SignalThrow(signal) => {
+                self.throw_signal(guid, signal)?;
+                self.complete_activity(guid)
+            }
+            ElementKind::EscalationThrow(escalation) => {
+                self.throw_escalation(scope, escalation.escalation_code.as_deref())?;
+                self.complete_activity(guid)
+            }
             ElementKind::ScriptTask { script } => self.run_script_task(guid, element, script),
             ElementKind::MessageThrow(message) => {
                 self.send_message(guid, element, message)?;
@@ -69,24 +86,34 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    /// Post-script, COMPLETED, cancel the boundary events, follow the outgoing flows.
+    /// Post-script, COMPLETED, cancel the boundary events (and the rivals of a race it won),
+    /// follow the outgoing flows.
     pub fn complete_activity(&mut self, guid: Uuid) -> Outcome {
         let element = self.element_of(guid);
         let scope = self.task(guid).scope;
         self.post_script(element)?;
         self.set_state(guid, TaskState::Completed);
         self.cancel_boundaries(guid);
-        self.leave(element, scope)
+        self.win_race(guid);
+        // the catch events after an event-based gateway race each other
+        let race = matches!(element.kind, ElementKind::EventGateway).then_some(guid);
+        self.leave(element, scope, race)
     }
 
     /// Queue tokens for the targets of the outgoing flows the element takes.
-    fn leave(&mut self, element: &'m ElementSpec, scope: Option<Uuid>) -> Outcome {
+    fn leave(
+        &mut self,
+        element: &'m ElementSpec,
+        scope: Option<Uuid>,
+        race: Option<Uuid>,
+    ) -> Outcome {
         for flow_id in self.outgoing_flows(element)? {
             let flow = &self.process.flows[flow_id];
             self.tokens.push_back(Token {
                 element: flow.target.clone(),
                 scope,
                 flow: Some(flow_id.to_string()),
+                race,
             });
         }
         Ok(())

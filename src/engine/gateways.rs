@@ -22,7 +22,7 @@ impl<'m> Interpreter<'m> {
             return Ok(vec![]);
         }
         match &element.kind {
-            ElementKind::ParallelGateway => {
+            ElementKind::ParallelGateway | ElementKind::EventGateway => {
                 Ok(element.outgoing.iter().map(String::as_str).collect())
             }
             ElementKind::ExclusiveGateway => self.exclusive_choice(element).map(|f| vec![f]),
@@ -96,6 +96,26 @@ impl<'m> Interpreter<'m> {
             self.state.internal.joins.remove(&key);
         }
         true
+    }
+
+    /// A catch event after an event-based gateway completed: it won, and the other catch
+    /// events of that gateway are cancelled (in the same step, so a rival's message or timer
+    /// that comes later finds nothing waiting).
+    pub fn win_race(&mut self, guid: Uuid) {
+        let Some(race) = self.state.internal.races.remove(&guid) else {
+            return;
+        };
+        let rivals: Vec<Uuid> = self
+            .state
+            .internal
+            .races
+            .iter()
+            .filter(|(_, r)| **r == race)
+            .map(|(rival, _)| *rival)
+            .collect();
+        for rival in rivals {
+            self.cancel_task(rival);
+        }
     }
 
     /// Forget the joins waiting inside a subprocess (it completed or was cancelled).

@@ -52,6 +52,8 @@ pub(super) struct Token {
     pub scope: Option<Uuid>,
     /// The sequence flow it arrived by (None for start events of a subprocess).
     pub flow: Option<String>,
+    /// The event-based gateway task whose race it runs in (its catch events race).
+    pub race: Option<Uuid>,
 }
 
 pub(super) struct Interpreter<'m> {
@@ -253,6 +255,11 @@ impl<'m> Interpreter<'m> {
 
     pub fn expr_context(&self) -> &expr::Context {
         &self.expr_context
+    }
+
+    /// The time of the step.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.expr_context.now
     }
 
     pub fn pre_script(&mut self, element: &ElementSpec) -> Outcome {

@@ -20,13 +20,17 @@ mod flow;
 mod gateways;
 mod guard;
 mod interpreter;
+mod iso8601;
 mod migrate;
 mod outcome;
+mod signals;
 mod state;
 mod subprocesses;
 #[cfg(test)]
 mod tests;
+mod timers;
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -71,8 +75,11 @@ pub enum Event {
         error_code: String,
         message: String,
     },
-    /// Fire every waiting signal boundary event with this signal name (no-op when none waits).
+    /// Fire every waiting signal catch and signal boundary event with this signal name (no-op
+    /// when none waits).
     Signal { name: String },
+    /// A waiting timer (catch event or boundary) came due.
+    TimerFired { task_guid: Uuid },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +108,60 @@ pub enum Effect {
     CancelServiceCall {
         task_guid: Uuid,
     },
+    /// A timer catch event or timer boundary started waiting: the shell records the timer and
+    /// sends `TimerFired` when it is due (never before).
+    StartTimer {
+        task_guid: Uuid,
+        element_id: String,
+        due: DateTime<Utc>,
+    },
+    CancelTimer {
+        task_guid: Uuid,
+    },
+    /// A signal catch event or signal boundary started waiting: other instances' throws of this
+    /// signal must reach it.
+    WaitForSignal {
+        task_guid: Uuid,
+        name: String,
+    },
+    CancelSignalWait {
+        task_guid: Uuid,
+    },
+    /// A signal was thrown: it has reached this instance's own catches; the shell broadcasts it
+    /// to every other instance waiting for it and starts the models it starts.
+    ThrowSignal {
+        task_guid: Uuid,
+        name: String,
+    },
+}
+
+impl Effect {
+    /// Closes a wait or call the shell recorded for a task.
+    pub fn is_cancellation(&self) -> bool {
+        matches!(
+            self,
+            Effect::CancelMessageWait { .. }
+                | Effect::CancelServiceCall { .. }
+                | Effect::CancelTimer { .. }
+                | Effect::CancelSignalWait { .. }
+        )
+    }
+
+    /// The task whose wait or call this is about.
+    pub fn task_guid(&self) -> Uuid {
+        match self {
+            Effect::SendMessage { task_guid, .. }
+            | Effect::WaitForMessage { task_guid, .. }
+            | Effect::CancelMessageWait { task_guid }
+            | Effect::CallService { task_guid }
+            | Effect::CancelServiceCall { task_guid }
+            | Effect::StartTimer { task_guid, .. }
+            | Effect::CancelTimer { task_guid }
+            | Effect::WaitForSignal { task_guid, .. }
+            | Effect::CancelSignalWait { task_guid }
+            | Effect::ThrowSignal { task_guid, .. } => *task_guid,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -54,11 +54,7 @@ impl Interpreter<'_> {
         let live_before = &self.live_before;
         self.effects
             .drain(..)
-            .filter(|effect| match effect {
-                Effect::CancelMessageWait { task_guid }
-                | Effect::CancelServiceCall { task_guid } => live_before.contains(task_guid),
-                _ => false,
-            })
+            .filter(|effect| effect.is_cancellation() && live_before.contains(&effect.task_guid()))
             .collect()
     }
 
@@ -79,6 +75,16 @@ impl Interpreter<'_> {
             }
             if task.has_service_call(element) {
                 effects.push(Effect::CancelServiceCall {
+                    task_guid: task.guid,
+                });
+            }
+            if task.waits_for_timer(element) {
+                effects.push(Effect::CancelTimer {
+                    task_guid: task.guid,
+                });
+            }
+            if task.waits_for_signal(element) {
+                effects.push(Effect::CancelSignalWait {
                     task_guid: task.guid,
                 });
             }

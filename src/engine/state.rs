@@ -4,6 +4,7 @@
 
 use super::Map;
 use crate::bpmn::{ElementKind, ElementSpec};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -128,6 +129,16 @@ impl Task {
             && !matches!(element.kind, ElementKind::StartEvent { .. })
     }
 
+    /// A timer catch event or timer boundary waiting for its time.
+    pub fn waits_for_timer(&self, element: &ElementSpec) -> bool {
+        self.state == TaskState::Waiting && element.timer().is_some()
+    }
+
+    /// A signal catch event or signal boundary waiting for its signal.
+    pub fn waits_for_signal(&self, element: &ElementSpec) -> bool {
+        self.state == TaskState::Waiting && element.signal_catch().is_some()
+    }
+
     /// A service task whose connector call is due or under way.
     pub fn has_service_call(&self, element: &ElementSpec) -> bool {
         matches!(element.kind, ElementKind::ServiceTask(_))
@@ -169,6 +180,23 @@ pub struct EngineInternal {
     /// element id: `get_last_user_completing_task()`. Kept only for models whose code asks.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub completed_by: BTreeMap<String, BTreeMap<String, String>>,
+    /// Catch events after an event-based gateway: task guid -> the gateway's task guid. The
+    /// first of a race to fire cancels the others.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub races: BTreeMap<Uuid, Uuid>,
+    /// Waiting cycle timers (`timeCycle`): task guid -> what follows the current occurrence.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cycles: BTreeMap<Uuid, Cycle>,
+}
+
+/// A cycle timer between occurrences.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cycle {
+    /// When the occurrence the task waits for is due.
+    pub due: DateTime<Utc>,
+    pub interval_ms: i64,
+    /// Occurrences after the one awaited (None: for ever).
+    pub remaining: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

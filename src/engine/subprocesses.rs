@@ -22,6 +22,7 @@ impl<'m> Interpreter<'m> {
                 element: start.clone(),
                 scope: Some(guid),
                 flow: None,
+                race: None,
             });
         }
         Ok(())

@@ -238,9 +238,11 @@ pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
         .await?
         .ok_or_else(|| instance_not_found(id))?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
+    let timers = store::timers::of_instance(&mut conn, id).await?;
     conn.commit().await?;
     let mut shown = instance_json(&row);
     shown["tasks"] = Value::Array(tasks.iter().map(task_json).collect());
+    shown["pending_timers"] = json!(timers);
     Ok(shown)
 }
 

@@ -9,6 +9,8 @@ pub mod model_cache;
 pub mod models;
 pub mod secrets;
 pub mod service_tasks;
+pub mod signals;
+pub mod timers;
 mod unit_of_work;
 
 pub use model_cache::{ModelCache, ScriptSite};

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod messages;
 pub mod models;
 pub mod secrets;
+pub mod timers;
 
 /// Makes the (just begun) transaction read from one snapshot: reads that belong together.
 pub async fn read_only_snapshot(conn: &mut sqlx::PgConnection) -> sqlx::Result<()> {

@@ -1,8 +1,9 @@
-//! Background loops (connector dispatcher, which also runs retries when they come due, and
-//! buffered-message expiry), one module each.
+//! Background loops (connector dispatcher, which also runs retries when they come due,
+//! buffered-message expiry, and the timer firer), one module each.
 //!
 //! Each worker repeats a public one-shot round
-//! ([`connector_dispatcher::dispatch_due_once`], [`message_expiry::expire_due_once`]) that
+//! ([`connector_dispatcher::dispatch_due_once`], [`message_expiry::expire_due_once`],
+//! [`timer_firer::fire_due_once`]) that
 //! tests call directly, with the server's workers off, instead of waiting for the loop. Each
 //! is a tokio task that stops when `shutdown` turns `true`, e.g.
 //!
@@ -17,6 +18,7 @@
 
 pub mod connector_dispatcher;
 pub mod message_expiry;
+pub mod timer_firer;
 
 use actix_web::web;
 use tokio::sync::watch;
@@ -35,6 +37,7 @@ pub fn spawn_all(
             state.message_buffered.clone(),
             shutdown.clone(),
         )),
+        tokio::spawn(timer_firer::run(state.clone(), shutdown.clone())),
         tokio::spawn(connector_dispatcher::run(state, shutdown)),
     ]
 }

@@ -14,4 +14,5 @@ mod openapi;
 mod scripts;
 mod secrets;
 mod service_tasks;
+mod timers;
 mod versions;

@@ -1239,3 +1239,44 @@ async fn a_callback_body_that_cannot_be_stored_is_refused_and_the_task_still_wai
     let (status, body) = callback(&app, id, &guid, Some(&app.token("admin")), &success).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// A timer boundary on a service task whose call the proxy accepted (202): when it fires the
+/// task is cancelled in the same transaction, and the call's late callback is refused.
+#[tokio::test]
+async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refused() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
+    let model = service_model("").replace(
+        r#"<bpmn:endEvent id="caught" />"#,
+        r#"<bpmn:endEvent id="caught" />
+    <bpmn:boundaryEvent id="too_slow" attachedToRef="call"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT10M"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f4" sourceRef="too_slow" targetRef="timed_out" />
+    <bpmn:endEvent id="timed_out" />"#,
+    );
+    upload_ok(&app, "svc/slow", "svc.bpmn", &model).await;
+    proxy.answer(202, envelope(json!({"job": 1}), 202));
+    let id = start_ok(&app, "svc/slow", &json!({"word": "later"})).await;
+    dispatch(&app, 1).await;
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+    let call = proxy.calls()[0].body.clone();
+    let guid = call["wf__task_id"].as_str().unwrap().to_string();
+    let token = call["wf__callback_token"].as_str().unwrap().to_string();
+
+    let later = chrono::Utc::now() + chrono::Duration::minutes(11);
+    let round = workflow_backend::workers::timer_firer::fire_due_once(&app.state, later).await;
+    assert_eq!(round.fired, 1);
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(task_state(&shown, "call"), "CANCELLED");
+    assert_eq!(task_state(&shown, "timed_out"), "COMPLETED");
+
+    let body =
+        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
+    let (status, late) = callback(&app, id, &guid, Some(&token), &body).await;
+    assert_eq!(
+        (status, late["error_code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("not_waiting_for_callback")),
+        "{late}"
+    );
+    assert!(show(&app, id).await["data"].get("result").is_none());
+}

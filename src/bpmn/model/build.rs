@@ -27,6 +27,7 @@ pub fn build_model(
         messages: shared.messages,
         errors: shared.errors,
         signals: shared.signals,
+        escalations: shared.escalations,
         correlation_properties,
         correlation_keys,
         message_starts,

@@ -81,15 +81,27 @@ impl Resolver<'_> {
                 throw.message_name = self.message_name(id, &throw.message_ref)?;
             }
             ElementKind::EndEvent(EndKind::Error(error)) => self.resolve_error(id, error)?,
+            ElementKind::SignalCatch(signal)
+            | ElementKind::SignalThrow(signal)
+            | ElementKind::EndEvent(EndKind::Signal(signal)) => {
+                signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
+            }
+            ElementKind::EscalationThrow(escalation)
+            | ElementKind::EndEvent(EndKind::Escalation(escalation)) => {
+                self.resolve_escalation(id, escalation)?;
+            }
             ElementKind::Boundary(boundary) => match &mut boundary.trigger {
                 BoundaryTrigger::Error(error) => self.resolve_error(id, error)?,
                 BoundaryTrigger::Message(catch) => {
                     catch.message_name = self.message_name(id, &catch.message_ref)?;
                 }
-                BoundaryTrigger::Signal {
-                    signal_ref,
-                    signal_name,
-                } => *signal_name = self.signal_name(id, signal_ref)?,
+                BoundaryTrigger::Signal(signal) => {
+                    signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
+                }
+                BoundaryTrigger::Escalation(escalation) => {
+                    self.resolve_escalation(id, escalation)?;
+                }
+                BoundaryTrigger::Timer(_) => {}
             },
             _ => {}
         }
@@ -125,6 +137,32 @@ impl Resolver<'_> {
         if spec.variable.is_some() {
             error.variable = spec.variable.clone();
         }
+        Ok(())
+    }
+
+    /// A throw without an escalationRef throws no code; a catch without one takes every
+    /// escalation.
+    fn resolve_escalation(
+        &self,
+        element_id: &str,
+        escalation: &mut EscalationRef,
+    ) -> Result<(), ModelError> {
+        let Some(escalation_ref) = &escalation.escalation_ref else {
+            return Ok(());
+        };
+        let Some(spec) = self.shared.escalations.get(escalation_ref) else {
+            return Err(ModelError::new(
+                self.file,
+                Some(element_id),
+                format!("escalationRef '{escalation_ref}' is not a bpmn:escalation of this model"),
+            ));
+        };
+        // SpiffWorkflow matches escalations by code, falling back on the name.
+        escalation.escalation_code = spec
+            .escalation_code
+            .clone()
+            .or_else(|| spec.name.clone())
+            .or_else(|| Some(escalation_ref.clone()));
         Ok(())
     }
 

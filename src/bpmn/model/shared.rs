@@ -7,6 +7,7 @@ pub(super) struct SharedDefinitions {
     pub(super) messages: BTreeMap<String, MessageSpec>,
     pub(super) errors: BTreeMap<String, ErrorSpec>,
     pub(super) signals: BTreeMap<String, SignalSpec>,
+    pub(super) escalations: BTreeMap<String, EscalationSpec>,
 }
 
 impl SharedDefinitions {
@@ -17,11 +18,13 @@ impl SharedDefinitions {
             messages: BTreeMap::new(),
             errors: BTreeMap::new(),
             signals: BTreeMap::new(),
+            escalations: BTreeMap::new(),
         };
         for file in files {
             shared.add_messages(file)?;
             shared.add_errors(file)?;
             shared.add_signals(file);
+            shared.add_escalations(file);
         }
         Ok(shared)
     }
@@ -68,6 +71,15 @@ impl SharedDefinitions {
             }
         }
         Ok(())
+    }
+
+    /// The first file (in name order) that defines an escalation id gives its code.
+    fn add_escalations(&mut self, file: &Definitions) {
+        for escalation in &file.escalations {
+            self.escalations
+                .entry(escalation.id.clone())
+                .or_insert_with(|| escalation.clone());
+        }
     }
 
     /// The first file (in name order) that defines a signal id gives its name.

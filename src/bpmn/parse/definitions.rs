@@ -12,6 +12,7 @@ impl Parser<'_> {
             messages: vec![],
             errors: vec![],
             signals: vec![],
+            escalations: vec![],
             correlation_properties: vec![],
             correlation_keys: vec![],
         };
@@ -21,6 +22,7 @@ impl Parser<'_> {
                 "message" => definitions.messages.push(self.message(child)?),
                 "error" => definitions.errors.push(self.error(child)?),
                 "signal" => definitions.signals.push(self.signal(child)?),
+                "escalation" => definitions.escalations.push(self.escalation(child)?),
                 "correlationProperty" => definitions
                     .correlation_properties
                     .push(self.correlation_property(child)?),
@@ -28,7 +30,7 @@ impl Parser<'_> {
                     .correlation_keys
                     .extend(collaboration_keys(child)),
                 "correlationKey" => definitions.correlation_keys.push(correlation_key(child)),
-                _ => {} // itemDefinition, dataStore, interface, escalation, ...: not executable
+                _ => {} // itemDefinition, dataStore, interface, ...: not executable
             }
         }
         Ok(definitions)
@@ -54,6 +56,15 @@ impl Parser<'_> {
         let id = self.required_id(node)?;
         let name = nonempty_attr(node, "name").unwrap_or_else(|| id.clone());
         Ok(SignalSpec { id, name })
+    }
+
+    fn escalation(&self, node: Node) -> Result<EscalationSpec, ModelError> {
+        let id = self.required_id(node)?;
+        Ok(EscalationSpec {
+            name: nonempty_attr(node, "name"),
+            escalation_code: nonempty_attr(node, "escalationCode"),
+            id,
+        })
     }
 
     fn correlation_property(&self, node: Node) -> Result<RawCorrelationProperty, ModelError> {

@@ -11,6 +11,8 @@ pub(super) enum EventDefinition<'a, 'i> {
     Message(Node<'a, 'i>),
     Error(Node<'a, 'i>),
     Signal(Node<'a, 'i>),
+    Timer(Node<'a, 'i>),
+    Escalation(Node<'a, 'i>),
     Terminate,
     /// Any other (timer, escalation, conditional, `eventDefinitionRef`, ...), by local name:
     /// refused wherever it occurs.
@@ -29,6 +31,8 @@ impl<'i> EventDefinition<'_, 'i> {
             EventDefinition::Message(_) => "messageEventDefinition",
             EventDefinition::Error(_) => "errorEventDefinition",
             EventDefinition::Signal(_) => "signalEventDefinition",
+            EventDefinition::Timer(_) => "timerEventDefinition",
+            EventDefinition::Escalation(_) => "escalationEventDefinition",
             EventDefinition::Terminate => "terminateEventDefinition",
             EventDefinition::Other(name) => name,
         }
@@ -61,6 +65,8 @@ impl Parser<'_> {
             "messageEventDefinition" => EventDefinition::Message(definition),
             "errorEventDefinition" => EventDefinition::Error(definition),
             "signalEventDefinition" => EventDefinition::Signal(definition),
+            "timerEventDefinition" => EventDefinition::Timer(definition),
+            "escalationEventDefinition" => EventDefinition::Escalation(definition),
             "terminateEventDefinition" => EventDefinition::Terminate,
             other => EventDefinition::Other(other),
         })
@@ -74,13 +80,21 @@ impl Parser<'_> {
         definition: EventDefinition,
     ) -> ModelError {
         let definition_name = definition.local_name();
-        // Timers are refused whatever the event: say so plainly.
-        let reason = if definition_name.trim_end_matches("EventDefinition") == "timer" {
-            "timer events are not supported".to_string()
+        if definition_name == "compensateEventDefinition" {
+            return self.err(
+                Some(id),
+                "compensation events are not supported (bpmn:compensateEventDefinition)",
+            );
+        }
+        let article = if element_type.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
         } else {
-            format!("a {element_type} with a {definition_name} is not supported")
+            "a"
         };
-        self.err(Some(id), reason)
+        self.err(
+            Some(id),
+            format!("{article} {element_type} with a {definition_name} is not supported"),
+        )
     }
 
     pub(super) fn start_event(
@@ -108,6 +122,8 @@ impl Parser<'_> {
             EventDefinition::Terminate => EndKind::Terminate,
             EventDefinition::Error(def) => EndKind::Error(error_ref(def)),
             EventDefinition::Message(def) => EndKind::Message(self.message_throw(node, def, id)?),
+            EventDefinition::Signal(def) => EndKind::Signal(self.signal_ref(def, id)?),
+            EventDefinition::Escalation(def) => EndKind::Escalation(escalation_ref(def)),
             _ => return Err(self.unsupported_definition(id, "endEvent", definition)),
         };
         Ok(ElementKind::EndEvent(end))
@@ -124,6 +140,10 @@ impl Parser<'_> {
             EventDefinition::Message(def) => Ok(ElementKind::MessageThrow(
                 self.message_throw(node, def, id)?,
             )),
+            EventDefinition::Signal(def) => Ok(ElementKind::SignalThrow(self.signal_ref(def, id)?)),
+            EventDefinition::Escalation(def) => {
+                Ok(ElementKind::EscalationThrow(escalation_ref(def)))
+            }
             _ => Err(self.unsupported_definition(id, "intermediateThrowEvent", definition)),
         }
     }
@@ -138,9 +158,11 @@ impl Parser<'_> {
             EventDefinition::Message(def) => Ok(ElementKind::MessageCatch(
                 self.message_catch(node, def, id)?,
             )),
+            EventDefinition::Timer(def) => Ok(ElementKind::TimerCatch(self.timer(def, id)?)),
+            EventDefinition::Signal(def) => Ok(ElementKind::SignalCatch(self.signal_ref(def, id)?)),
             EventDefinition::Absent => Err(self.err(
                 Some(id),
-                "an intermediate catch event needs an event definition (message)",
+                "an intermediate catch event needs an event definition (message, timer or signal)",
             )),
             _ => Err(self.unsupported_definition(id, "intermediateCatchEvent", definition)),
         }
@@ -158,10 +180,10 @@ impl Parser<'_> {
             .ok_or_else(|| self.err(Some(id), "boundary event without attachedToRef"))?;
         let cancel_activity = node.attribute("cancelActivity").map(str::trim) != Some("false");
         let trigger = self.boundary_trigger(node, id, definition)?;
-        if !cancel_activity {
+        if !cancel_activity && matches!(trigger, BoundaryTrigger::Error(_)) {
             return Err(self.err(
                 Some(id),
-                "non-interrupting boundary events (cancelActivity=\"false\") are not supported",
+                "an error boundary event always interrupts: cancelActivity=\"false\" is not allowed",
             ));
         }
         Ok(ElementKind::Boundary(BoundarySpec {
@@ -182,20 +204,71 @@ impl Parser<'_> {
             EventDefinition::Message(def) => {
                 BoundaryTrigger::Message(self.message_catch(node, def, id)?)
             }
-            EventDefinition::Signal(def) => BoundaryTrigger::Signal {
-                signal_ref: nonempty_attr(def, "signalRef")
-                    .ok_or_else(|| self.err(Some(id), "signal boundary event without signalRef"))?,
-                // Resolved by `build_model`: the signal may be defined in another file.
-                signal_name: String::new(),
-            },
+            EventDefinition::Signal(def) => BoundaryTrigger::Signal(self.signal_ref(def, id)?),
+            EventDefinition::Timer(def) => BoundaryTrigger::Timer(self.timer(def, id)?),
+            EventDefinition::Escalation(def) => BoundaryTrigger::Escalation(escalation_ref(def)),
             EventDefinition::Absent => {
                 return Err(self.err(
                     Some(id),
-                    "a boundary event needs an event definition (error, message or signal)",
+                    "a boundary event needs an event definition (error, escalation, message, signal or timer)",
                 ))
             }
             _ => return Err(self.unsupported_definition(id, "boundaryEvent", definition)),
         })
+    }
+}
+
+impl Parser<'_> {
+    /// The signal's name is resolved by `build_model`: it may be defined in another file.
+    fn signal_ref(&self, definition: Node, id: &str) -> Result<SignalRef, ModelError> {
+        Ok(SignalRef {
+            signal_ref: nonempty_attr(definition, "signalRef")
+                .ok_or_else(|| self.err(Some(id), "signal event without signalRef"))?,
+            signal_name: String::new(),
+        })
+    }
+
+    /// `timeDate`, `timeDuration` or `timeCycle`, whose text is a Python expression.
+    fn timer(&self, definition: Node, id: &str) -> Result<TimerSpec, ModelError> {
+        let mut specs = bpmn_children(definition).filter_map(|child| {
+            let kind = match child.tag_name().name() {
+                "timeDate" => TimerKind::Date,
+                "timeDuration" => TimerKind::Duration,
+                "timeCycle" => TimerKind::Cycle,
+                _ => return None,
+            };
+            Some((kind, child))
+        });
+        let Some((kind, node)) = specs.next() else {
+            return Err(self.err(
+                Some(id),
+                "a timer event needs a timeDate, timeDuration or timeCycle",
+            ));
+        };
+        if specs.next().is_some() {
+            return Err(self.err(
+                Some(id),
+                "a timer event has one of timeDate, timeDuration or timeCycle, not several",
+            ));
+        }
+        let source = nonempty_text(node).ok_or_else(|| {
+            self.err(
+                Some(id),
+                format!("the timer's {} is empty", node.tag_name().name()),
+            )
+        })?;
+        let what = format!("the timer's {}", node.tag_name().name());
+        let expression = self.expr(id, &what, &source)?;
+        Ok(TimerSpec { kind, expression })
+    }
+}
+
+/// Without `escalationRef` a catch takes every escalation. The code is filled in by
+/// `build_model`.
+fn escalation_ref(definition: Node) -> EscalationRef {
+    EscalationRef {
+        escalation_ref: nonempty_attr(definition, "escalationRef"),
+        escalation_code: None,
     }
 }
 

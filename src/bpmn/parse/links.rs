@@ -68,12 +68,58 @@ impl Parser<'_> {
         for id in &contents.order {
             let element = &contents.elements[id];
             self.check_default_flow(element)?;
+            if matches!(element.kind, ElementKind::EventGateway) {
+                self.check_event_gateway(element, contents)?;
+            }
             if let ElementKind::Boundary(boundary) = &element.kind {
                 self.check_boundary(element, boundary, &contents.elements)?;
                 let host = boundary.attached_to.clone();
                 if let Some(host) = contents.elements.get_mut(&host) {
                     host.boundaries.push(id.clone());
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// What follows an event-based gateway races: only events that wait can.
+    fn check_event_gateway(
+        &self,
+        gateway: &ElementSpec,
+        contents: &ProcessContents,
+    ) -> Result<(), ModelError> {
+        if gateway.outgoing.is_empty() {
+            return Err(self.err(
+                Some(&gateway.id),
+                "an event-based gateway needs outgoing sequence flows to catch events",
+            ));
+        }
+        for (flow, _) in contents
+            .flows
+            .iter()
+            .filter(|(f, _)| f.source == gateway.id)
+        {
+            let target = &contents.elements[&flow.target];
+            let waits = matches!(
+                target.kind,
+                ElementKind::MessageCatch(_)
+                    | ElementKind::TimerCatch(_)
+                    | ElementKind::SignalCatch(_)
+            );
+            if !waits {
+                return Err(self.err(
+                    Some(&gateway.id),
+                    format!(
+                        "an event-based gateway leads only to message, timer or signal catch events or receive tasks; '{}' is a {}",
+                        target.id, target.element_type
+                    ),
+                ));
+            }
+            if flow.condition.is_some() {
+                return Err(self.err(
+                    Some(&flow.id),
+                    "a sequence flow out of an event-based gateway has no condition",
+                ));
             }
         }
         Ok(())

@@ -23,6 +23,7 @@ const FLOW_NODES: &[&str] = &[
     "receiveTask",
     "exclusiveGateway",
     "parallelGateway",
+    "eventBasedGateway",
     "subProcess",
 ];
 

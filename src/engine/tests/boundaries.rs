@@ -30,11 +30,17 @@ fn message_boundary_on_user_task_fires_and_cancels_the_task() {
     );
     assert_eq!(
         effects,
-        vec![Effect::WaitForMessage {
-            task_guid: b.guid,
-            name: "reply".into(),
-            expected: BTreeMap::new()
-        }]
+        vec![
+            Effect::WaitForMessage {
+                task_guid: b.guid,
+                name: "reply".into(),
+                expected: BTreeMap::new()
+            },
+            Effect::WaitForSignal {
+                task_guid: task(&st, "b_sig").guid,
+                name: "STOP".into()
+            }
+        ]
     );
     assert_eq!(task(&st, "b_sig").state, TaskState::Waiting);
     assert_eq!(st.status, InstanceStatus::UserInputRequired);
@@ -49,7 +55,8 @@ fn message_boundary_on_user_task_fires_and_cancels_the_task() {
         },
     )
     .unwrap();
-    assert!(effects.is_empty(), "{effects:?}");
+    let b_sig = task(&st, "b_sig").guid;
+    assert_eq!(effects, vec![Effect::CancelSignalWait { task_guid: b_sig }]);
     assert_eq!(task(&st, "u").state, TaskState::Cancelled);
     assert_eq!(task(&st, "b_sig").state, TaskState::Cancelled);
     assert_eq!(task(&st, "b_msg").state, TaskState::Completed);
@@ -78,6 +85,7 @@ fn completing_the_task_cancels_its_boundaries_and_signals_fire_them() {
     let m = user_task_with_boundaries();
     let (mut st, _) = start_with(&m, json!({}));
     let (u, b) = (task(&st, "u").guid, task(&st, "b_msg").guid);
+    let b_sig = task(&st, "b_sig").guid;
     let effects = step(
         &m,
         &mut st,
@@ -87,7 +95,13 @@ fn completing_the_task_cancels_its_boundaries_and_signals_fire_them() {
         },
     )
     .unwrap();
-    assert_eq!(effects, vec![Effect::CancelMessageWait { task_guid: b }]);
+    assert_eq!(
+        effects,
+        vec![
+            Effect::CancelMessageWait { task_guid: b },
+            Effect::CancelSignalWait { task_guid: b_sig }
+        ]
+    );
     assert_eq!(task(&st, "b_sig").state, TaskState::Cancelled);
     assert_eq!(count(&st, "e"), 1);
     assert_eq!(st.status, InstanceStatus::Complete);
@@ -112,7 +126,14 @@ fn completing_the_task_cancels_its_boundaries_and_signals_fire_them() {
         },
     )
     .unwrap();
-    assert_eq!(effects, vec![Effect::CancelMessageWait { task_guid: b }]);
+    let b_sig = task(&st, "b_sig").guid;
+    assert_eq!(
+        effects,
+        vec![
+            Effect::CancelSignalWait { task_guid: b_sig },
+            Effect::CancelMessageWait { task_guid: b }
+        ]
+    );
     assert_eq!(task(&st, "u").state, TaskState::Cancelled);
     assert_eq!(count(&st, "signalled"), 1);
     assert_eq!(st.status, InstanceStatus::Complete);

@@ -234,7 +234,17 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
     ] {
         let (m, mut st, effects) = run_fixture("service_task", None);
         let svc = task(&st, "Task_1747924731738").guid;
-        assert_eq!(effects, vec![Effect::CallService { task_guid: svc }]);
+        let signal = task(&st, "Event_0ss1sat").guid;
+        assert_eq!(
+            effects,
+            vec![
+                Effect::CallService { task_guid: svc },
+                Effect::WaitForSignal {
+                    task_guid: signal,
+                    name: "CANCEL".into()
+                }
+            ]
+        );
         assert_eq!(
             task(&st, "Event_0ss1sat").state,
             TaskState::Waiting,

@@ -10,6 +10,7 @@ mod fixtures;
 mod flow;
 mod panics;
 mod spiffworkflow;
+mod timers;
 
 use super::*;
 use crate::bpmn::{build_model, ModelSpec, BPMN_NS, SPIFF_NS};

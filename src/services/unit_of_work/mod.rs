@@ -45,6 +45,8 @@ pub struct UnitOfWork<'c> {
     claimed_receives: Vec<i64>,
     /// Who moved the instances (a token's subject): `get_current_user()` in their scripts.
     actor: Option<String>,
+    /// Signals delivered by this unit: (signal name, instance).
+    signal_deliveries: Vec<(String, i64)>,
 }
 
 struct Loaded {
@@ -76,6 +78,9 @@ impl Loaded {
 enum Work {
     Step(i64, Event),
     Effects(i64, Vec<crate::engine::Effect>),
+    /// A signal for an instance that waited for it when it was thrown: delivered if the
+    /// instance still waits (the delivery takes its waits under its lock, so exactly once).
+    Signal(i64, String),
 }
 
 /// What became of an event a caller applied to an instance.
@@ -148,6 +153,7 @@ impl<'c> UnitOfWork<'c> {
             steps: 0,
             claimed_receives: Vec::new(),
             actor: None,
+            signal_deliveries: Vec::new(),
         })
     }
 
@@ -205,6 +211,15 @@ impl<'c> UnitOfWork<'c> {
                 changed_tasks: Vec::new(),
             },
         );
+    }
+
+    /// The instances this unit delivered the signal to (each once).
+    pub fn signal_deliveries(&self, name: &str) -> Vec<i64> {
+        self.signal_deliveries
+            .iter()
+            .filter(|(signal, _)| signal == name)
+            .map(|(_, id)| *id)
+            .collect()
     }
 
     /// The engine state of an instance this unit holds.

@@ -148,6 +148,13 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
+    /// Whether a held instance can step (not final, not suspended).
+    fn takes_events(&self, id: i64) -> bool {
+        self.state(id).is_some_and(|state| {
+            !state.status.is_final() && state.status != crate::engine::InstanceStatus::Suspended
+        })
+    }
+
     fn mark_stepped(&mut self, id: i64) -> Result<()> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
@@ -185,6 +192,16 @@ impl<'c> UnitOfWork<'c> {
                 Work::Effects(id, effects) => {
                     for effect in effects {
                         self.handle_effect(id, effect).await?;
+                    }
+                }
+                Work::Signal(id, name) => {
+                    if !self.load(id).await? || !self.takes_events(id) {
+                        continue;
+                    }
+                    if store::timers::take_signal_waits(&mut self.tx, id, &name).await? {
+                        self.signal_deliveries.push((name.clone(), id));
+                        self.queue
+                            .push_front(Work::Step(id, Event::Signal { name }));
                     }
                 }
             }
@@ -230,8 +247,60 @@ impl<'c> UnitOfWork<'c> {
             Effect::CancelServiceCall { task_guid } => {
                 store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
             }
+            Effect::StartTimer {
+                task_guid,
+                element_id,
+                due,
+            } => {
+                store::timers::insert(&mut self.tx, id, task_guid, &element_id, due).await?;
+            }
+            Effect::CancelTimer { task_guid } => {
+                store::timers::delete_for_task(&mut self.tx, task_guid).await?;
+            }
+            Effect::WaitForSignal { task_guid, name } => {
+                store::timers::wait_for_signal(&mut self.tx, id, task_guid, &name).await?;
+            }
+            Effect::CancelSignalWait { task_guid } => {
+                store::timers::cancel_signal_wait(&mut self.tx, task_guid).await?;
+            }
+            Effect::ThrowSignal { name, .. } => {
+                self.broadcast_signal(Some(id), &name).await?;
+            }
         }
         Ok(())
+    }
+
+    /// Queues a signal for every instance (but `thrower`) that waits for it; they step in
+    /// this unit of work, in id order.
+    pub async fn broadcast_signal(&mut self, thrower: Option<i64>, name: &str) -> Result<usize> {
+        let waiting =
+            store::timers::instances_waiting_for_signal(&mut self.tx, name, thrower).await?;
+        for instance in &waiting {
+            self.queue
+                .push_back(Work::Signal(*instance, name.to_string()));
+        }
+        Ok(waiting.len())
+    }
+
+    /// Fires a claimed timer: locks its instance, takes the timer (gone: another worker fired
+    /// it or a step cancelled it, and nothing happens) and steps the instance. Whether it fired.
+    pub async fn fire_timer(&mut self, instance_id: i64, timer_id: i64) -> Result<bool> {
+        if !self.load(instance_id).await? {
+            return Ok(false);
+        }
+        let Some(task_guid) = store::timers::take(&mut self.tx, timer_id).await? else {
+            return Ok(false);
+        };
+        match self
+            .apply(instance_id, Event::TimerFired { task_guid })
+            .await?
+        {
+            Applied::Stepped => Ok(true),
+            Applied::Refused(why) => {
+                tracing::warn!(instance = instance_id, task = %task_guid, error = %why, "a due timer's task no longer waits for it; the timer is dropped");
+                Ok(false)
+            }
+        }
     }
 
     /// What the dispatcher needs to call the connector for a task of a held instance: its

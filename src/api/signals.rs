@@ -1,0 +1,57 @@
+//! POST /v1.0/signals/{signal_name}: a signal from outside.
+
+use super::auth::Principal;
+use super::error::{ApiError, Problem};
+use crate::services::{self, input};
+use crate::startup::AppState;
+use actix_web::{web, HttpResponse};
+use utoipa::ToSchema;
+
+/// Which instances caught the signal.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct SignalAnswer {
+    /// The signal's name, as sent.
+    signal_name: String,
+    /// Ids of the instances that had a task waiting for the signal and caught it (each once),
+    /// ascending.
+    delivered_to: Vec<i64>,
+}
+
+/// Send a BPMN signal.
+///
+/// Every instance with a signal catch event or signal boundary event of this name waiting
+/// catches it (a boundary interrupts its activity unless it is non-interrupting), in one
+/// transaction with the steps that follow; an instance that stops waiting meanwhile is not
+/// reached. A signal that nothing waits for is not kept (200 with `delivered_to: []`).
+#[utoipa::path(
+    post,
+    path = "/v1.0/signals/{signal_name}",
+    tag = "signals",
+    params(("signal_name" = String, Path, max_length = 255, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", description = "The signal name (`name` of the `bpmn:signal`), URL-encoded")),
+    responses(
+        (status = 200, description = "The instances the signal reached", body = SignalAnswer),
+        (status = 400, description = "`invalid_signal_name`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `signals:send` or `signals:send:<name>`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn send_signal(
+    principal: Principal,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = path.into_inner();
+    input::check_text(
+        &name,
+        "invalid_signal_name",
+        "the signal name",
+        input::MAX_NAME_BYTES,
+    )?;
+    principal.require(&format!("signals:send:{name}"))?;
+    let answer =
+        services::signals::send(&state.pool, &state.models, &name, &principal.subject).await?;
+    Ok(HttpResponse::Ok().json(answer))
+}

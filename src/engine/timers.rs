@@ -1,0 +1,146 @@
+//! Timers: a timer catch event or timer boundary evaluates its expression when it starts
+//! waiting (with the task data, at the step's time) and asks the shell for a timer; when the
+//! shell says it is due, the catch completes or the boundary fires. A cycle (`timeCycle`) fires
+//! once on a catch event or an interrupting boundary, and at each occurrence on a
+//! non-interrupting boundary while its activity lives.
+
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::iso8601::{parse_datetime, parse_duration, parse_recurrence};
+use super::state::Cycle;
+use super::{Effect, TaskState};
+use crate::bpmn::{ElementKind, ElementSpec, TimerKind, TimerSpec};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+impl<'m> Interpreter<'m> {
+    /// The task starts waiting for its timer's first (or only) occurrence.
+    pub fn start_timer(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        timer: &'m TimerSpec,
+    ) -> Outcome {
+        let cycle = self.evaluate_timer(element, timer)?;
+        self.wait_for_occurrence(guid, element, cycle);
+        Ok(())
+    }
+
+    /// The task waits for the occurrence `cycle.due`; the cycle is kept only while more
+    /// occurrences follow.
+    pub fn wait_for_occurrence(&mut self, guid: Uuid, element: &ElementSpec, cycle: Cycle) {
+        self.set_state(guid, TaskState::Waiting);
+        self.effects.push(Effect::StartTimer {
+            task_guid: guid,
+            element_id: element.id.clone(),
+            due: cycle.due,
+        });
+        if cycle.remaining != Some(0) {
+            self.state.internal.cycles.insert(guid, cycle);
+        }
+    }
+
+    /// The shell says the task's timer is due.
+    pub fn timer_fired(&mut self, guid: Uuid) -> Outcome {
+        self.current = Some(guid);
+        let element = self.element_of(guid);
+        let cycle = self.state.internal.cycles.remove(&guid);
+        match &element.kind {
+            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
+                let next = cycle.and_then(|cycle| cycle.next());
+                self.fire_non_interrupting(guid, next)?;
+            }
+            ElementKind::Boundary(_) => self.fire_boundary(guid)?,
+            _ => self.complete_activity(guid)?,
+        }
+        self.run_until_waiting()
+    }
+
+    /// When the timer is first due, and (for a cycle) what follows.
+    fn evaluate_timer(
+        &self,
+        element: &ElementSpec,
+        timer: &TimerSpec,
+    ) -> Result<Cycle, ModelFailure> {
+        let what = format!("timer's {}", timer.kind.element_name());
+        let value = self.eval(element, &timer.expression, &what)?;
+        let now = self.now();
+        let fail = |reason: String| ModelFailure::new(&element.id, format!("the {what}: {reason}"));
+        match timer.kind {
+            TimerKind::Cycle => {
+                let text = value.as_str().ok_or_else(|| {
+                    fail(format!(
+                        "{value} is not an ISO 8601 recurring interval (\"R3/PT10M\")"
+                    ))
+                })?;
+                let recurrence = parse_recurrence(text, now).map_err(fail)?;
+                if recurrence.repetitions == Some(0) {
+                    return Err(fail(format!("'{text}' never fires (0 repetitions)")));
+                }
+                Ok(Cycle {
+                    due: recurrence.first,
+                    interval_ms: recurrence.interval.num_milliseconds(),
+                    remaining: recurrence.repetitions.map(|n| n - 1),
+                })
+            }
+            TimerKind::Date | TimerKind::Duration => Ok(Cycle {
+                due: point_in_time(&value, now).map_err(fail)?,
+                interval_ms: 0,
+                remaining: Some(0),
+            }),
+        }
+    }
+}
+
+impl Cycle {
+    /// The occurrence after this one, if any.
+    pub fn next(&self) -> Option<Cycle> {
+        if self.remaining == Some(0) {
+            return None;
+        }
+        Some(Cycle {
+            due: self.due + Duration::milliseconds(self.interval_ms),
+            interval_ms: self.interval_ms,
+            remaining: self.remaining.map(|n| n - 1),
+        })
+    }
+}
+
+impl TimerKind {
+    fn element_name(self) -> &'static str {
+        match self {
+            TimerKind::Date => "timeDate",
+            TimerKind::Duration => "timeDuration",
+            TimerKind::Cycle => "timeCycle",
+        }
+    }
+}
+
+/// A `timeDate` or `timeDuration` value: an ISO 8601 date-time or duration string, or a
+/// `datetime` / `date` / `timedelta` (as the script host tags them).
+fn point_in_time(value: &Value, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    if let Some(text) = value.as_str() {
+        let trimmed = text.trim_start();
+        return if trimmed.starts_with(['P', 'p', 'T', 't']) {
+            let duration = parse_duration(trimmed)?.from(now)?;
+            Ok(now + duration)
+        } else {
+            parse_datetime(trimmed)
+        };
+    }
+    match value.get("__type__").and_then(Value::as_str) {
+        Some("datetime" | "date") => {
+            parse_datetime(value["value"].as_str().unwrap_or_default())
+        }
+        Some("timedelta") => {
+            let part = |name: &str| value[name].as_i64().unwrap_or(0);
+            let delta = Duration::days(part("days"))
+                + Duration::seconds(part("seconds"))
+                + Duration::microseconds(part("microseconds"));
+            Ok(now + delta)
+        }
+        _ => Err(format!(
+            "{value} is neither an ISO 8601 string (\"PT1H\", \"2026-12-01T09:00:00Z\") nor a datetime or timedelta"
+        )),
+    }
+}

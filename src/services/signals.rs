@@ -1,0 +1,43 @@
+//! Signals sent from outside (the API): every instance waiting for the signal catches it, in
+//! one transaction with the steps it causes. Each waiting instance is delivered to under its
+//! row lock, with its signal waits taken in the same transaction: concurrent throws and
+//! replicas reach each waiting task once.
+
+use super::{retry_transaction, ModelCache, Result, UnitOfWork};
+use sqlx::PgPool;
+
+/// Which instances a signal reached (caught it in a waiting task), in id order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SignalAnswer {
+    pub signal_name: String,
+    pub delivered_to: Vec<i64>,
+}
+
+pub async fn send(
+    pool: &PgPool,
+    cache: &ModelCache,
+    name: &str,
+    sent_by: &str,
+) -> Result<SignalAnswer> {
+    retry_transaction!(send_once(pool, cache, name, sent_by))
+}
+
+async fn send_once(
+    pool: &PgPool,
+    cache: &ModelCache,
+    name: &str,
+    sent_by: &str,
+) -> Result<SignalAnswer> {
+    let mut unit = UnitOfWork::begin(pool, cache).await?;
+    unit.act_as(sent_by);
+    unit.broadcast_signal(None, name).await?;
+    unit.run_queued().await?;
+    let mut delivered_to = unit.signal_deliveries(name);
+    delivered_to.sort_unstable();
+    delivered_to.dedup();
+    unit.commit().await?;
+    Ok(SignalAnswer {
+        signal_name: name.to_string(),
+        delivered_to,
+    })
+}

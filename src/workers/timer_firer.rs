@@ -1,0 +1,107 @@
+//! Fires due timers (any number of replicas). It sleeps until the next timer is due, or until
+//! a step writes a timer (Postgres `NOTIFY` on [`TIMERS_CHANNEL`], so a timer written by any
+//! replica wakes every one), or [`MAX_SLEEP`] if notifications are unavailable; timers that came
+//! due while the service was down fire on start. [`fire_due_once`] is one round, for tests to
+//! drive with the `now` they need.
+
+use crate::services::timers::{self, FireRound};
+use crate::startup::AppState;
+use crate::store::timers::{next_due, TIMERS_CHANNEL};
+use actix_web::web;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgListener;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The longest sleep: a bound on how late a timer fires if a notification is lost.
+pub const MAX_SLEEP: Duration = Duration::from_secs(5);
+/// Timers one round takes; a full round is followed by another at once.
+pub const BATCH: i64 = 100;
+
+pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
+    let mut listener = listen(&state).await;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let round = fire_due_once(&state, Utc::now()).await;
+        if round.claimed as i64 >= BATCH {
+            continue;
+        }
+        let pause = match next_due(&state.pool).await {
+            Ok(Some(at)) => (at - Utc::now()).to_std().unwrap_or(Duration::ZERO),
+            Ok(None) => MAX_SLEEP,
+            Err(e) => {
+                tracing::warn!(error = %e, "timer worker: cannot read the next due timer");
+                MAX_SLEEP
+            }
+        }
+        .min(MAX_SLEEP);
+        if pause.is_zero() {
+            // due but claimed by another replica (or failed): look again after a short while
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = shutdown.changed() => {}
+            }
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            woken = wake(&mut listener) => {
+                if !woken {
+                    listener = None;
+                }
+            }
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// One round: fires the timers due at `now` (up to a batch), each in its own transaction.
+///
+/// It is the round the worker loop ([`run`]) repeats with the wall clock; tests spawn the
+/// server with `run_workers = false` and call it with a `now` past the timers they wait for.
+pub async fn fire_due_once(state: &web::Data<AppState>, now: DateTime<Utc>) -> FireRound {
+    match timers::fire_due(&state.pool, &state.models, now, BATCH).await {
+        Ok(round) => round,
+        Err(e) => {
+            tracing::warn!(error = %e, "timer worker: cannot claim due timers");
+            FireRound::default()
+        }
+    }
+}
+
+async fn listen(state: &AppState) -> Option<PgListener> {
+    let mut listener = match PgListener::connect_with(&state.pool).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::warn!(error = %e, "timer worker: no LISTEN connection; polling instead");
+            return None;
+        }
+    };
+    match listener.listen(TIMERS_CHANNEL).await {
+        Ok(()) => Some(listener),
+        Err(e) => {
+            tracing::warn!(error = %e, "timer worker: LISTEN failed; polling instead");
+            None
+        }
+    }
+}
+
+/// Waits for a timer notification; false when the listener broke (the loop then polls).
+async fn wake(listener: &mut Option<PgListener>) -> bool {
+    match listener {
+        Some(l) => match l.recv().await {
+            Ok(_) => {
+                // several timers written at once wake once
+                while let Ok(Some(_)) = l.try_recv().await {}
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "timer worker: notifications stopped; polling instead");
+                false
+            }
+        },
+        None => std::future::pending().await,
+    }
+}

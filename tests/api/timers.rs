@@ -1,0 +1,383 @@
+//! Timers, event-based gateways and signals over HTTP, on a real database. No background
+//! worker runs: each test fires due timers itself with the timer worker's one-shot round and a
+//! `now` of its choosing, so nothing sleeps.
+
+use crate::domain::*;
+use crate::helpers::{spawn_app_with, TestApp};
+use crate::models::definitions;
+use chrono::{DateTime, Duration, Utc};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use workflow_backend::workers::timer_firer::fire_due_once;
+
+async fn app() -> TestApp {
+    spawn_app_with(|s| s.run_workers = false).await
+}
+
+fn timer_catch(id: &str, kind: &str, expression: &str) -> String {
+    format!(
+        r#"<bpmn:intermediateCatchEvent id="{id}"><bpmn:timerEventDefinition><bpmn:{kind}>{expression}</bpmn:{kind}></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"#
+    )
+}
+
+/// start -> timer (PT1H) -> end.
+fn waits_an_hour(process_id: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="hour" />
+    {}
+    <bpmn:sequenceFlow id="f2" sourceRef="hour" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+        timer_catch("hour", "timeDuration", "\"PT1H\"")
+    ))
+}
+
+fn pending_timers(shown: &Value) -> Vec<Value> {
+    shown["pending_timers"]
+        .as_array()
+        .expect("pending_timers")
+        .clone()
+}
+
+fn due_of(timer: &Value) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(timer["due_at"].as_str().unwrap())
+        .unwrap()
+        .into()
+}
+
+#[tokio::test]
+async fn a_timer_fires_once_at_its_due_time_and_never_before() {
+    let app = app().await;
+    upload_ok(&app, "timers/hour", "h.bpmn", &waits_an_hour("hour")).await;
+    let before = Utc::now();
+    let id = start_ok(&app, "timers/hour", &json!({})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "waiting", "{shown}");
+    let timers = pending_timers(&shown);
+    assert_eq!(timers.len(), 1, "{shown}");
+    assert_eq!(timers[0]["element_id"], "hour");
+    let due = due_of(&timers[0]);
+    assert!(due >= before + Duration::hours(1) && due <= Utc::now() + Duration::hours(1));
+
+    // a millisecond early: nothing
+    let early = fire_due_once(&app.state, due - Duration::milliseconds(1)).await;
+    assert_eq!(early.claimed, 0);
+    assert_eq!(show(&app, id).await["status"], "waiting");
+
+    let round = fire_due_once(&app.state, due).await;
+    assert_eq!((round.claimed, round.fired, round.failed), (1, 1, 0));
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert!(pending_timers(&shown).is_empty());
+    // fired once: a later round finds nothing
+    assert_eq!(
+        fire_due_once(&app.state, due + Duration::days(1))
+            .await
+            .claimed,
+        0
+    );
+}
+
+/// Two workers (as two replicas would) race for the same due timers: each fires once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_timer_workers_fire_each_timer_once() {
+    const N: usize = 30;
+    let app = app().await;
+    upload_ok(&app, "timers/many", "m.bpmn", &waits_an_hour("many")).await;
+    let mut ids = vec![];
+    for _ in 0..N {
+        ids.push(start_ok(&app, "timers/many", &json!({})).await);
+    }
+    let later = Utc::now() + Duration::hours(2);
+    // let the claims lapse at once, so that both workers see every timer and only the
+    // instance lock and the timer row decide who fires it
+    sqlx::query("UPDATE timers SET claimed_until = NULL")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        fire_due_once(&app.state, later),
+        fire_due_once(&app.state, later)
+    );
+    assert_eq!(a.fired + b.fired, N, "{a:?} {b:?}");
+    for id in ids {
+        let shown = show(&app, id).await;
+        assert_eq!(shown["status"], "complete", "{shown}");
+        let ends = shown["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["element_id"] == "done")
+            .count();
+        assert_eq!(ends, 1, "{shown}");
+    }
+}
+
+/// Waits for `paid` (keyed by `key`) or three days, whichever comes first.
+fn payment_or_deadline() -> String {
+    definitions(&format!(
+        r#"<bpmn:correlationProperty id="key" name="key">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_paid"><bpmn:formalExpression>key</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_paid" name="paid" />
+  <bpmn:process id="race" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="gate" />
+    <bpmn:eventBasedGateway id="gate" />
+    <bpmn:sequenceFlow id="f2" sourceRef="gate" targetRef="payment" />
+    <bpmn:sequenceFlow id="f3" sourceRef="gate" targetRef="deadline" />
+    <bpmn:intermediateCatchEvent id="payment">
+      <bpmn:messageEventDefinition messageRef="m_paid">
+        <bpmn:extensionElements>
+          <spiffworkflow:messageVariable>received</spiffworkflow:messageVariable>
+          <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>key</spiffworkflow:propertyId><spiffworkflow:expression>key</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
+        </bpmn:extensionElements>
+      </bpmn:messageEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    {}
+    <bpmn:sequenceFlow id="f4" sourceRef="payment" targetRef="paid_end" />
+    <bpmn:sequenceFlow id="f5" sourceRef="deadline" targetRef="expired_end" />
+    <bpmn:endEvent id="paid_end" /><bpmn:endEvent id="expired_end" />
+  </bpmn:process>"#,
+        timer_catch("deadline", "timeDuration", "\"P3D\"")
+    ))
+}
+
+fn reached(shown: &Value, element: &str) -> bool {
+    shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["element_id"] == element && t["state"] == "COMPLETED")
+}
+
+#[tokio::test]
+async fn the_deadline_wins_and_a_late_message_finds_nothing_waiting() {
+    let app = app().await;
+    upload_ok(&app, "timers/race", "r.bpmn", &payment_or_deadline()).await;
+    let id = start_ok(&app, "timers/race", &json!({"key": "k1"})).await;
+    let round = fire_due_once(
+        &app.state,
+        Utc::now() + Duration::days(3) + Duration::minutes(1),
+    )
+    .await;
+    assert_eq!(round.fired, 1);
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert!(
+        reached(&shown, "expired_end") && !reached(&shown, "paid_end"),
+        "{shown}"
+    );
+
+    // the payment comes too late: no receiver, no start event, not buffered -> 400
+    let (status, body) = send(&app, "paid", &json!({"key": "k1"}), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "message_not_accepted", "{body}");
+}
+
+#[tokio::test]
+async fn the_message_wins_and_its_timer_is_gone() {
+    let app = app().await;
+    upload_ok(&app, "timers/race", "r.bpmn", &payment_or_deadline()).await;
+    let id = start_ok(&app, "timers/race", &json!({"key": "k1"})).await;
+    assert_eq!(pending_timers(&show(&app, id).await).len(), 1);
+    let (status, body) = send(&app, "paid", &json!({"key": "k1", "amount": 5}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+    let shown = show(&app, id).await;
+    assert!(pending_timers(&shown).is_empty(), "{shown}");
+    assert!(reached(&shown, "paid_end") && !reached(&shown, "expired_end"));
+    let round = fire_due_once(&app.state, Utc::now() + Duration::days(4)).await;
+    assert_eq!(round.claimed, 0);
+}
+
+/// A user task reminded every hour (non-interrupting cycle, three times) and abandoned after a
+/// day (interrupting duration).
+fn reminded_task() -> String {
+    definitions(
+        r#"<bpmn:process id="chase" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="approve" />
+    <bpmn:userTask id="approve" />
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="done" />
+    <bpmn:endEvent id="done" />
+    <bpmn:boundaryEvent id="hourly" attachedToRef="approve" cancelActivity="false">
+      <bpmn:timerEventDefinition><bpmn:timeCycle>"R3/PT1H"</bpmn:timeCycle></bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f3" sourceRef="hourly" targetRef="remind" />
+    <bpmn:scriptTask id="remind"><bpmn:script>reminders = get_task_data_value('reminders', 0) + 1</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f4" sourceRef="remind" targetRef="reminded" />
+    <bpmn:endEvent id="reminded" />
+    <bpmn:boundaryEvent id="abandon" attachedToRef="approve">
+      <bpmn:timerEventDefinition><bpmn:timeDuration>"P1D"</bpmn:timeDuration></bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f5" sourceRef="abandon" targetRef="abandoned" />
+    <bpmn:endEvent id="abandoned" />
+  </bpmn:process>"#,
+    )
+}
+
+#[tokio::test]
+async fn a_cycle_reminds_without_interrupting_and_a_deadline_interrupts() {
+    let app = app().await;
+    upload_ok(&app, "timers/chase", "c.bpmn", &reminded_task()).await;
+    let id = start_ok(&app, "timers/chase", &json!({})).await;
+    let start = Utc::now();
+    for hour in 1..=4 {
+        fire_due_once(
+            &app.state,
+            start + Duration::hours(hour) + Duration::minutes(1),
+        )
+        .await;
+    }
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "user_input_required", "{shown}");
+    assert_eq!(shown["data"]["reminders"], 3, "{shown}");
+    let timers = pending_timers(&shown);
+    assert_eq!(timers.len(), 1, "only the deadline is left: {shown}");
+    assert_eq!(timers[0]["element_id"], "abandon");
+
+    fire_due_once(&app.state, start + Duration::days(1) + Duration::minutes(1)).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert!(reached(&shown, "abandoned"), "{shown}");
+    let approve = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["element_id"] == "approve")
+        .unwrap()
+        .clone();
+    assert_eq!(approve["state"], "CANCELLED");
+}
+
+/// Waits for the signal `release`, then ends.
+fn signal_waiter() -> String {
+    definitions(
+        r#"<bpmn:signal id="sig_release" name="release" />
+  <bpmn:process id="held" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:signalEventDefinition signalRef="sig_release" /></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    )
+}
+
+/// Throws `release` from a signal end event.
+fn signal_thrower() -> String {
+    definitions(
+        r#"<bpmn:signal id="sig_release" name="release" />
+  <bpmn:process id="releaser" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="throw" />
+    <bpmn:endEvent id="throw"><bpmn:signalEventDefinition signalRef="sig_release" /></bpmn:endEvent>
+  </bpmn:process>"#,
+    )
+}
+
+async fn send_signal(app: &TestApp, address: &str, name: &str, scope: &str) -> (StatusCode, Value) {
+    let response = app
+        .client
+        .post(format!("{address}/v1.0/signals/{}", urlencode(name)))
+        .bearer_auth(app.token(scope))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_thrown_signal_reaches_every_waiting_instance() {
+    let app = app().await;
+    upload_ok(&app, "signals/held", "h.bpmn", &signal_waiter()).await;
+    upload_ok(&app, "signals/releaser", "r.bpmn", &signal_thrower()).await;
+    let held = [
+        start_ok(&app, "signals/held", &json!({})).await,
+        start_ok(&app, "signals/held", &json!({})).await,
+    ];
+    let thrower = start_ok(&app, "signals/releaser", &json!({})).await;
+    assert_eq!(show(&app, thrower).await["status"], "complete");
+    for id in held {
+        assert_eq!(show(&app, id).await["status"], "complete");
+    }
+    // nothing waits any more: the signal is not kept
+    let (status, body) = send_signal(&app, &app.address, "release", "signals:send").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"signal_name": "release", "delivered_to": []}));
+}
+
+#[tokio::test]
+async fn a_signal_from_the_api_needs_its_scope_and_says_whom_it_reached() {
+    let app = app().await;
+    upload_ok(&app, "signals/held", "h.bpmn", &signal_waiter()).await;
+    let first = start_ok(&app, "signals/held", &json!({})).await;
+    let second = start_ok(&app, "signals/held", &json!({})).await;
+    let (status, body) = send_signal(&app, &app.address, "release", "signals:send:other").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["error_code"], "not_authorized");
+    let (status, body) = send_signal(&app, &app.address, "release", "signals:send:release").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["delivered_to"], json!([first, second]));
+    assert_eq!(show(&app, first).await["status"], "complete");
+    let (status, body) = send_signal(&app, &app.address, &"s".repeat(256), "admin").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "invalid_signal_name");
+}
+
+/// Many concurrent throws of one signal through two servers on one database: each waiting
+/// instance catches it exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_signals_through_two_servers_reach_each_instance_once() {
+    const N: usize = 20;
+    let first = app().await;
+    let database_url = first.settings.database_url.clone();
+    let second = spawn_app_with(|s| {
+        s.database_url = database_url;
+        s.run_workers = false;
+    })
+    .await;
+    upload_ok(&first, "signals/held", "h.bpmn", &signal_waiter()).await;
+    let mut ids = vec![];
+    for _ in 0..N {
+        ids.push(start_ok(&first, "signals/held", &json!({})).await);
+    }
+    let servers = [first.address.clone(), second.address.clone()];
+    let throws = (0..8).map(|n| {
+        let address = servers[n % 2].clone();
+        let app = &first;
+        async move { send_signal(app, &address, "release", "admin").await }
+    });
+    let answers = futures_util::future::join_all(throws).await;
+    let mut delivered: Vec<i64> = vec![];
+    for (status, body) in answers {
+        assert_eq!(status, StatusCode::OK, "{body}");
+        delivered.extend(
+            body["delivered_to"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap()),
+        );
+    }
+    delivered.sort_unstable();
+    assert_eq!(
+        delivered, ids,
+        "every instance caught the signal exactly once"
+    );
+    for id in ids {
+        let shown = show(&first, id).await;
+        assert_eq!(shown["status"], "complete");
+        let ends = shown["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["element_id"] == "done")
+            .count();
+        assert_eq!(ends, 1);
+    }
+}
