@@ -210,6 +210,19 @@ pub enum ElementKind {
     EscalationThrow(EscalationRef),
     /// An event-based gateway: the catch events after it race; the first one wins.
     EventGateway,
+    /// A conditional intermediate catch event: waits until its condition holds (checked after
+    /// every step of the instance).
+    ConditionalCatch(Expression),
+    /// A link throw event: the token goes on at the link catch event of the same name in the
+    /// same (sub)process (`target`, resolved at load).
+    LinkThrow {
+        name: String,
+        target: String,
+    },
+    /// A link catch event: where a link throw continues.
+    LinkCatch {
+        name: String,
+    },
     EndEvent(EndKind),
     ExclusiveGateway,
     ParallelGateway,
@@ -326,6 +339,8 @@ pub enum BoundaryTrigger {
     Signal(SignalRef),
     Timer(TimerSpec),
     Escalation(EscalationRef),
+    /// Fires when its condition holds (checked after every step of the instance).
+    Conditional(Expression),
 }
 
 #[derive(Debug, Clone)]
@@ -379,6 +394,18 @@ impl ElementSpec {
                 trigger: BoundaryTrigger::Signal(signal),
                 ..
             }) => Some(signal),
+            _ => None,
+        }
+    }
+
+    /// The condition this element waits for (conditional catch event, conditional boundary).
+    pub fn condition(&self) -> Option<&Expression> {
+        match &self.kind {
+            ElementKind::ConditionalCatch(condition) => Some(condition),
+            ElementKind::Boundary(BoundarySpec {
+                trigger: BoundaryTrigger::Conditional(condition),
+                ..
+            }) => Some(condition),
             _ => None,
         }
     }

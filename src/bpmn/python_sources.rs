@@ -102,9 +102,13 @@ impl<'m> Collector<'m> {
             ElementKind::Boundary(boundary) => match &boundary.trigger {
                 BoundaryTrigger::Message(catch) => self.message_catch(id, catch),
                 BoundaryTrigger::Timer(timer) => self.timer(id, timer),
+                BoundaryTrigger::Conditional(condition) => {
+                    self.expression(id, "condition", condition)
+                }
                 _ => {}
             },
             ElementKind::TimerCatch(timer) => self.timer(id, timer),
+            ElementKind::ConditionalCatch(condition) => self.expression(id, "condition", condition),
             _ => {}
         }
     }

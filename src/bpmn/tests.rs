@@ -460,6 +460,22 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "signalEventDefinition is not supported",
         ),
         (
+            "link without its catch",
+            p(
+                r#"<bpmn:startEvent id="s"/><bpmn:intermediateThrowEvent id="l"><bpmn:linkEventDefinition name="away"/></bpmn:intermediateThrowEvent>"#,
+            ),
+            Some("l"),
+            "no link catch event named 'away' in this (sub)process",
+        ),
+        (
+            "conditional event without a condition",
+            p(
+                r#"<bpmn:startEvent id="s"/><bpmn:intermediateCatchEvent id="c"><bpmn:conditionalEventDefinition/></bpmn:intermediateCatchEvent>"#,
+            ),
+            Some("c"),
+            "a conditional event needs a bpmn:condition",
+        ),
+        (
             "compensation end",
             p(
                 r#"<bpmn:startEvent id="s"/><bpmn:endEvent id="e"><bpmn:compensateEventDefinition/></bpmn:endEvent>"#,

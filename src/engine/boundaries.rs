@@ -53,6 +53,10 @@ impl<'m> Interpreter<'m> {
                 let guid = self.start_boundary(boundary, attached, scope);
                 self.wait_for_signal(guid, signal);
             }
+            BoundaryTrigger::Conditional(_) => {
+                // checked after every step (`fire_met_conditions`)
+                self.start_boundary(boundary, attached, scope);
+            }
             BoundaryTrigger::Timer(timer) => {
                 let guid = self.start_boundary(boundary, attached, scope);
                 match cycle {
@@ -229,7 +233,10 @@ impl<'m> Interpreter<'m> {
             ElementKind::Boundary(spec) => match spec.trigger {
                 BoundaryTrigger::Message(_) | BoundaryTrigger::Signal(_) => true,
                 BoundaryTrigger::Timer(_) => next.is_some(),
-                BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_) => false,
+                // a condition that still holds would fire again at once
+                BoundaryTrigger::Error(_)
+                | BoundaryTrigger::Escalation(_)
+                | BoundaryTrigger::Conditional(_) => false,
             },
             _ => false,
         };

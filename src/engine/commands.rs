@@ -44,7 +44,8 @@ pub fn start(
     let outcome = starts
         .iter()
         .try_for_each(|start| interpreter.fire_start_event(start, message.as_ref()))
-        .and_then(|()| interpreter.run_until_waiting());
+        .and_then(|()| interpreter.run_until_waiting())
+        .and_then(|()| interpreter.fire_met_conditions());
     refuse_aborted(&outcome)?;
     Ok(interpreter.finish(outcome))
 }
@@ -136,7 +137,7 @@ pub fn step(
         return Ok(vec![]);
     }
     let mut interpreter = Interpreter::new(model, process, state.clone(), context);
-    let outcome = apply(&mut interpreter, event);
+    let outcome = apply(&mut interpreter, event).and_then(|()| interpreter.fire_met_conditions());
     refuse_aborted(&outcome)?;
     let (new_state, effects) = interpreter.finish(outcome);
     *state = new_state;

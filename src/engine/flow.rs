@@ -55,6 +55,22 @@ impl<'m> Interpreter<'m> {
             | ElementKind::ParallelGateway
             | ElementKind::EventGateway => self.complete_activity(guid),
             ElementKind::TimerCatch(timer) => self.start_timer(guid, element, timer),
+            ElementKind::ConditionalCatch(_) => {
+                // checked when the step has run (`fire_met_conditions`)
+                self.set_state(guid, TaskState::Waiting);
+                Ok(())
+            }
+            ElementKind::LinkThrow { target, .. } => {
+                self.complete_activity(guid)?;
+                self.tokens.push_back(Token {
+                    element: target.clone(),
+                    scope,
+                    flow: None,
+                    race: None,
+                });
+                Ok(())
+            }
+            ElementKind::LinkCatch { .. } => self.complete_activity(guid),
             ElementKind::SignalCatch(signal) => {
                 self.wait_for_signal(guid, signal);
                 Ok(())

@@ -14,6 +14,7 @@
 mod activities;
 mod boundaries;
 mod commands;
+mod conditions;
 mod context;
 mod events;
 mod flow;

@@ -139,6 +139,11 @@ impl Task {
         self.state == TaskState::Waiting && element.signal_catch().is_some()
     }
 
+    /// A conditional catch event or conditional boundary waiting for its condition.
+    pub fn waits_for_condition(&self, element: &ElementSpec) -> bool {
+        self.state == TaskState::Waiting && element.condition().is_some()
+    }
+
     /// A service task whose connector call is due or under way.
     pub fn has_service_call(&self, element: &ElementSpec) -> bool {
         matches!(element.kind, ElementKind::ServiceTask(_))

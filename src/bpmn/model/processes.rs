@@ -101,7 +101,7 @@ impl Resolver<'_> {
                 BoundaryTrigger::Escalation(escalation) => {
                     self.resolve_escalation(id, escalation)?;
                 }
-                BoundaryTrigger::Timer(_) => {}
+                BoundaryTrigger::Timer(_) | BoundaryTrigger::Conditional(_) => {}
             },
             _ => {}
         }

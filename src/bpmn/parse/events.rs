@@ -13,6 +13,8 @@ pub(super) enum EventDefinition<'a, 'i> {
     Signal(Node<'a, 'i>),
     Timer(Node<'a, 'i>),
     Escalation(Node<'a, 'i>),
+    Conditional(Node<'a, 'i>),
+    Link(Node<'a, 'i>),
     Terminate,
     /// Any other (timer, escalation, conditional, `eventDefinitionRef`, ...), by local name:
     /// refused wherever it occurs.
@@ -33,6 +35,8 @@ impl<'i> EventDefinition<'_, 'i> {
             EventDefinition::Signal(_) => "signalEventDefinition",
             EventDefinition::Timer(_) => "timerEventDefinition",
             EventDefinition::Escalation(_) => "escalationEventDefinition",
+            EventDefinition::Conditional(_) => "conditionalEventDefinition",
+            EventDefinition::Link(_) => "linkEventDefinition",
             EventDefinition::Terminate => "terminateEventDefinition",
             EventDefinition::Other(name) => name,
         }
@@ -67,6 +71,8 @@ impl Parser<'_> {
             "signalEventDefinition" => EventDefinition::Signal(definition),
             "timerEventDefinition" => EventDefinition::Timer(definition),
             "escalationEventDefinition" => EventDefinition::Escalation(definition),
+            "conditionalEventDefinition" => EventDefinition::Conditional(definition),
+            "linkEventDefinition" => EventDefinition::Link(definition),
             "terminateEventDefinition" => EventDefinition::Terminate,
             other => EventDefinition::Other(other),
         })
@@ -144,6 +150,11 @@ impl Parser<'_> {
             EventDefinition::Escalation(def) => {
                 Ok(ElementKind::EscalationThrow(escalation_ref(def)))
             }
+            EventDefinition::Link(def) => Ok(ElementKind::LinkThrow {
+                name: self.link_name(def, id)?,
+                // resolved once the whole (sub)process is read
+                target: String::new(),
+            }),
             _ => Err(self.unsupported_definition(id, "intermediateThrowEvent", definition)),
         }
     }
@@ -160,6 +171,12 @@ impl Parser<'_> {
             )),
             EventDefinition::Timer(def) => Ok(ElementKind::TimerCatch(self.timer(def, id)?)),
             EventDefinition::Signal(def) => Ok(ElementKind::SignalCatch(self.signal_ref(def, id)?)),
+            EventDefinition::Conditional(def) => {
+                Ok(ElementKind::ConditionalCatch(self.condition(def, id)?))
+            }
+            EventDefinition::Link(def) => Ok(ElementKind::LinkCatch {
+                name: self.link_name(def, id)?,
+            }),
             EventDefinition::Absent => Err(self.err(
                 Some(id),
                 "an intermediate catch event needs an event definition (message, timer or signal)",
@@ -207,6 +224,9 @@ impl Parser<'_> {
             EventDefinition::Signal(def) => BoundaryTrigger::Signal(self.signal_ref(def, id)?),
             EventDefinition::Timer(def) => BoundaryTrigger::Timer(self.timer(def, id)?),
             EventDefinition::Escalation(def) => BoundaryTrigger::Escalation(escalation_ref(def)),
+            EventDefinition::Conditional(def) => {
+                BoundaryTrigger::Conditional(self.condition(def, id)?)
+            }
             EventDefinition::Absent => {
                 return Err(self.err(
                     Some(id),
@@ -226,6 +246,27 @@ impl Parser<'_> {
                 .ok_or_else(|| self.err(Some(id), "signal event without signalRef"))?,
             signal_name: String::new(),
         })
+    }
+
+    /// The `bpmn:condition` of a conditional event: a Python expression.
+    fn condition(&self, definition: Node, id: &str) -> Result<Expression, ModelError> {
+        let source = bpmn_children(definition)
+            .find(|c| c.tag_name().name() == "condition")
+            .and_then(nonempty_text)
+            .ok_or_else(|| self.err(Some(id), "a conditional event needs a bpmn:condition"))?;
+        self.expr(id, "the condition", &source)
+    }
+
+    /// Link events pair up by name (SpiffArena's modeler writes it on the definition; the
+    /// event's own name is the fallback).
+    fn link_name(&self, definition: Node, id: &str) -> Result<String, ModelError> {
+        nonempty_attr(definition, "name")
+            .or_else(|| {
+                definition
+                    .parent()
+                    .and_then(|event| nonempty_attr(event, "name"))
+            })
+            .ok_or_else(|| self.err(Some(id), "a link event needs a name"))
     }
 
     /// `timeDate`, `timeDuration` or `timeCycle`, whose text is a Python expression.

@@ -125,6 +125,38 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// Each link throw event goes on at the link catch event of its name in its own
+    /// (sub)process; a name is caught in one place only.
+    pub(super) fn resolve_links(&self, contents: &mut ProcessContents) -> Result<(), ModelError> {
+        let mut catches: BTreeMap<(Option<String>, String), String> = BTreeMap::new();
+        for id in &contents.order {
+            let element = &contents.elements[id];
+            if let ElementKind::LinkCatch { name } = &element.kind {
+                let key = (element.parent.clone(), name.clone());
+                if catches.insert(key, id.clone()).is_some() {
+                    return Err(self.err(
+                        Some(id),
+                        format!("another link catch event in this (sub)process is named '{name}'"),
+                    ));
+                }
+            }
+        }
+        for id in &contents.order {
+            let element = contents.elements.get_mut(id).expect("ordered ids exist");
+            if let ElementKind::LinkThrow { name, target } = &mut element.kind {
+                let key = (element.parent.clone(), name.clone());
+                let Some(catch) = catches.get(&key) else {
+                    return Err(self.err(
+                        Some(id),
+                        format!("no link catch event named '{name}' in this (sub)process"),
+                    ));
+                };
+                *target = catch.clone();
+            }
+        }
+        Ok(())
+    }
+
     fn check_default_flow(&self, element: &ElementSpec) -> Result<(), ModelError> {
         match &element.default_flow {
             Some(default) if !element.outgoing.contains(default) => Err(self.err(

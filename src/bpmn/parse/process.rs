@@ -70,6 +70,7 @@ impl Parser<'_> {
         self.walk_container(node, None, &mut contents)?;
         let flows = self.link_flows(&mut contents)?;
         self.check_defaults_and_attach_boundaries(&mut contents)?;
+        self.resolve_links(&mut contents)?;
         let start_events = self.assign_start_events(&id, &mut contents)?;
         Ok(ProcessSpec {
             name: nonempty_attr(node, "name"),
