@@ -242,6 +242,18 @@ pub enum ElementKind {
     SubProcess {
         start_events: Vec<String>,
     },
+    /// An event subprocess (`triggeredByEvent="true"`): it runs when its start event's trigger
+    /// happens while its enclosing (sub)process runs.
+    EventSubProcess {
+        /// Its one start event (an `EventSubProcessStart`), filled at load.
+        start_event: String,
+    },
+    /// The start event of an event subprocess: waits (like a boundary on the enclosing
+    /// (sub)process) for its trigger; interrupting, it ends everything else there.
+    EventSubProcessStart {
+        trigger: BoundaryTrigger,
+        interrupting: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -374,38 +386,48 @@ impl ElementSpec {
         matches!(self.kind, ElementKind::UserTask | ElementKind::ManualTask)
     }
 
-    /// The timer this element waits for (timer catch event, timer boundary).
+    /// What a boundary event or an event subprocess's start event waits for.
+    pub fn trigger(&self) -> Option<&BoundaryTrigger> {
+        match &self.kind {
+            ElementKind::Boundary(boundary) => Some(&boundary.trigger),
+            ElementKind::EventSubProcessStart { trigger, .. } => Some(trigger),
+            _ => None,
+        }
+    }
+
+    /// The timer this element waits for (timer catch event, timer boundary or event
+    /// subprocess start).
     pub fn timer(&self) -> Option<&TimerSpec> {
-        match &self.kind {
-            ElementKind::TimerCatch(timer) => Some(timer),
-            ElementKind::Boundary(BoundarySpec {
-                trigger: BoundaryTrigger::Timer(timer),
-                ..
-            }) => Some(timer),
+        match (&self.kind, self.trigger()) {
+            (ElementKind::TimerCatch(timer), _) | (_, Some(BoundaryTrigger::Timer(timer))) => {
+                Some(timer)
+            }
             _ => None,
         }
     }
 
-    /// The signal this element waits for (signal catch event, signal boundary).
+    /// The signal this element waits for (signal catch event, signal boundary or event
+    /// subprocess start).
     pub fn signal_catch(&self) -> Option<&SignalRef> {
-        match &self.kind {
-            ElementKind::SignalCatch(signal) => Some(signal),
-            ElementKind::Boundary(BoundarySpec {
-                trigger: BoundaryTrigger::Signal(signal),
-                ..
-            }) => Some(signal),
+        match (&self.kind, self.trigger()) {
+            (ElementKind::SignalCatch(signal), _) | (_, Some(BoundaryTrigger::Signal(signal))) => {
+                Some(signal)
+            }
             _ => None,
         }
     }
 
-    /// The condition this element waits for (conditional catch event, conditional boundary).
+    /// An event subprocess's start event: a listener on its enclosing (sub)process.
+    pub fn is_event_subprocess_start(&self) -> bool {
+        matches!(self.kind, ElementKind::EventSubProcessStart { .. })
+    }
+
+    /// The condition this element waits for (conditional catch event, conditional boundary
+    /// or event subprocess start).
     pub fn condition(&self) -> Option<&Expression> {
-        match &self.kind {
-            ElementKind::ConditionalCatch(condition) => Some(condition),
-            ElementKind::Boundary(BoundarySpec {
-                trigger: BoundaryTrigger::Conditional(condition),
-                ..
-            }) => Some(condition),
+        match (&self.kind, self.trigger()) {
+            (ElementKind::ConditionalCatch(condition), _)
+            | (_, Some(BoundaryTrigger::Conditional(condition))) => Some(condition),
             _ => None,
         }
     }
@@ -415,15 +437,13 @@ impl ElementSpec {
         matches!(&self.kind, ElementKind::Boundary(b) if !b.cancel_activity)
     }
 
-    /// The message this element waits for (catch event, receive task, message boundary).
+    /// The message this element waits for (catch event, receive task, message boundary,
+    /// message start event of the process or of an event subprocess).
     pub fn message_catch(&self) -> Option<&MessageCatchSpec> {
-        match &self.kind {
-            ElementKind::MessageCatch(m) => Some(m),
-            ElementKind::Boundary(BoundarySpec {
-                trigger: BoundaryTrigger::Message(m),
-                ..
-            }) => Some(m),
-            ElementKind::StartEvent { message: Some(m) } => Some(m),
+        match (&self.kind, self.trigger()) {
+            (ElementKind::MessageCatch(m), _)
+            | (ElementKind::StartEvent { message: Some(m) }, _)
+            | (_, Some(BoundaryTrigger::Message(m))) => Some(m),
             _ => None,
         }
     }

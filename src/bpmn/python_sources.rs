@@ -4,8 +4,8 @@
 //! limit.
 
 use super::{
-    BoundaryTrigger, Definitions, ElementKind, ElementSpec, EndKind, MessageCatchSpec, ModelSpec,
-    ProcessSpec, TimerKind, TimerSpec,
+    BoundarySpec, BoundaryTrigger, Definitions, ElementKind, ElementSpec, EndKind,
+    MessageCatchSpec, ModelSpec, ProcessSpec, TimerKind, TimerSpec,
 };
 use crate::expr::{Expression, Script};
 
@@ -99,7 +99,8 @@ impl<'m> Collector<'m> {
             | ElementKind::StartEvent {
                 message: Some(catch),
             } => self.message_catch(id, catch),
-            ElementKind::Boundary(boundary) => match &boundary.trigger {
+            ElementKind::Boundary(BoundarySpec { trigger, .. })
+            | ElementKind::EventSubProcessStart { trigger, .. } => match trigger {
                 BoundaryTrigger::Message(catch) => self.message_catch(id, catch),
                 BoundaryTrigger::Timer(timer) => self.timer(id, timer),
                 BoundaryTrigger::Conditional(condition) => {

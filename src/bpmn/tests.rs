@@ -496,8 +496,8 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             p(
                 r#"<bpmn:startEvent id="s"/><bpmn:subProcess id="es" triggeredByEvent="true"><bpmn:startEvent id="x"/></bpmn:subProcess>"#,
             ),
-            Some("es"),
-            "event subprocesses",
+            Some("x"),
+            "the start event of an event subprocess needs a trigger",
         ),
         (
             "non-interrupting error boundary",

@@ -20,25 +20,26 @@ impl<'m> Interpreter<'m> {
         scope: Option<Uuid>,
     ) -> Outcome {
         for boundary_id in &element.boundaries {
-            self.arm_boundary(self.element(boundary_id), attached, scope, None)?;
+            self.arm_boundary(self.element(boundary_id), Some(attached), scope, None)?;
         }
         Ok(())
     }
 
-    /// A boundary that waits (message, signal, timer) gets its waiting task; `cycle` is the
-    /// occurrence a re-armed cycle timer waits for. Error and escalation boundaries have no
-    /// task until they catch.
-    fn arm_boundary(
+    /// A boundary (or an event subprocess's start event, `attached` None) that waits
+    /// (message, signal, timer, condition) gets its waiting task; `cycle` is the occurrence a
+    /// re-armed cycle timer waits for. Error and escalation triggers have no task: they are
+    /// looked up when one is thrown.
+    pub fn arm_boundary(
         &mut self,
         boundary: &'m ElementSpec,
-        attached: Uuid,
+        attached: Option<Uuid>,
         scope: Option<Uuid>,
         cycle: Option<Cycle>,
     ) -> Outcome {
-        let ElementKind::Boundary(spec) = &boundary.kind else {
+        let Some(trigger) = boundary.trigger() else {
             return Ok(());
         };
-        match &spec.trigger {
+        match trigger {
             BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_) => {}
             BoundaryTrigger::Message(message) => {
                 let expected = self.expected_correlation(boundary, message)?;
@@ -71,12 +72,32 @@ impl<'m> Interpreter<'m> {
     fn start_boundary(
         &mut self,
         boundary: &ElementSpec,
-        attached: Uuid,
+        attached: Option<Uuid>,
         scope: Option<Uuid>,
     ) -> Uuid {
         let guid = self.new_task(boundary, scope, TaskState::Waiting);
-        self.state.internal.boundaries.insert(guid, attached);
+        if let Some(attached) = attached {
+            self.state.internal.boundaries.insert(guid, attached);
+        }
         guid
+    }
+
+    /// A waiting boundary, event subprocess start, or catch event's trigger happened (the
+    /// message was received, the timer came due, the signal or condition arrived); `next` is a
+    /// cycle timer's next occurrence.
+    pub fn fire_trigger(&mut self, guid: Uuid, next: Option<Cycle>) -> Outcome {
+        self.current = Some(guid);
+        match &self.element_of(guid).kind {
+            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
+                self.fire_non_interrupting(guid, next)
+            }
+            ElementKind::Boundary(_) => self.fire_boundary(guid),
+            ElementKind::EventSubProcessStart { .. } => self.fire_listener(guid, next),
+            _ => {
+                self.count_execution(&self.task(guid).element_id.clone())?;
+                self.complete_activity(guid)
+            }
+        }
     }
 
     pub fn cancel_boundaries(&mut self, attached: Uuid) {
@@ -144,21 +165,30 @@ impl<'m> Interpreter<'m> {
         code: Option<String>,
         message: String,
     ) -> Outcome {
-        let mut candidate = origin.or(scope);
-        while let Some(guid) = candidate {
-            let element = self.element_of(guid);
-            if let Some(boundary) = self.error_boundary_for(element, code.as_deref()) {
-                if Some(guid) == origin {
-                    // the failed task is already ERROR; its other boundaries go.
-                    self.cancel_boundaries(guid);
-                } else {
-                    self.cancel_task(guid);
+        let value = json!({"error_code": code, "message": message});
+        // at each level: the boundaries of the task (the failed one, then each enclosing
+        // subprocess), then the error event subprocesses of the (sub)process it is in
+        let (mut attached, mut level) = (origin, scope);
+        loop {
+            if let Some(guid) = attached {
+                let element = self.element_of(guid);
+                if let Some(boundary) = self.error_boundary_for(element, code.as_deref()) {
+                    if Some(guid) == origin {
+                        // the failed task is already ERROR; its other boundaries go.
+                        self.cancel_boundaries(guid);
+                    } else {
+                        self.cancel_task(guid);
+                    }
+                    let attached_scope = self.task(guid).scope;
+                    return self.fire_error_boundary(boundary, attached_scope, value);
                 }
-                let value = json!({"error_code": code, "message": message});
-                let attached_scope = self.task(guid).scope;
-                return self.fire_error_boundary(boundary, attached_scope, value);
             }
-            candidate = self.task(guid).scope;
+            if let Some(start) = self.error_event_subprocess(level, code.as_deref()) {
+                return self.run_event_subprocess(start, None, level, Some(value));
+            }
+            let Some(subprocess) = level else { break };
+            attached = Some(subprocess);
+            level = self.task(subprocess).scope;
         }
         Err(ModelFailure {
             element_id: element_id.to_string(),
@@ -241,25 +271,32 @@ impl<'m> Interpreter<'m> {
             _ => false,
         };
         if let Some(attached) = attached.filter(|a| waits_again && self.is_live(*a)) {
-            self.arm_boundary(boundary, attached, scope, next)?;
+            self.arm_boundary(boundary, Some(attached), scope, next)?;
         }
         self.current = Some(guid);
         self.pre_script(boundary)?;
         self.complete_activity(guid)
     }
 
-    /// Offer an escalation to the escalation boundaries of the enclosing subprocesses, from
-    /// `scope` outwards. Uncaught, it does nothing.
+    /// Offer an escalation to the escalation event subprocesses and boundaries of the
+    /// enclosing subprocesses, from `scope` outwards. Uncaught, it does nothing.
     pub fn throw_escalation(&mut self, scope: Option<Uuid>, code: Option<&str>) -> Outcome {
-        let mut candidate = scope;
-        while let Some(guid) = candidate {
-            let element = self.element_of(guid);
-            if let Some(boundary) = self.escalation_boundary_for(element, code) {
-                return self.fire_escalation_boundary(boundary, guid);
+        // at each level: the escalation event subprocesses of the (sub)process, then the
+        // boundaries of the subprocess itself
+        let mut level = scope;
+        loop {
+            if let Some(start) = self.escalation_event_subprocess(level, code) {
+                return self.run_event_subprocess(start, None, level, None);
             }
-            candidate = self.task(guid).scope;
+            let Some(subprocess) = level else {
+                return Ok(());
+            };
+            let element = self.element_of(subprocess);
+            if let Some(boundary) = self.escalation_boundary_for(element, code) {
+                return self.fire_escalation_boundary(boundary, subprocess);
+            }
+            level = self.task(subprocess).scope;
         }
-        Ok(())
     }
 
     /// The boundary catching exactly this code, else a catch-all one.

@@ -41,9 +41,13 @@ pub fn start(
     };
     let state = InstanceState::new(process_id, data);
     let mut interpreter = Interpreter::new(model, process, state, context);
-    let outcome = starts
-        .iter()
-        .try_for_each(|start| interpreter.fire_start_event(start, message.as_ref()))
+    let outcome = interpreter
+        .arm_event_subprocesses(None)
+        .and_then(|()| {
+            starts
+                .iter()
+                .try_for_each(|start| interpreter.fire_start_event(start, message.as_ref()))
+        })
         .and_then(|()| interpreter.run_until_waiting())
         .and_then(|()| interpreter.fire_met_conditions());
     refuse_aborted(&outcome)?;

@@ -4,7 +4,6 @@
 //! one's path did fires in the same step.
 
 use super::interpreter::{Interpreter, Outcome};
-use crate::bpmn::ElementKind;
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
@@ -23,17 +22,7 @@ impl<'m> Interpreter<'m> {
                     continue;
                 }
                 fired = true;
-                self.current = Some(guid);
-                match &self.element_of(guid).kind {
-                    ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
-                        self.fire_non_interrupting(guid, None)?
-                    }
-                    ElementKind::Boundary(_) => self.fire_boundary(guid)?,
-                    _ => {
-                        self.count_execution(&self.task(guid).element_id.clone())?;
-                        self.complete_activity(guid)?
-                    }
-                }
+                self.fire_trigger(guid, None)?;
             }
             if !fired {
                 return Ok(());

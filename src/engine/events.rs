@@ -159,13 +159,7 @@ impl<'m> Interpreter<'m> {
             .message_catch()
             .expect("validated: the task waits for a message");
         self.receive_message(catch, name, payload);
-        match &element.kind {
-            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
-                self.fire_non_interrupting(guid, None)?
-            }
-            ElementKind::Boundary(_) => self.fire_boundary(guid)?,
-            _ => self.complete_activity(guid)?,
-        }
+        self.fire_trigger(guid, None)?;
         self.run_until_waiting()
     }
 }

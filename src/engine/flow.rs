@@ -2,7 +2,7 @@
 //! creates its task and hands it to the element's family (activities, events, gateways,
 //! subprocesses); a completed task sends tokens along the outgoing flows its family chooses.
 
-use super::interpreter::{Interpreter, Outcome, Token};
+use super::interpreter::{Interpreter, ModelFailure, Outcome, Token};
 use super::TaskState;
 use crate::bpmn::{ElementKind, ElementSpec};
 use uuid::Uuid;
@@ -77,11 +77,11 @@ impl<'m> Interpreter<'m> {
             }
             ElementKind::SignalThrow(signal) => {
                 self.throw_signal(guid, signal)?;
-                self.complete_activity(guid)
+                self.go_on_unless_interrupted(guid)
             }
             ElementKind::EscalationThrow(escalation) => {
                 self.throw_escalation(scope, escalation.escalation_code.as_deref())?;
-                self.complete_activity(guid)
+                self.go_on_unless_interrupted(guid)
             }
             ElementKind::ScriptTask { script } => self.run_script_task(guid, element, script),
             ElementKind::MessageThrow(message) => {
@@ -99,6 +99,23 @@ impl<'m> Interpreter<'m> {
             ElementKind::SubProcess { start_events } => {
                 self.start_subprocess(guid, element, start_events, scope)
             }
+            // never entered by a token: they start from their triggers
+            ElementKind::EventSubProcess { .. } | ElementKind::EventSubProcessStart { .. } => {
+                Err(ModelFailure::new(
+                    &element.id,
+                    "an event subprocess is not entered by a sequence flow",
+                ))
+            }
+        }
+    }
+
+    /// A throw event goes on after its event was caught, unless what caught it interrupted
+    /// the (sub)process it is in.
+    fn go_on_unless_interrupted(&mut self, guid: Uuid) -> Outcome {
+        if self.is_live(guid) {
+            self.complete_activity(guid)
+        } else {
+            Ok(())
         }
     }
 

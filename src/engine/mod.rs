@@ -16,6 +16,7 @@ mod boundaries;
 mod commands;
 mod conditions;
 mod context;
+mod event_subprocesses;
 mod events;
 mod flow;
 mod gateways;

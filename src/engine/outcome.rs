@@ -15,6 +15,7 @@ impl Interpreter<'_> {
     }
 
     fn settle(mut self) -> (InstanceState, Vec<Effect>) {
+        self.end_idle_listeners();
         let process = self.process;
         let live: Vec<_> = self.state.live_tasks().collect();
         let waits_for_person = live.iter().any(|task| {

@@ -4,7 +4,7 @@
 
 use super::interpreter::{Interpreter, Outcome};
 use super::{Effect, TaskState};
-use crate::bpmn::{ElementKind, SignalRef};
+use crate::bpmn::SignalRef;
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
@@ -48,14 +48,7 @@ impl<'m> Interpreter<'m> {
             }
             self.effects
                 .push(Effect::CancelSignalWait { task_guid: guid });
-            self.current = Some(guid);
-            match &self.element_of(guid).kind {
-                ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
-                    self.fire_non_interrupting(guid, None)?
-                }
-                ElementKind::Boundary(_) => self.fire_boundary(guid)?,
-                _ => self.complete_activity(guid)?,
-            }
+            self.fire_trigger(guid, None)?;
         }
         Ok(())
     }

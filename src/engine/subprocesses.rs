@@ -17,6 +17,7 @@ impl<'m> Interpreter<'m> {
     ) -> Outcome {
         self.set_state(guid, TaskState::Started);
         self.start_boundaries(guid, element, scope)?;
+        self.arm_event_subprocesses(Some(guid))?;
         for start in start_events {
             self.tokens.push_back(Token {
                 element: start.clone(),
@@ -28,7 +29,8 @@ impl<'m> Interpreter<'m> {
         Ok(())
     }
 
-    /// A started subprocess none of whose tasks is live any more.
+    /// A started subprocess (or event subprocess) none of whose tasks is live any more, but
+    /// for the listeners of its own event subprocesses.
     pub fn finished_subprocess(&self) -> Option<Uuid> {
         let tasks = &self.state.tasks;
         tasks
@@ -36,14 +38,18 @@ impl<'m> Interpreter<'m> {
             .find(|task| {
                 task.state == TaskState::Started
                     && task.element_type == "subProcess"
-                    && !tasks
-                        .iter()
-                        .any(|child| child.scope == Some(task.guid) && child.state.is_live())
+                    && !tasks.iter().any(|child| {
+                        child.scope == Some(task.guid)
+                            && child.state.is_live()
+                            && !self.is_listener(child)
+                    })
             })
             .map(|task| task.guid)
     }
 
     pub fn complete_subprocess(&mut self, subprocess: Uuid) -> Outcome {
+        // its listeners end with it
+        self.cancel_children(subprocess);
         self.clear_joins(subprocess);
         self.current = Some(subprocess);
         self.complete_activity(subprocess)

@@ -8,7 +8,7 @@ use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::iso8601::{parse_datetime, parse_duration, parse_recurrence};
 use super::state::Cycle;
 use super::{Effect, TaskState};
-use crate::bpmn::{ElementKind, ElementSpec, TimerKind, TimerSpec};
+use crate::bpmn::{ElementSpec, TimerKind, TimerSpec};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use uuid::Uuid;
@@ -42,17 +42,13 @@ impl<'m> Interpreter<'m> {
 
     /// The shell says the task's timer is due.
     pub fn timer_fired(&mut self, guid: Uuid) -> Outcome {
-        self.current = Some(guid);
-        let element = self.element_of(guid);
-        let cycle = self.state.internal.cycles.remove(&guid);
-        match &element.kind {
-            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
-                let next = cycle.and_then(|cycle| cycle.next());
-                self.fire_non_interrupting(guid, next)?;
-            }
-            ElementKind::Boundary(_) => self.fire_boundary(guid)?,
-            _ => self.complete_activity(guid)?,
-        }
+        let next = self
+            .state
+            .internal
+            .cycles
+            .remove(&guid)
+            .and_then(|cycle| cycle.next());
+        self.fire_trigger(guid, next)?;
         self.run_until_waiting()
     }
 

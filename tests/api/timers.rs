@@ -381,3 +381,64 @@ async fn concurrent_signals_through_two_servers_reach_each_instance_once() {
         assert_eq!(ends, 1);
     }
 }
+
+/// An order waits for approval; a `cancel_order` message for its key starts the interrupting
+/// event subprocess, which ends the approval wait (the message reaches the listener through
+/// the same correlation as any receive).
+#[tokio::test]
+async fn a_message_starts_an_interrupting_event_subprocess() {
+    let app = app().await;
+    let xml = definitions(
+        r#"<bpmn:correlationProperty id="key" name="key">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_cancel"><bpmn:formalExpression>key</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_cancel" name="cancel_order" />
+  <bpmn:process id="order" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="approve" />
+    <bpmn:userTask id="approve" />
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="done" />
+    <bpmn:endEvent id="done" />
+    <bpmn:subProcess id="cancelling" triggeredByEvent="true">
+      <bpmn:startEvent id="cancel_start">
+        <bpmn:messageEventDefinition messageRef="m_cancel">
+          <bpmn:extensionElements>
+            <spiffworkflow:messageVariable>cancellation</spiffworkflow:messageVariable>
+            <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>key</spiffworkflow:propertyId><spiffworkflow:expression>key</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
+          </bpmn:extensionElements>
+        </bpmn:messageEventDefinition>
+      </bpmn:startEvent>
+      <bpmn:sequenceFlow id="f3" sourceRef="cancel_start" targetRef="cancelled" />
+      <bpmn:endEvent id="cancelled" />
+    </bpmn:subProcess>
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "orders/cancellable", "o.bpmn", &xml).await;
+    let kept = start_ok(&app, "orders/cancellable", &json!({"key": "a"})).await;
+    let cancelled = start_ok(&app, "orders/cancellable", &json!({"key": "b"})).await;
+    let (status, body) = send(
+        &app,
+        "cancel_order",
+        &json!({"key": "b", "why": "late"}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["process_instance"]["id"], cancelled, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+    assert_eq!(body["task_data"]["cancellation"]["why"], "late", "{body}");
+    let shown = show(&app, cancelled).await;
+    assert!(
+        reached(&shown, "cancelled") && !reached(&shown, "done"),
+        "{shown}"
+    );
+    assert_eq!(show(&app, kept).await["status"], "user_input_required");
+
+    // the other order completes normally; its listener's receive is cancelled with it
+    let approve = waiting_task(&app, kept, "approve").await;
+    let (status, done) = complete_task(&app, kept, &approve, &json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+    let (status, late) = send(&app, "cancel_order", &json!({"key": "a"}), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{late}");
+}

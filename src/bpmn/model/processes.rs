@@ -90,20 +90,28 @@ impl Resolver<'_> {
             | ElementKind::EndEvent(EndKind::Escalation(escalation)) => {
                 self.resolve_escalation(id, escalation)?;
             }
-            ElementKind::Boundary(boundary) => match &mut boundary.trigger {
-                BoundaryTrigger::Error(error) => self.resolve_error(id, error)?,
-                BoundaryTrigger::Message(catch) => {
-                    catch.message_name = self.message_name(id, &catch.message_ref)?;
-                }
-                BoundaryTrigger::Signal(signal) => {
-                    signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
-                }
-                BoundaryTrigger::Escalation(escalation) => {
-                    self.resolve_escalation(id, escalation)?;
-                }
-                BoundaryTrigger::Timer(_) | BoundaryTrigger::Conditional(_) => {}
-            },
+            ElementKind::Boundary(BoundarySpec { trigger, .. })
+            | ElementKind::EventSubProcessStart { trigger, .. } => {
+                self.resolve_trigger(id, trigger)?
+            }
             _ => {}
+        }
+        Ok(())
+    }
+
+    fn resolve_trigger(&self, id: &str, trigger: &mut BoundaryTrigger) -> Result<(), ModelError> {
+        match trigger {
+            BoundaryTrigger::Error(error) => self.resolve_error(id, error)?,
+            BoundaryTrigger::Message(catch) => {
+                catch.message_name = self.message_name(id, &catch.message_ref)?;
+            }
+            BoundaryTrigger::Signal(signal) => {
+                signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
+            }
+            BoundaryTrigger::Escalation(escalation) => {
+                self.resolve_escalation(id, escalation)?;
+            }
+            BoundaryTrigger::Timer(_) | BoundaryTrigger::Conditional(_) => {}
         }
         Ok(())
     }

@@ -109,6 +109,12 @@ impl Parser<'_> {
         id: &str,
         definition: EventDefinition,
     ) -> Result<ElementKind, ModelError> {
+        if node
+            .parent()
+            .is_some_and(super::subprocess::is_event_subprocess)
+        {
+            return self.event_subprocess_start(node, id, definition);
+        }
         let message = match definition {
             EventDefinition::Absent => None,
             EventDefinition::Message(def) => Some(self.message_catch(node, def, id)?),
@@ -210,7 +216,7 @@ impl Parser<'_> {
         }))
     }
 
-    fn boundary_trigger(
+    pub(super) fn boundary_trigger(
         &self,
         node: Node,
         id: &str,
@@ -230,7 +236,7 @@ impl Parser<'_> {
             EventDefinition::Absent => {
                 return Err(self.err(
                     Some(id),
-                    "a boundary event needs an event definition (error, escalation, message, signal or timer)",
+                    "a boundary event needs an event definition (error, escalation, message, signal, timer or condition)",
                 ))
             }
             _ => return Err(self.unsupported_definition(id, "boundaryEvent", definition)),

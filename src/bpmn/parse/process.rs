@@ -134,14 +134,20 @@ impl Parser<'_> {
     ) -> Result<(), ModelError> {
         let element = self.element(node, parent)?;
         let id = element.id.clone();
-        if matches!(element.kind, ElementKind::StartEvent { .. }) {
+        if matches!(
+            element.kind,
+            ElementKind::StartEvent { .. } | ElementKind::EventSubProcessStart { .. }
+        ) {
             contents
                 .starts
                 .entry(parent.map(str::to_string))
                 .or_default()
                 .push(id.clone());
         }
-        let is_subprocess = matches!(element.kind, ElementKind::SubProcess { .. });
+        let is_subprocess = matches!(
+            element.kind,
+            ElementKind::SubProcess { .. } | ElementKind::EventSubProcess { .. }
+        );
         if contents.elements.insert(id.clone(), element).is_some() {
             return Err(self.err(Some(&id), "duplicate element id"));
         }

@@ -244,3 +244,15 @@ fn timer_date_from_a_script_variable() {
     fire_timer(&m, &mut state, "Event_0eb0w95");
     assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
 }
+
+/// EventSubprocessTest: the signal thrown by the main flow starts the event subprocess, whose
+/// task sees the data; then the workflow completes.
+#[test]
+fn a_signal_starts_the_event_subprocess() {
+    let m = spiffworkflow_model("bpmn/data/event-subprocess.bpmn", "main");
+    let state = start_process(&m, "main", json!({"v1": true, "v2": false}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(task(&state, "task").state, TaskState::Completed);
+    assert_eq!(task(&state, "sub").state, TaskState::Completed);
+    assert_eq!(Value::Object(state.data), json!({"v1": true, "v2": false}));
+}
