@@ -16,14 +16,18 @@ pub struct SignalAnswer {
     /// Ids of the instances that had a task waiting for the signal and caught it (each once),
     /// ascending.
     delivered_to: Vec<i64>,
+    /// Ids of the instances it started (one per model with a signal start event of this
+    /// name, on the model's current version), ascending.
+    started: Vec<i64>,
 }
 
 /// Send a BPMN signal.
 ///
-/// Every instance with a signal catch event or signal boundary event of this name waiting
-/// catches it (a boundary interrupts its activity unless it is non-interrupting), in one
-/// transaction with the steps that follow; an instance that stops waiting meanwhile is not
-/// reached. A signal that nothing waits for is not kept (200 with `delivered_to: []`).
+/// Every instance with a signal catch event, signal boundary event or signal event
+/// subprocess of this name waiting catches it (a boundary interrupts its activity unless it is
+/// non-interrupting), and every model with a signal start event of this name starts an
+/// instance, in one transaction with the steps that follow. A signal that nothing waits for is
+/// not kept (200 with `delivered_to: []`). Signals carry no data (as in SpiffWorkflow).
 #[utoipa::path(
     post,
     path = "/v1.0/signals/{signal_name}",

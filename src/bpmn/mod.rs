@@ -123,6 +123,17 @@ pub struct MessageStart {
     pub start_event_id: String,
 }
 
+/// A start event the service fires (a timer's occurrence, a thrown signal).
+#[derive(Debug, Clone)]
+pub struct TriggeredStart {
+    pub process_id: String,
+    pub start_event_id: String,
+    /// The signal's name, for a signal start.
+    pub signal_name: Option<String>,
+    /// The timer, for a timer start.
+    pub timer: Option<TimerSpec>,
+}
+
 /// A whole process model (one or more files).
 #[derive(Debug, Clone)]
 pub struct ModelSpec {
@@ -135,6 +146,9 @@ pub struct ModelSpec {
     pub correlation_properties: Vec<CorrelationProperty>,
     pub correlation_keys: Vec<CorrelationKeySpec>,
     pub message_starts: Vec<MessageStart>,
+    /// Timer start events and signal start events of every process, in process order.
+    pub timer_starts: Vec<TriggeredStart>,
+    pub signal_starts: Vec<TriggeredStart>,
     /// File names, sorted.
     pub files: Vec<String>,
     /// Some step may need Python (a script, or an expression beyond the fast path): such
@@ -199,6 +213,10 @@ pub enum ElementKind {
     StartEvent {
         message: Option<MessageCatchSpec>,
     },
+    /// A timer start event of a process: the service starts an instance at each occurrence.
+    TimerStart(TimerSpec),
+    /// A signal start event of a process: every throw of the signal starts an instance.
+    SignalStart(SignalRef),
     /// A timer intermediate catch event: waits until its timer is due.
     TimerCatch(TimerSpec),
     /// A signal intermediate catch event: waits for the signal.

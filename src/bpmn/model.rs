@@ -61,7 +61,8 @@ impl ModelSpec {
 
     /// JSON overview for the API:
     /// `{primary_process_id, files, processes: [{id, name, file, is_primary, start_events:
-    /// [{id, name, kind: "none"|"message", message_name}]}], start_messages: [..],
+    /// [{id, name, kind: "none"|"message"|"timer"|"signal", message_name, signal_name}]}],
+    /// start_messages: [..],
     /// waits_for_messages: [..], sends_messages: [..], service_operators: [..],
     /// correlation_properties: [{id, name, messages: [..]}]}` (name lists sorted, unique).
     pub fn summary(&self) -> Value {
@@ -95,17 +96,22 @@ impl ModelSpec {
                 .iter()
                 .map(|s| {
                     let element = &p.elements[s];
-                    let m = match &element.kind {
+                    let (kind, message, signal) = match &element.kind {
                         ElementKind::StartEvent { message: Some(m) } => {
-                            Some(m.message_name.clone())
+                            ("message", Some(m.message_name.clone()), None)
                         }
-                        _ => None,
+                        ElementKind::TimerStart(_) => ("timer", None, None),
+                        ElementKind::SignalStart(s) => {
+                            ("signal", None, Some(s.signal_name.clone()))
+                        }
+                        _ => ("none", None, None),
                     };
                     json!({
                         "id": element.id,
                         "name": element.name,
-                        "kind": if m.is_some() { "message" } else { "none" },
-                        "message_name": m,
+                        "kind": kind,
+                        "message_name": message,
+                        "signal_name": signal,
                     })
                 })
                 .collect();

@@ -108,7 +108,9 @@ impl<'m> Collector<'m> {
                 }
                 _ => {}
             },
-            ElementKind::TimerCatch(timer) => self.timer(id, timer),
+            ElementKind::TimerCatch(timer) | ElementKind::TimerStart(timer) => {
+                self.timer(id, timer)
+            }
             ElementKind::ConditionalCatch(condition) => self.expression(id, "condition", condition),
             _ => {}
         }

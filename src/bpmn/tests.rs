@@ -443,7 +443,7 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "timer start event",
             p(r#"<bpmn:startEvent id="s"><bpmn:timerEventDefinition/></bpmn:startEvent>"#),
             Some("s"),
-            "a startEvent with a timerEventDefinition is not supported",
+            "a timer event needs a timeDate, timeDuration or timeCycle",
         ),
         (
             "timer boundary",
@@ -454,10 +454,10 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "a timer event needs a timeDate, timeDuration or timeCycle",
         ),
         (
-            "signal start",
+            "signal start without its signal",
             p(r#"<bpmn:startEvent id="s"><bpmn:signalEventDefinition/></bpmn:startEvent>"#),
             Some("s"),
-            "signalEventDefinition is not supported",
+            "signal event without signalRef",
         ),
         (
             "link without its catch",
@@ -795,7 +795,7 @@ fn summary_lists_processes_start_events_messages_and_operators() {
     assert_eq!(s["service_operators"], json!(["http/GetRequest"]));
     assert_eq!(
         s["processes"][0]["start_events"],
-        json!([{"id": "s", "name": null, "kind": "message", "message_name": "start me"}])
+        json!([{"id": "s", "name": null, "kind": "message", "message_name": "start me", "signal_name": null}])
     );
     assert_eq!(s["processes"][0]["is_primary"], true);
     assert_eq!(

@@ -90,17 +90,22 @@ fn message_start_event(process: &ProcessSpec, name: &str) -> Result<String, Engi
         })
 }
 
-/// Every start event that needs no message.
+/// Every none start event (a start by message, timer or signal is the service's to fire).
 fn none_start_events(process: &ProcessSpec) -> Result<Vec<String>, EngineError> {
     let starts: Vec<String> = process
         .start_events
         .iter()
-        .filter(|s| start_message(&process.elements[*s]).is_none())
+        .filter(|s| {
+            matches!(
+                process.elements[*s].kind,
+                ElementKind::StartEvent { message: None }
+            )
+        })
         .cloned()
         .collect();
     if starts.is_empty() {
         return Err(EngineError::Invalid(format!(
-            "process '{}' only starts with a message",
+            "process '{}' has no none start event: it starts by message, timer or signal",
             process.id
         )));
     }

@@ -49,6 +49,8 @@ impl<'m> Interpreter<'m> {
     fn execute(&mut self, guid: Uuid, element: &'m ElementSpec, scope: Option<Uuid>) -> Outcome {
         match &element.kind {
             ElementKind::StartEvent { .. }
+            | ElementKind::TimerStart(_)
+            | ElementKind::SignalStart(_)
             | ElementKind::PassThrough
             | ElementKind::Boundary(_)
             | ElementKind::ExclusiveGateway

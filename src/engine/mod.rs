@@ -42,7 +42,10 @@ pub use activities::SCRIPTS_UNAVAILABLE;
 pub use context::{StepContext, TaskIds};
 pub use guard::{fail, service_call, start, step, ENGINE_PANIC};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
-pub use state::{EngineInternal, InstanceError, InstanceState, InstanceStatus, Task, TaskState};
+pub use state::{
+    Cycle, EngineInternal, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
+};
+pub use timers::first_start_occurrence;
 
 pub type Map = serde_json::Map<String, Value>;
 

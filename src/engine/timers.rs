@@ -9,6 +9,7 @@ use super::iso8601::{parse_datetime, parse_duration, parse_recurrence};
 use super::state::Cycle;
 use super::{Effect, TaskState};
 use crate::bpmn::{ElementSpec, TimerKind, TimerSpec};
+use crate::expr::{self, Map};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use uuid::Uuid;
@@ -60,31 +61,46 @@ impl<'m> Interpreter<'m> {
     ) -> Result<Cycle, ModelFailure> {
         let what = format!("timer's {}", timer.kind.element_name());
         let value = self.eval(element, &timer.expression, &what)?;
-        let now = self.now();
-        let fail = |reason: String| ModelFailure::new(&element.id, format!("the {what}: {reason}"));
-        match timer.kind {
-            TimerKind::Cycle => {
-                let text = value.as_str().ok_or_else(|| {
-                    fail(format!(
-                        "{value} is not an ISO 8601 recurring interval (\"R3/PT10M\")"
-                    ))
-                })?;
-                let recurrence = parse_recurrence(text, now).map_err(fail)?;
-                if recurrence.repetitions == Some(0) {
-                    return Err(fail(format!("'{text}' never fires (0 repetitions)")));
-                }
-                Ok(Cycle {
-                    due: recurrence.first,
-                    interval_ms: recurrence.interval.num_milliseconds(),
-                    remaining: recurrence.repetitions.map(|n| n - 1),
-                })
+        occurrences(timer.kind, &value, self.now())
+            .map_err(|reason| ModelFailure::new(&element.id, format!("the {what}: {reason}")))
+    }
+}
+
+/// A timer start event's first occurrence from `cx.now`: its expression is evaluated without
+/// task data (there is no instance yet). The error says what is wrong with it.
+pub fn first_start_occurrence(timer: &TimerSpec, cx: &expr::Context) -> Result<Cycle, String> {
+    let what = timer.kind.element_name();
+    let value = timer
+        .expression
+        .eval(&Map::new(), cx)
+        .map_err(|e| format!("the timer's {what}: {e}"))?;
+    occurrences(timer.kind, &value, cx.now)
+        .map_err(|reason| format!("the timer's {what}: {reason}"))
+}
+
+/// The value of a timer's expression as occurrences: when it is first due, and (a cycle)
+/// how often after that.
+fn occurrences(kind: TimerKind, value: &Value, now: DateTime<Utc>) -> Result<Cycle, String> {
+    match kind {
+        TimerKind::Cycle => {
+            let text = value.as_str().ok_or_else(|| {
+                format!("{value} is not an ISO 8601 recurring interval (\"R3/PT10M\")")
+            })?;
+            let recurrence = parse_recurrence(text, now)?;
+            if recurrence.repetitions == Some(0) {
+                return Err(format!("'{text}' never fires (0 repetitions)"));
             }
-            TimerKind::Date | TimerKind::Duration => Ok(Cycle {
-                due: point_in_time(&value, now).map_err(fail)?,
-                interval_ms: 0,
-                remaining: Some(0),
-            }),
+            Ok(Cycle {
+                due: recurrence.first,
+                interval_ms: recurrence.interval.num_milliseconds(),
+                remaining: recurrence.repetitions.map(|n| n - 1),
+            })
         }
+        TimerKind::Date | TimerKind::Duration => Ok(Cycle {
+            due: point_in_time(value, now)?,
+            interval_ms: 0,
+            remaining: Some(0),
+        }),
     }
 }
 

@@ -6,11 +6,13 @@
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
 use sqlx::PgPool;
 
-/// Which instances a signal reached (caught it in a waiting task), in id order.
+/// Which instances a signal reached (caught it in a waiting task) and which it started, in
+/// id order.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SignalAnswer {
     pub signal_name: String,
     pub delivered_to: Vec<i64>,
+    pub started: Vec<i64>,
 }
 
 pub async fn send(
@@ -35,9 +37,12 @@ async fn send_once(
     let mut delivered_to = unit.signal_deliveries(name);
     delivered_to.sort_unstable();
     delivered_to.dedup();
+    let mut started = unit.signal_starts(name);
+    started.sort_unstable();
     unit.commit().await?;
     Ok(SignalAnswer {
         signal_name: name.to_string(),
         delivered_to,
+        started,
     })
 }

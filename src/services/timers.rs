@@ -4,6 +4,7 @@
 //! gone: a timer fires exactly once, and never after its element was left.
 
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
+use crate::engine::Cycle;
 use crate::store::{self, timers::DueTimer};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -32,10 +33,21 @@ pub async fn fire_due(
     limit: i64,
 ) -> Result<FireRound> {
     let due = store::timers::claim_due(pool, now, limit, LEASE).await?;
+    let starts = store::timers::claim_due_starts(pool, now, limit, LEASE).await?;
     let mut round = FireRound {
-        claimed: due.len(),
+        claimed: due.len() + starts.len(),
         ..FireRound::default()
     };
+    for (model, start_event_id) in &starts {
+        match retry_transaction!(fire_start(pool, cache, model, start_event_id, now)) {
+            Ok(Some(_)) => round.fired += 1,
+            Ok(None) => {}
+            Err(e) => {
+                round.failed += 1;
+                tracing::error!(model = %model, start_event = %start_event_id, error = %e, "a timer start event could not start its instance; it is tried again when its lease runs out");
+            }
+        }
+    }
     for timer in &due {
         match retry_transaction!(fire(pool, cache, timer)) {
             Ok(true) => round.fired += 1,
@@ -47,6 +59,67 @@ pub async fn fire_due(
         }
     }
     Ok(round)
+}
+
+/// Starts the instance of a due timer start event and moves the timer to its next
+/// occurrence, in one transaction (the start timer's row lock makes it once per occurrence
+/// across replicas). Occurrences missed while no worker ran are not made up: the next one is
+/// the first after `now`. The started instance's id, or None when the occurrence was gone.
+async fn fire_start(
+    pool: &PgPool,
+    cache: &ModelCache,
+    model: &str,
+    start_event_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    let mut unit = UnitOfWork::begin(pool, cache).await?;
+    let Some(timer) = unit
+        .lock_due_start_timer(model, start_event_id, now)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let id = unit
+        .start_instance_at(
+            model,
+            &timer.process_id,
+            &timer.start_event_id,
+            Default::default(),
+        )
+        .await?;
+    let mut next = Cycle {
+        due: timer.due_at,
+        interval_ms: timer.interval_ms,
+        remaining: timer.remaining.map(|n| u32::try_from(n).unwrap_or(0)),
+    }
+    .next();
+    if let Some(cycle) = next.as_mut().filter(|c| c.due <= now && c.interval_ms > 0) {
+        // skip the occurrences already past, counting them against the repetitions
+        let behind = (now - cycle.due).num_milliseconds() / cycle.interval_ms + 1;
+        let skipped = u32::try_from(behind).unwrap_or(u32::MAX);
+        cycle.due += chrono::Duration::milliseconds(cycle.interval_ms.saturating_mul(behind));
+        match cycle.remaining {
+            Some(left) if left < skipped => next = None,
+            Some(left) => cycle.remaining = Some(left - skipped),
+            None => {}
+        }
+    }
+    let next = next.map(|c| {
+        (
+            c.due,
+            c.remaining.map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+        )
+    });
+    unit.advance_start_timer(model, start_event_id, next)
+        .await?;
+    unit.commit().await?;
+    tracing::debug!(
+        model,
+        start_event = start_event_id,
+        instance = id,
+        "timer start event fired"
+    );
+    Ok(Some(id))
 }
 
 async fn fire(pool: &PgPool, cache: &ModelCache, timer: &DueTimer) -> Result<bool> {

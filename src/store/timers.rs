@@ -1,4 +1,5 @@
-//! timers and signal_waits: what instances wait for besides messages and people.
+//! timers, signal_waits, start_timers and signal_starts: what instances wait for besides
+//! messages and people, and the timer and signal start events of models.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
@@ -93,11 +94,14 @@ pub async fn take(conn: &mut PgConnection, timer_id: i64) -> sqlx::Result<Option
         .await
 }
 
-/// When the next timer is due (claimed ones included: a worker that dies leaves them due).
+/// When the next timer or timer start is due (claimed ones included: a worker that dies
+/// leaves them due).
 pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
-    sqlx::query_scalar("SELECT min(due_at) FROM timers")
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar(
+        "SELECT least((SELECT min(due_at) FROM timers), (SELECT min(due_at) FROM start_timers))",
+    )
+    .fetch_one(pool)
+    .await
 }
 
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
@@ -178,4 +182,173 @@ pub async fn take_signal_waits(
             .execute(conn)
             .await?;
     Ok(taken.rows_affected() > 0)
+}
+
+/// A timer start event's schedule as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StartTimer {
+    pub process_model_identifier: String,
+    pub start_event_id: String,
+    pub process_id: String,
+    pub expression: String,
+    pub due_at: DateTime<Utc>,
+    pub interval_ms: i64,
+    pub remaining: Option<i32>,
+}
+
+pub async fn start_timers_of(
+    conn: &mut PgConnection,
+    identifier: &str,
+) -> sqlx::Result<Vec<StartTimer>> {
+    sqlx::query_as(
+        "SELECT process_model_identifier, start_event_id, process_id, expression, due_at, \
+                interval_ms, remaining \
+         FROM start_timers WHERE process_model_identifier = $1 ORDER BY start_event_id",
+    )
+    .bind(identifier)
+    .fetch_all(conn)
+    .await
+}
+
+/// Replaces a model's timer start schedule (the caller kept the rows it wants unchanged in
+/// `timers`) and signal starts, and wakes the timer workers at commit.
+pub async fn replace_starts(
+    conn: &mut PgConnection,
+    identifier: &str,
+    timers: &[StartTimer],
+    signals: &[(String, String, String)],
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM start_timers WHERE process_model_identifier = $1")
+        .bind(identifier)
+        .execute(&mut *conn)
+        .await?;
+    for timer in timers {
+        sqlx::query(
+            "INSERT INTO start_timers (process_model_identifier, start_event_id, process_id, \
+                                       expression, due_at, interval_ms, remaining) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(identifier)
+        .bind(&timer.start_event_id)
+        .bind(&timer.process_id)
+        .bind(&timer.expression)
+        .bind(timer.due_at)
+        .bind(timer.interval_ms)
+        .bind(timer.remaining)
+        .execute(&mut *conn)
+        .await?;
+    }
+    if !timers.is_empty() {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(TIMERS_CHANNEL)
+            .execute(&mut *conn)
+            .await?;
+    }
+    sqlx::query("DELETE FROM signal_starts WHERE process_model_identifier = $1")
+        .bind(identifier)
+        .execute(&mut *conn)
+        .await?;
+    for (signal_name, process_id, start_event_id) in signals {
+        sqlx::query(
+            "INSERT INTO signal_starts (signal_name, process_model_identifier, process_id, start_event_id) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(signal_name)
+        .bind(identifier)
+        .bind(process_id)
+        .bind(start_event_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// (model, process id, start event id) of every signal start of this signal, in model order.
+pub async fn signal_starts_for(
+    conn: &mut PgConnection,
+    signal_name: &str,
+) -> sqlx::Result<Vec<(String, String, String)>> {
+    sqlx::query_as(
+        "SELECT process_model_identifier, process_id, start_event_id FROM signal_starts \
+         WHERE signal_name = $1 ORDER BY process_model_identifier, start_event_id",
+    )
+    .bind(signal_name)
+    .fetch_all(conn)
+    .await
+}
+
+/// Claims due timer start events, as [`claim_due`] does for instance timers.
+pub async fn claim_due_starts(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    limit: i64,
+    lease: Duration,
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "UPDATE start_timers SET claimed_until = $1 + make_interval(secs => $3) \
+         WHERE (process_model_identifier, start_event_id) IN \
+               (SELECT process_model_identifier, start_event_id FROM start_timers \
+                WHERE due_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1) \
+                ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+         RETURNING process_model_identifier, start_event_id",
+    )
+    .bind(now)
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(pool)
+    .await
+}
+
+/// Locks a timer start for firing: None when it is gone or no longer due at `now` (another
+/// worker fired this occurrence, or a new version replaced it).
+pub async fn lock_due_start(
+    conn: &mut PgConnection,
+    identifier: &str,
+    start_event_id: &str,
+    now: DateTime<Utc>,
+) -> sqlx::Result<Option<StartTimer>> {
+    sqlx::query_as(
+        "SELECT process_model_identifier, start_event_id, process_id, expression, due_at, \
+                interval_ms, remaining \
+         FROM start_timers WHERE process_model_identifier = $1 AND start_event_id = $2 \
+           AND due_at <= $3 FOR UPDATE",
+    )
+    .bind(identifier)
+    .bind(start_event_id)
+    .bind(now)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Moves a fired timer start to its next occurrence, or deletes it after its last.
+pub async fn advance_start(
+    conn: &mut PgConnection,
+    identifier: &str,
+    start_event_id: &str,
+    next: Option<(DateTime<Utc>, Option<i32>)>,
+) -> sqlx::Result<()> {
+    match next {
+        Some((due_at, remaining)) => {
+            sqlx::query(
+                "UPDATE start_timers SET due_at = $3, remaining = $4, claimed_until = NULL \
+                 WHERE process_model_identifier = $1 AND start_event_id = $2",
+            )
+            .bind(identifier)
+            .bind(start_event_id)
+            .bind(due_at)
+            .bind(remaining)
+            .execute(conn)
+            .await?;
+        }
+        None => {
+            sqlx::query(
+                "DELETE FROM start_timers WHERE process_model_identifier = $1 AND start_event_id = $2",
+            )
+            .bind(identifier)
+            .bind(start_event_id)
+            .execute(conn)
+            .await?;
+        }
+    }
+    Ok(())
 }

@@ -308,7 +308,10 @@ async fn a_thrown_signal_reaches_every_waiting_instance() {
     // nothing waits any more: the signal is not kept
     let (status, body) = send_signal(&app, &app.address, "release", "signals:send").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body, json!({"signal_name": "release", "delivered_to": []}));
+    assert_eq!(
+        body,
+        json!({"signal_name": "release", "delivered_to": [], "started": []})
+    );
 }
 
 #[tokio::test]
@@ -441,4 +444,101 @@ async fn a_message_starts_an_interrupting_event_subprocess() {
     assert_eq!(done["process_instance"]["status"], "complete", "{done}");
     let (status, late) = send(&app, "cancel_order", &json!({"key": "a"}), &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{late}");
+}
+
+/// A process started every hour, twice (`R2/PT1H`).
+fn hourly(expression: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:process id="hourly" isExecutable="true">
+    <bpmn:startEvent id="tick"><bpmn:timerEventDefinition><bpmn:timeCycle>{expression}</bpmn:timeCycle></bpmn:timerEventDefinition></bpmn:startEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="tick" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
+
+async fn instance_count(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM process_instances")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_timer_start_event_starts_one_instance_per_occurrence() {
+    let app = app().await;
+    let uploaded = Utc::now();
+    upload_ok(&app, "timers/hourly", "h.bpmn", &hourly("\"R2/PT1H\"")).await;
+    let at = |minutes: i64| uploaded + Duration::minutes(minutes);
+    assert_eq!(fire_due_once(&app.state, at(59)).await.claimed, 0);
+    let round = fire_due_once(&app.state, at(61)).await;
+    assert_eq!((round.claimed, round.fired), (1, 1));
+    assert_eq!(instance_count(&app).await, 1);
+    let (_, listed) = get(&app, "/v1.0/process-instances").await;
+    assert_eq!(listed["results"][0]["status"], "complete", "{listed}");
+    // the same occurrence never twice
+    assert_eq!(fire_due_once(&app.state, at(62)).await.claimed, 0);
+    // a new version with the same timer keeps its schedule
+    upload_ok(
+        &app,
+        "timers/hourly",
+        "h.bpmn",
+        &hourly("\"R2/PT1H\"").replace("done", "end"),
+    )
+    .await;
+    fire_due_once(&app.state, at(121)).await;
+    assert_eq!(instance_count(&app).await, 2);
+    // R2: that was the last
+    assert_eq!(fire_due_once(&app.state, at(24 * 60)).await.claimed, 0);
+    assert_eq!(instance_count(&app).await, 2);
+}
+
+#[tokio::test]
+async fn a_version_without_the_timer_start_drops_its_schedule() {
+    let app = app().await;
+    let uploaded = Utc::now();
+    upload_ok(&app, "timers/hourly", "h.bpmn", &hourly("\"R/PT1H\"")).await;
+    let plain = hourly("\"R/PT1H\"").replace(
+        r#"<bpmn:startEvent id="tick"><bpmn:timerEventDefinition><bpmn:timeCycle>"R/PT1H"</bpmn:timeCycle></bpmn:timerEventDefinition></bpmn:startEvent>"#,
+        r#"<bpmn:startEvent id="tick" />"#,
+    );
+    assert!(!plain.contains("timeCycle"));
+    upload_ok(&app, "timers/hourly", "h.bpmn", &plain).await;
+    assert_eq!(
+        fire_due_once(&app.state, uploaded + Duration::hours(5))
+            .await
+            .claimed,
+        0
+    );
+    assert_eq!(instance_count(&app).await, 0);
+    // a timer that cannot be scheduled refuses the upload, naming the element
+    let (status, body) = upload(&app, "timers/bad", "b.bpmn", &hourly("\"every hour\"")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["element_id"], "tick", "{body}");
+}
+
+#[tokio::test]
+async fn a_signal_starts_the_models_with_its_start_event() {
+    let app = app().await;
+    let started_by_signal = definitions(
+        r#"<bpmn:signal id="sig_go" name="go" />
+  <bpmn:process id="on_go" isExecutable="true">
+    <bpmn:startEvent id="go"><bpmn:signalEventDefinition signalRef="sig_go" /></bpmn:startEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="go" targetRef="work" />
+    <bpmn:userTask id="work" />
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "signals/on-go", "g.bpmn", &started_by_signal).await;
+    // it has no none start event: it cannot be started by hand
+    let (status, body) = start(&app, "signals/on-go", &json!({})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = send_signal(&app, &app.address, "go", "signals:send").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let started = body["started"].as_array().unwrap().clone();
+    assert_eq!(started.len(), 1, "{body}");
+    let shown = show(&app, started[0].as_i64().unwrap()).await;
+    assert_eq!(shown["status"], "user_input_required", "{shown}");
+    assert_eq!(shown["process_model_identifier"], "signals/on-go");
 }

@@ -19,6 +19,12 @@ pub fn build_model(
     let correlation_keys = merge_correlation_keys(&definitions);
     let processes = resolve_processes(&definitions, &shared)?;
     let message_starts = message_starts(&processes)?;
+    let timer_starts = triggered_starts(&processes, |kind| {
+        matches!(kind, ElementKind::TimerStart(_))
+    });
+    let signal_starts = triggered_starts(&processes, |kind| {
+        matches!(kind, ElementKind::SignalStart(_))
+    });
     let first_file = &definitions[0].file;
     let primary_process_id = primary_process(primary_process_id, &processes, first_file)?;
     let mut spec = ModelSpec {
@@ -31,6 +37,8 @@ pub fn build_model(
         correlation_properties,
         correlation_keys,
         message_starts,
+        timer_starts,
+        signal_starts,
         files: definitions.iter().map(|d| d.file.clone()).collect(),
         needs_python: false,
         uses_secrets: false,
@@ -99,6 +107,36 @@ fn message_starts(processes: &Processes) -> Result<Vec<MessageStart>, ModelError
         }
     }
     Ok(starts)
+}
+
+/// The timer or signal start events of every process, in process order.
+fn triggered_starts(
+    processes: &Processes,
+    wanted: fn(&ElementKind) -> bool,
+) -> Vec<TriggeredStart> {
+    let mut starts = vec![];
+    for process_id in &processes.order {
+        let process = &processes.by_id[process_id];
+        for start_event_id in &process.start_events {
+            let kind = &process.elements[start_event_id].kind;
+            if !wanted(kind) {
+                continue;
+            }
+            starts.push(TriggeredStart {
+                process_id: process_id.clone(),
+                start_event_id: start_event_id.clone(),
+                signal_name: match kind {
+                    ElementKind::SignalStart(signal) => Some(signal.signal_name.clone()),
+                    _ => None,
+                },
+                timer: match kind {
+                    ElementKind::TimerStart(timer) => Some(timer.clone()),
+                    _ => None,
+                },
+            });
+        }
+    }
+    starts
 }
 
 /// The one asked for; else the first process (file order) that a plain start can start,

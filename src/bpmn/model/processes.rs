@@ -82,6 +82,7 @@ impl Resolver<'_> {
             }
             ElementKind::EndEvent(EndKind::Error(error)) => self.resolve_error(id, error)?,
             ElementKind::SignalCatch(signal)
+            | ElementKind::SignalStart(signal)
             | ElementKind::SignalThrow(signal)
             | ElementKind::EndEvent(EndKind::Signal(signal)) => {
                 signal.signal_name = self.signal_name(id, &signal.signal_ref)?;

@@ -118,6 +118,12 @@ impl Parser<'_> {
         let message = match definition {
             EventDefinition::Absent => None,
             EventDefinition::Message(def) => Some(self.message_catch(node, def, id)?),
+            EventDefinition::Timer(def) => {
+                return Ok(ElementKind::TimerStart(self.timer(def, id)?))
+            }
+            EventDefinition::Signal(def) => {
+                return Ok(ElementKind::SignalStart(self.signal_ref(def, id)?))
+            }
             _ => return Err(self.unsupported_definition(id, "startEvent", definition)),
         };
         Ok(ElementKind::StartEvent { message })

@@ -136,7 +136,10 @@ impl Parser<'_> {
         let id = element.id.clone();
         if matches!(
             element.kind,
-            ElementKind::StartEvent { .. } | ElementKind::EventSubProcessStart { .. }
+            ElementKind::StartEvent { .. }
+                | ElementKind::EventSubProcessStart { .. }
+                | ElementKind::TimerStart(_)
+                | ElementKind::SignalStart(_)
         ) {
             contents
                 .starts

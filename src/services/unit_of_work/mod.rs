@@ -47,6 +47,8 @@ pub struct UnitOfWork<'c> {
     actor: Option<String>,
     /// Signals delivered by this unit: (signal name, instance).
     signal_deliveries: Vec<(String, i64)>,
+    /// Instances started by signals in this unit: (signal name, instance).
+    signal_starts: Vec<(String, i64)>,
 }
 
 struct Loaded {
@@ -154,6 +156,7 @@ impl<'c> UnitOfWork<'c> {
             claimed_receives: Vec::new(),
             actor: None,
             signal_deliveries: Vec::new(),
+            signal_starts: Vec::new(),
         })
     }
 
@@ -216,6 +219,15 @@ impl<'c> UnitOfWork<'c> {
     /// The instances this unit delivered the signal to (each once).
     pub fn signal_deliveries(&self, name: &str) -> Vec<i64> {
         self.signal_deliveries
+            .iter()
+            .filter(|(signal, _)| signal == name)
+            .map(|(_, id)| *id)
+            .collect()
+    }
+
+    /// The instances signals of this name started in this unit.
+    pub fn signal_starts(&self, name: &str) -> Vec<i64> {
+        self.signal_starts
             .iter()
             .filter(|(signal, _)| signal == name)
             .map(|(_, id)| *id)

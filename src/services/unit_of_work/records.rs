@@ -15,6 +15,27 @@ use std::time::Duration;
 use uuid::Uuid;
 
 impl UnitOfWork<'_> {
+    /// Locks a model's timer start for firing; None when it is gone or not due at `now`
+    /// (another worker fired this occurrence, or a new version replaced it).
+    pub async fn lock_due_start_timer(
+        &mut self,
+        identifier: &str,
+        start_event_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<store::timers::StartTimer>> {
+        Ok(store::timers::lock_due_start(&mut self.tx, identifier, start_event_id, now).await?)
+    }
+
+    /// Moves a fired timer start to its next occurrence, or ends it after its last.
+    pub async fn advance_start_timer(
+        &mut self,
+        identifier: &str,
+        start_event_id: &str,
+        next: Option<(DateTime<Utc>, Option<i32>)>,
+    ) -> Result<()> {
+        Ok(store::timers::advance_start(&mut self.tx, identifier, start_event_id, next).await?)
+    }
+
     /// Stores a message that carries an idempotency uuid; `None` when the uuid is taken (the
     /// transaction that took it has committed once this returns).
     pub async fn claim_message_uuid(&mut self, message: &NewMessage<'_>) -> Result<Option<i64>> {

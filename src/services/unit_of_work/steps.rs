@@ -32,6 +32,28 @@ impl<'c> UnitOfWork<'c> {
         Ok(id)
     }
 
+    /// Creates an instance of a model's process from one of its start events (a timer's
+    /// occurrence, a signal) and runs it to its wait states.
+    pub async fn start_instance_at(
+        &mut self,
+        process_model_identifier: &str,
+        process_id: &str,
+        start_event_id: &str,
+        data: Map<String, Value>,
+    ) -> Result<i64> {
+        let id = self
+            .create_instance(
+                process_model_identifier,
+                Some(process_id),
+                Some(start_event_id.to_string()),
+                data,
+                None,
+            )
+            .await?;
+        self.run_queued().await?;
+        Ok(id)
+    }
+
     pub(super) async fn create_instance(
         &mut self,
         process_model_identifier: &str,
@@ -270,16 +292,30 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// Queues a signal for every instance (but `thrower`) that waits for it; they step in
-    /// this unit of work, in id order.
-    pub async fn broadcast_signal(&mut self, thrower: Option<i64>, name: &str) -> Result<usize> {
+    /// Queues a signal for every instance (but `thrower`) that waits for it, and starts an
+    /// instance of every model with a signal start event of that name; they step in this unit
+    /// of work.
+    pub async fn broadcast_signal(&mut self, thrower: Option<i64>, name: &str) -> Result<()> {
         let waiting =
             store::timers::instances_waiting_for_signal(&mut self.tx, name, thrower).await?;
         for instance in &waiting {
             self.queue
                 .push_back(Work::Signal(*instance, name.to_string()));
         }
-        Ok(waiting.len())
+        let starts = store::timers::signal_starts_for(&mut self.tx, name).await?;
+        for (model, process_id, start_event_id) in starts {
+            let id = self
+                .create_instance(
+                    &model,
+                    Some(&process_id),
+                    Some(start_event_id),
+                    Map::new(),
+                    None,
+                )
+                .await?;
+            self.signal_starts.push((name.to_string(), id));
+        }
+        Ok(())
     }
 
     /// Fires a claimed timer: locks its instance, takes the timer (gone: another worker fired
