@@ -7,11 +7,14 @@ use super::{retry_transaction, ModelCache, Result, UnitOfWork};
 use crate::engine::Cycle;
 use crate::store::{self, timers::DueTimer};
 use chrono::{DateTime, Utc};
+use futures_util::stream::{self, StreamExt};
 use sqlx::PgPool;
 use std::time::Duration;
 
 /// A claimed timer whose worker died is taken again after this.
 pub const LEASE: Duration = Duration::from_secs(30);
+/// Timers of one round fired at the same time (each in its own transaction).
+pub const CONCURRENCY: usize = 8;
 
 /// What one round did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -32,8 +35,10 @@ pub async fn fire_due(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<FireRound> {
-    let due = store::timers::claim_due(pool, now, limit, LEASE).await?;
-    let starts = store::timers::claim_due_starts(pool, now, limit, LEASE).await?;
+    let mut claims = store::timers::claim_transaction(pool).await?;
+    let due = store::timers::claim_due(&mut claims, now, limit, LEASE).await?;
+    let starts = store::timers::claim_due_starts(&mut claims, now, limit, LEASE).await?;
+    claims.commit().await?;
     let mut round = FireRound {
         claimed: due.len() + starts.len(),
         ..FireRound::default()
@@ -48,8 +53,18 @@ pub async fn fire_due(
             }
         }
     }
-    for timer in &due {
-        match retry_transaction!(fire(pool, cache, timer)) {
+    // several at once: each is a short transaction whose commit waits for the disk, and
+    // concurrent commits share that wait
+    let firing = due.into_iter().map(|timer| async move {
+        let outcome = retry_transaction!(fire(pool, cache, &timer));
+        (timer, outcome)
+    });
+    let outcomes: Vec<(DueTimer, Result<bool>)> = stream::iter(firing)
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    for (timer, outcome) in outcomes {
+        match outcome {
             Ok(true) => round.fired += 1,
             Ok(false) => {}
             Err(e) => {

@@ -62,11 +62,12 @@ pub struct DueTimer {
     pub due_at: DateTime<Utc>,
 }
 
-/// Claims timers due at `now` (`FOR UPDATE SKIP LOCKED`, in its own short transaction):
-/// replicas take different ones; one whose worker died is taken again after `lease`. The
-/// claim only spreads work: firing is made exactly-once by [`take`].
+/// Claims timers due at `now` (`FOR UPDATE SKIP LOCKED`): replicas take different ones; one
+/// whose worker died is taken again after `lease`. The claim only spreads work (firing is
+/// made exactly-once by [`take`]), so the caller's transaction may commit it without waiting
+/// for the disk ([`claim_transaction`]).
 pub async fn claim_due(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     now: DateTime<Utc>,
     limit: i64,
     lease: Duration,
@@ -81,8 +82,20 @@ pub async fn claim_due(
     .bind(now)
     .bind(limit)
     .bind(lease.as_secs_f64())
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
+}
+
+/// A transaction for claims, committed without waiting for the WAL to reach the disk: a claim
+/// lost in a crash only means a timer is claimed again.
+pub async fn claim_transaction(
+    pool: &PgPool,
+) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET LOCAL synchronous_commit TO OFF")
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
 }
 
 /// Takes a timer for firing (the transaction holds its instance's lock): its task, or None
@@ -279,7 +292,7 @@ pub async fn signal_starts_for(
 
 /// Claims due timer start events, as [`claim_due`] does for instance timers.
 pub async fn claim_due_starts(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     now: DateTime<Utc>,
     limit: i64,
     lease: Duration,
@@ -295,7 +308,7 @@ pub async fn claim_due_starts(
     .bind(now)
     .bind(limit)
     .bind(lease.as_secs_f64())
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
 }
 
