@@ -89,6 +89,10 @@ impl IsoDuration {
     /// The duration laid on the calendar from `start`.
     pub fn from(&self, start: DateTime<Utc>) -> Result<Duration, String> {
         let months = self.years * 12.0 + self.months;
+        // months are counted one by one below: no timer waits 10,000 years
+        if !(0.0..=120_000.0).contains(&months) {
+            return Err("the duration is out of range".into());
+        }
         let whole = months.trunc() as i64;
         let mut days = self.days + self.weeks * 7.0;
         let (mut year, mut month) = (start.year(), start.month());
@@ -98,11 +102,21 @@ impl IsoDuration {
         }
         days += months.fract() * f64::from(days_in_month(year, month));
         let seconds = days * 86_400.0 + self.hours * 3_600.0 + self.minutes * 60.0 + self.seconds;
-        if !seconds.is_finite() || seconds.abs() > 1e13 {
+        // about 9,500 years: more than any timer can wait (see `later`), and far from
+        // overflowing a Duration in microseconds
+        if !seconds.is_finite() || seconds.abs() > 3e11 {
             return Err("the duration is out of range".into());
         }
         Ok(Duration::microseconds((seconds * 1e6).round() as i64))
     }
+}
+
+/// `at + by`, refused past what a timer can wait for (the year 9999; Postgres and the API
+/// store and show no later time).
+pub fn later(at: DateTime<Utc>, by: Duration) -> Result<DateTime<Utc>, String> {
+    at.checked_add_signed(by)
+        .filter(|t| (1..=9999).contains(&t.year()))
+        .ok_or_else(|| "the time it gives is out of range (after the year 9999)".to_string())
 }
 
 fn next_month(year: i32, month: u32) -> (i32, u32) {
@@ -176,7 +190,7 @@ pub fn parse_recurrence(text: &str, now: DateTime<Utc>) -> Result<Recurrence, St
     let (first, interval) = match parts[1..] {
         [duration] if is_duration(duration) => {
             let interval = parse_duration(duration)?.from(now)?;
-            (now + interval, interval)
+            (later(now, interval)?, interval)
         }
         [start, duration] if !is_duration(start) && is_duration(duration) => {
             let start = parse_datetime(start)?;
@@ -186,9 +200,10 @@ pub fn parse_recurrence(text: &str, now: DateTime<Utc>) -> Result<Recurrence, St
             let end = parse_datetime(end)?;
             let parsed = parse_duration(duration)?;
             // the interval that ends at `end`, counted back over the calendar
-            let interval = parsed.from(end - parsed.from(end)?)?;
+            let interval = parsed.from(later(end, -parsed.from(end)?)?)?;
             let count = i32::try_from(repetitions.unwrap_or(1)).map_err(|_| invalid())?;
-            (end - interval * count, interval)
+            let span = interval.checked_mul(count).ok_or_else(invalid)?;
+            (later(end, -span)?, interval)
         }
         _ => return Err(invalid()),
     };

@@ -5,7 +5,7 @@
 //! non-interrupting boundary while its activity lives.
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
-use super::iso8601::{parse_datetime, parse_duration, parse_recurrence};
+use super::iso8601::{later, parse_datetime, parse_duration, parse_recurrence};
 use super::state::Cycle;
 use super::{Effect, TaskState};
 use crate::bpmn::{ElementSpec, TimerKind, TimerSpec};
@@ -110,8 +110,10 @@ impl Cycle {
         if self.remaining == Some(0) {
             return None;
         }
+        // a cycle that would run past the year 9999 ends there
+        let due = later(self.due, Duration::milliseconds(self.interval_ms)).ok()?;
         Some(Cycle {
-            due: self.due + Duration::milliseconds(self.interval_ms),
+            due,
             interval_ms: self.interval_ms,
             remaining: self.remaining.map(|n| n - 1),
         })
@@ -135,7 +137,7 @@ fn point_in_time(value: &Value, now: DateTime<Utc>) -> Result<DateTime<Utc>, Str
         let trimmed = text.trim_start();
         return if trimmed.starts_with(['P', 'p', 'T', 't']) {
             let duration = parse_duration(trimmed)?.from(now)?;
-            Ok(now + duration)
+            later(now, duration)
         } else {
             parse_datetime(trimmed)
         };
@@ -146,10 +148,12 @@ fn point_in_time(value: &Value, now: DateTime<Utc>) -> Result<DateTime<Utc>, Str
         }
         Some("timedelta") => {
             let part = |name: &str| value[name].as_i64().unwrap_or(0);
-            let delta = Duration::days(part("days"))
-                + Duration::seconds(part("seconds"))
-                + Duration::microseconds(part("microseconds"));
-            Ok(now + delta)
+            let out_of_range = || format!("{value} is out of range");
+            let delta = Duration::try_days(part("days"))
+                .and_then(|d| d.checked_add(&Duration::try_seconds(part("seconds"))?))
+                .and_then(|d| d.checked_add(&Duration::microseconds(part("microseconds"))))
+                .ok_or_else(out_of_range)?;
+            later(now, delta)
         }
         _ => Err(format!(
             "{value} is neither an ISO 8601 string (\"PT1H\", \"2026-12-01T09:00:00Z\") nor a datetime or timedelta"

@@ -112,11 +112,14 @@ async fn fire_start(
         // skip the occurrences already past, counting them against the repetitions
         let behind = (now - cycle.due).num_milliseconds() / cycle.interval_ms + 1;
         let skipped = u32::try_from(behind).unwrap_or(u32::MAX);
-        cycle.due += chrono::Duration::milliseconds(cycle.interval_ms.saturating_mul(behind));
-        match cycle.remaining {
-            Some(left) if left < skipped => next = None,
-            Some(left) => cycle.remaining = Some(left - skipped),
-            None => {}
+        let ahead = chrono::Duration::milliseconds(cycle.interval_ms.saturating_mul(behind));
+        match (cycle.due.checked_add_signed(ahead), cycle.remaining) {
+            (None, _) => next = None,
+            (Some(_), Some(left)) if left < skipped => next = None,
+            (Some(due), remaining) => {
+                cycle.due = due;
+                cycle.remaining = remaining.map(|left| left - skipped);
+            }
         }
     }
     let next = next.map(|c| {

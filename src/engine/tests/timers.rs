@@ -688,3 +688,27 @@ fn a_timer_event_subprocess_fires_while_the_process_waits() {
     assert_eq!(task(&st, "u").state, TaskState::Waiting);
     assert_eq!(st.status, InstanceStatus::UserInputRequired);
 }
+
+/// Times no timer can wait for are the model's error, not a panic.
+#[test]
+fn timers_out_of_range_fail_the_instance() {
+    for (kind, expression) in [
+        ("timeDuration", "\"P99999999Y\""),
+        ("timeDuration", "\"P9000Y\""),
+        (
+            "timeDuration",
+            "{'__type__': 'timedelta', 'days': 10**15, 'seconds': 0, 'microseconds': 0}",
+        ),
+        ("timeCycle", "\"R/P9000Y\""),
+        ("timeDate", "\"10000-01-01T00:00:00Z\""),
+    ] {
+        let m = model(&format!(
+            r#"<bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}"#,
+            timer_catch("wait", kind, expression),
+            chain(&["s", "wait", "e"])
+        ));
+        let (st, _) = start_with(&m, json!({}));
+        assert_eq!(st.status, InstanceStatus::Error, "{expression}");
+        assert_eq!(st.error.unwrap().element_id, "wait", "{expression}");
+    }
+}
