@@ -542,3 +542,69 @@ async fn a_signal_starts_the_models_with_its_start_event() {
     assert_eq!(shown["status"], "user_input_required", "{shown}");
     assert_eq!(shown["process_model_identifier"], "signals/on-go");
 }
+
+/// Escalation, conditional and link events through HTTP: a review subprocess escalates (a
+/// non-interrupting boundary records it and the review goes on); in the review, completing the
+/// `cancel` user task sets the flag that the conditional boundary on `decide` waits for, which
+/// interrupts `decide`; after the review a link jumps to the end of the flow.
+#[tokio::test]
+async fn escalations_conditions_and_links_run_over_http() {
+    let app = app().await;
+    let xml = definitions(
+        r#"<bpmn:escalation id="esc_slow" escalationCode="slow" />
+  <bpmn:process id="review" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="reviewing" />
+    <bpmn:subProcess id="reviewing">
+      <bpmn:startEvent id="r_start" />
+      <bpmn:sequenceFlow id="r1" sourceRef="r_start" targetRef="slow" />
+      <bpmn:intermediateThrowEvent id="slow"><bpmn:escalationEventDefinition escalationRef="esc_slow" /></bpmn:intermediateThrowEvent>
+      <bpmn:sequenceFlow id="r2" sourceRef="slow" targetRef="fork" />
+      <bpmn:parallelGateway id="fork" />
+      <bpmn:sequenceFlow id="r3" sourceRef="fork" targetRef="decide" />
+      <bpmn:sequenceFlow id="r4" sourceRef="fork" targetRef="cancel" />
+      <bpmn:userTask id="decide" />
+      <bpmn:userTask id="cancel" />
+      <bpmn:sequenceFlow id="r5" sourceRef="decide" targetRef="decided" />
+      <bpmn:sequenceFlow id="r6" sourceRef="cancel" targetRef="cancel_asked" />
+      <bpmn:endEvent id="decided" /><bpmn:endEvent id="cancel_asked" />
+      <bpmn:boundaryEvent id="cancelled" attachedToRef="decide">
+        <bpmn:conditionalEventDefinition><bpmn:condition>order_cancelled</bpmn:condition></bpmn:conditionalEventDefinition>
+      </bpmn:boundaryEvent>
+      <bpmn:sequenceFlow id="r7" sourceRef="cancelled" targetRef="withdrawn" />
+      <bpmn:endEvent id="withdrawn" />
+    </bpmn:subProcess>
+    <bpmn:boundaryEvent id="noted" attachedToRef="reviewing" cancelActivity="false">
+      <bpmn:escalationEventDefinition escalationRef="esc_slow" />
+    </bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="noted" targetRef="note" />
+    <bpmn:scriptTask id="note"><bpmn:script>escalated = True</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f3" sourceRef="note" targetRef="noted_end" />
+    <bpmn:endEvent id="noted_end" />
+    <bpmn:sequenceFlow id="f4" sourceRef="reviewing" targetRef="jump" />
+    <bpmn:intermediateThrowEvent id="jump"><bpmn:linkEventDefinition name="finish" /></bpmn:intermediateThrowEvent>
+    <bpmn:intermediateCatchEvent id="landing"><bpmn:linkEventDefinition name="finish" /></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f5" sourceRef="landing" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "events/review", "r.bpmn", &xml).await;
+    let id = start_ok(&app, "events/review", &json!({"order_cancelled": false})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "user_input_required", "{shown}");
+    assert_eq!(shown["data"]["escalated"], true, "{shown}");
+
+    let cancel = waiting_task(&app, id, "cancel").await;
+    let (status, done) = complete_task(&app, id, &cancel, &json!({"order_cancelled": true})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+    let shown = show(&app, id).await;
+    assert!(
+        reached(&shown, "withdrawn") && !reached(&shown, "decided"),
+        "{shown}"
+    );
+    assert!(
+        reached(&shown, "landing") && reached(&shown, "done"),
+        "{shown}"
+    );
+}
