@@ -241,6 +241,11 @@ pub enum ElementKind {
     LinkCatch {
         name: String,
     },
+    /// An intermediate catch event with several event definitions: any of them (all of them,
+    /// `parallelMultiple`) completes it.
+    MultipleCatch(CatchSet),
+    /// An intermediate throw event with several event definitions: throws every one.
+    MultipleThrow(Vec<Throw>),
     EndEvent(EndKind),
     ExclusiveGateway,
     ParallelGateway,
@@ -286,6 +291,26 @@ pub enum EndKind {
     Signal(SignalRef),
     /// Escalation end event: offers the escalation, then ends.
     Escalation(EscalationRef),
+    /// An end event with several event definitions: throws every one, then ends.
+    Multiple(Vec<Throw>),
+}
+
+/// One event definition of a throw event with several.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // built once per model load
+pub enum Throw {
+    Message(MessageThrowSpec),
+    Signal(SignalRef),
+    Escalation(EscalationRef),
+}
+
+/// The triggers of a catch event with several event definitions (messages, at most one
+/// timer, at most one signal, conditions).
+#[derive(Debug, Clone)]
+pub struct CatchSet {
+    pub triggers: Vec<BoundaryTrigger>,
+    /// `parallelMultiple="true"`: every trigger must happen, in any order.
+    pub parallel: bool,
 }
 
 /// A reference to a `bpmn:signal` (its name resolved by `build_model`).
@@ -371,6 +396,8 @@ pub enum BoundaryTrigger {
     Escalation(EscalationRef),
     /// Fires when its condition holds (checked after every step of the instance).
     Conditional(Expression),
+    /// Several event definitions on one boundary or event subprocess start.
+    Multiple(Box<CatchSet>),
 }
 
 #[derive(Debug, Clone)]
@@ -413,26 +440,84 @@ impl ElementSpec {
         }
     }
 
-    /// The timer this element waits for (timer catch event, timer boundary or event
-    /// subprocess start).
-    pub fn timer(&self) -> Option<&TimerSpec> {
+    /// The several triggers of a catch event, boundary or event subprocess start with
+    /// several event definitions.
+    pub fn catch_set(&self) -> Option<&CatchSet> {
         match (&self.kind, self.trigger()) {
-            (ElementKind::TimerCatch(timer), _) | (_, Some(BoundaryTrigger::Timer(timer))) => {
-                Some(timer)
-            }
+            (ElementKind::MultipleCatch(set), _) => Some(set),
+            (_, Some(BoundaryTrigger::Multiple(set))) => Some(set),
             _ => None,
         }
     }
 
-    /// The signal this element waits for (signal catch event, signal boundary or event
-    /// subprocess start).
-    pub fn signal_catch(&self) -> Option<&SignalRef> {
-        match (&self.kind, self.trigger()) {
-            (ElementKind::SignalCatch(signal), _) | (_, Some(BoundaryTrigger::Signal(signal))) => {
-                Some(signal)
-            }
-            _ => None,
+    /// The triggers this element waits for: its one trigger, or each of several.
+    fn waited_triggers(&self) -> Vec<&BoundaryTrigger> {
+        if let Some(set) = self.catch_set() {
+            return set.triggers.iter().collect();
         }
+        self.trigger().into_iter().collect()
+    }
+
+    /// The timer this element waits for (timer catch event, timer boundary, event subprocess
+    /// start, or one of several definitions).
+    pub fn timer(&self) -> Option<&TimerSpec> {
+        if let ElementKind::TimerCatch(timer) = &self.kind {
+            return Some(timer);
+        }
+        self.waited_triggers().into_iter().find_map(|t| match t {
+            BoundaryTrigger::Timer(timer) => Some(timer),
+            _ => None,
+        })
+    }
+
+    /// The signal this element waits for (signal catch event, signal boundary, event
+    /// subprocess start, or one of several definitions).
+    pub fn signal_catch(&self) -> Option<&SignalRef> {
+        if let ElementKind::SignalCatch(signal) = &self.kind {
+            return Some(signal);
+        }
+        self.waited_triggers().into_iter().find_map(|t| match t {
+            BoundaryTrigger::Signal(signal) => Some(signal),
+            _ => None,
+        })
+    }
+
+    /// The conditions this element waits for (conditional catch event, conditional boundary,
+    /// event subprocess start, or some of several definitions).
+    pub fn conditions(&self) -> Vec<&Expression> {
+        if let ElementKind::ConditionalCatch(condition) = &self.kind {
+            return vec![condition];
+        }
+        self.waited_triggers()
+            .into_iter()
+            .filter_map(|t| match t {
+                BoundaryTrigger::Conditional(condition) => Some(condition),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every message this element waits for.
+    pub fn message_catches(&self) -> Vec<&MessageCatchSpec> {
+        if let ElementKind::MessageCatch(m) | ElementKind::StartEvent { message: Some(m) } =
+            &self.kind
+        {
+            return vec![m];
+        }
+        self.waited_triggers()
+            .into_iter()
+            .filter_map(|t| match t {
+                BoundaryTrigger::Message(m) => Some(m),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The message of this name the element waits for.
+    pub fn message_catch_named(&self, name: &str) -> Option<&MessageCatchSpec> {
+        self.message_catches()
+            .into_iter()
+            .find(|m| m.message_name == name)
     }
 
     /// An event subprocess's start event: a listener on its enclosing (sub)process.
@@ -440,29 +525,14 @@ impl ElementSpec {
         matches!(self.kind, ElementKind::EventSubProcessStart { .. })
     }
 
-    /// The condition this element waits for (conditional catch event, conditional boundary
-    /// or event subprocess start).
-    pub fn condition(&self) -> Option<&Expression> {
-        match (&self.kind, self.trigger()) {
-            (ElementKind::ConditionalCatch(condition), _)
-            | (_, Some(BoundaryTrigger::Conditional(condition))) => Some(condition),
-            _ => None,
-        }
-    }
-
     /// A boundary event that leaves its activity running when it fires.
     pub fn is_non_interrupting_boundary(&self) -> bool {
         matches!(&self.kind, ElementKind::Boundary(b) if !b.cancel_activity)
     }
 
-    /// The message this element waits for (catch event, receive task, message boundary,
-    /// message start event of the process or of an event subprocess).
+    /// The (first) message this element waits for (catch event, receive task, message
+    /// boundary, message start event of the process or of an event subprocess).
     pub fn message_catch(&self) -> Option<&MessageCatchSpec> {
-        match (&self.kind, self.trigger()) {
-            (ElementKind::MessageCatch(m), _)
-            | (ElementKind::StartEvent { message: Some(m) }, _)
-            | (_, Some(BoundaryTrigger::Message(m))) => Some(m),
-            _ => None,
-        }
+        self.message_catches().into_iter().next()
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{
     BoundarySpec, BoundaryTrigger, Definitions, ElementKind, ElementSpec, EndKind,
-    MessageCatchSpec, ModelSpec, ProcessSpec, TimerKind, TimerSpec,
+    MessageCatchSpec, MessageThrowSpec, ModelSpec, ProcessSpec, Throw, TimerKind, TimerSpec,
 };
 use crate::expr::{Expression, Script};
 
@@ -71,6 +71,30 @@ impl<'m> Collector<'m> {
         self.expression(element_id, what, &timer.expression);
     }
 
+    fn message_throw(&mut self, element_id: &'m str, throw: &'m MessageThrowSpec) {
+        if let Some(payload) = &throw.payload {
+            self.expression(element_id, "messagePayload", payload);
+        }
+    }
+
+    fn trigger(&mut self, element_id: &'m str, trigger: &'m BoundaryTrigger) {
+        match trigger {
+            BoundaryTrigger::Message(catch) => self.message_catch(element_id, catch),
+            BoundaryTrigger::Timer(timer) => self.timer(element_id, timer),
+            BoundaryTrigger::Conditional(condition) => {
+                self.expression(element_id, "condition", condition)
+            }
+            BoundaryTrigger::Multiple(set) => {
+                for trigger in &set.triggers {
+                    self.trigger(element_id, trigger);
+                }
+            }
+            BoundaryTrigger::Error(_)
+            | BoundaryTrigger::Signal(_)
+            | BoundaryTrigger::Escalation(_) => {}
+        }
+    }
+
     fn element(&mut self, element: &'m ElementSpec) {
         let id = element.id.as_str();
         if let Some(script) = &element.pre_script {
@@ -91,8 +115,19 @@ impl<'m> Collector<'m> {
                 }
             }
             ElementKind::MessageThrow(throw) | ElementKind::EndEvent(EndKind::Message(throw)) => {
-                if let Some(payload) = &throw.payload {
-                    self.expression(id, "messagePayload", payload);
+                self.message_throw(id, throw)
+            }
+            ElementKind::MultipleThrow(throws)
+            | ElementKind::EndEvent(EndKind::Multiple(throws)) => {
+                for throw in throws {
+                    if let Throw::Message(throw) = throw {
+                        self.message_throw(id, throw);
+                    }
+                }
+            }
+            ElementKind::MultipleCatch(set) => {
+                for trigger in &set.triggers {
+                    self.trigger(id, trigger);
                 }
             }
             ElementKind::MessageCatch(catch)
@@ -100,14 +135,7 @@ impl<'m> Collector<'m> {
                 message: Some(catch),
             } => self.message_catch(id, catch),
             ElementKind::Boundary(BoundarySpec { trigger, .. })
-            | ElementKind::EventSubProcessStart { trigger, .. } => match trigger {
-                BoundaryTrigger::Message(catch) => self.message_catch(id, catch),
-                BoundaryTrigger::Timer(timer) => self.timer(id, timer),
-                BoundaryTrigger::Conditional(condition) => {
-                    self.expression(id, "condition", condition)
-                }
-                _ => {}
-            },
+            | ElementKind::EventSubProcessStart { trigger, .. } => self.trigger(id, trigger),
             ElementKind::TimerCatch(timer) | ElementKind::TimerStart(timer) => {
                 self.timer(id, timer)
             }

@@ -7,9 +7,31 @@
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::state::Cycle;
 use super::{Effect, TaskState};
-use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, ErrorRef, EscalationRef};
+use crate::bpmn::{BoundaryTrigger, CatchSet, ElementKind, ElementSpec, ErrorRef, EscalationRef};
 use serde_json::{json, Value};
 use uuid::Uuid;
+
+/// Which trigger of a waiting task happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fired<'a> {
+    Message(&'a str),
+    Timer,
+    Signal(&'a str),
+    /// The trigger with this index in the element's catch set (0 for a lone condition).
+    Condition(usize),
+}
+
+impl Fired<'_> {
+    /// Whether this is the trigger `trigger` (conditions are told by their index instead).
+    fn is(&self, trigger: &BoundaryTrigger) -> bool {
+        match (self, trigger) {
+            (Fired::Message(name), BoundaryTrigger::Message(m)) => m.message_name == *name,
+            (Fired::Timer, BoundaryTrigger::Timer(_)) => true,
+            (Fired::Signal(name), BoundaryTrigger::Signal(s)) => s.signal_name == *name,
+            _ => false,
+        }
+    }
+}
 
 impl<'m> Interpreter<'m> {
     /// The attached task starts waiting: its message, signal and timer boundaries wait with it.
@@ -39,30 +61,46 @@ impl<'m> Interpreter<'m> {
         let Some(trigger) = boundary.trigger() else {
             return Ok(());
         };
+        if matches!(
+            trigger,
+            BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_)
+        ) {
+            return Ok(());
+        }
+        let guid = self.start_boundary(boundary, attached, scope);
+        self.wait_for_trigger(guid, boundary, trigger, cycle)
+    }
+
+    /// The task waits for a trigger (each of several): the shell records the message wait,
+    /// the timer or the signal wait; a condition is checked after every step.
+    pub fn wait_for_trigger(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        trigger: &'m BoundaryTrigger,
+        cycle: Option<Cycle>,
+    ) -> Outcome {
+        self.set_state(guid, TaskState::Waiting);
         match trigger {
-            BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_) => {}
+            BoundaryTrigger::Error(_)
+            | BoundaryTrigger::Escalation(_)
+            | BoundaryTrigger::Conditional(_) => {}
             BoundaryTrigger::Message(message) => {
-                let expected = self.expected_correlation(boundary, message)?;
-                let guid = self.start_boundary(boundary, attached, scope);
+                let expected = self.expected_correlation(element, message)?;
                 self.effects.push(Effect::WaitForMessage {
                     task_guid: guid,
                     name: message.message_name.clone(),
                     expected,
                 });
             }
-            BoundaryTrigger::Signal(signal) => {
-                let guid = self.start_boundary(boundary, attached, scope);
-                self.wait_for_signal(guid, signal);
-            }
-            BoundaryTrigger::Conditional(_) => {
-                // checked after every step (`fire_met_conditions`)
-                self.start_boundary(boundary, attached, scope);
-            }
-            BoundaryTrigger::Timer(timer) => {
-                let guid = self.start_boundary(boundary, attached, scope);
-                match cycle {
-                    Some(cycle) => self.wait_for_occurrence(guid, boundary, cycle),
-                    None => self.start_timer(guid, boundary, timer)?,
+            BoundaryTrigger::Signal(signal) => self.wait_for_signal(guid, signal),
+            BoundaryTrigger::Timer(timer) => match cycle {
+                Some(cycle) => self.wait_for_occurrence(guid, element, cycle),
+                None => self.start_timer(guid, element, timer)?,
+            },
+            BoundaryTrigger::Multiple(set) => {
+                for trigger in &set.triggers {
+                    self.wait_for_trigger(guid, element, trigger, cycle.clone())?;
                 }
             }
         }
@@ -85,8 +123,13 @@ impl<'m> Interpreter<'m> {
     /// A waiting boundary, event subprocess start, or catch event's trigger happened (the
     /// message was received, the timer came due, the signal or condition arrived); `next` is a
     /// cycle timer's next occurrence.
-    pub fn fire_trigger(&mut self, guid: Uuid, next: Option<Cycle>) -> Outcome {
+    pub fn fire_trigger(&mut self, guid: Uuid, next: Option<Cycle>, what: Fired) -> Outcome {
         self.current = Some(guid);
+        if let Some(set) = self.element_of(guid).catch_set() {
+            if !self.set_fires(guid, set, what) {
+                return Ok(()); // parallelMultiple: it waits for the rest
+            }
+        }
         match &self.element_of(guid).kind {
             ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
                 self.fire_non_interrupting(guid, next)
@@ -98,6 +141,40 @@ impl<'m> Interpreter<'m> {
                 self.complete_activity(guid)
             }
         }
+    }
+
+    /// One trigger of a catch set happened. Any-of: the set fires, and the task's other waits
+    /// end. All-of (`parallelMultiple`): it fires once every trigger has happened.
+    fn set_fires(&mut self, guid: Uuid, set: &'m CatchSet, what: Fired) -> bool {
+        if set.parallel {
+            let index = match what {
+                Fired::Condition(index) => Some(index),
+                _ => set.triggers.iter().position(|t| what.is(t)),
+            };
+            let fired = self.state.internal.fired.entry(guid).or_default();
+            if let Some(index) = index {
+                fired.insert(index);
+            }
+            if fired.len() < set.triggers.len() {
+                return false;
+            }
+            self.state.internal.fired.remove(&guid);
+        }
+        let has = |is: fn(&BoundaryTrigger) -> bool| set.triggers.iter().any(is);
+        if has(|t| matches!(t, BoundaryTrigger::Message(_))) {
+            // the receive that delivered is already completed; the others end
+            self.effects
+                .push(Effect::CancelMessageWait { task_guid: guid });
+        }
+        if has(|t| matches!(t, BoundaryTrigger::Timer(_))) && what != Fired::Timer {
+            self.effects.push(Effect::CancelTimer { task_guid: guid });
+            self.state.internal.cycles.remove(&guid);
+        }
+        if has(|t| matches!(t, BoundaryTrigger::Signal(_))) && !matches!(what, Fired::Signal(_)) {
+            self.effects
+                .push(Effect::CancelSignalWait { task_guid: guid });
+        }
+        true
     }
 
     pub fn cancel_boundaries(&mut self, attached: Uuid) {
@@ -147,6 +224,7 @@ impl<'m> Interpreter<'m> {
         }
         self.state.internal.cycles.remove(&guid);
         self.state.internal.races.remove(&guid);
+        self.state.internal.fired.remove(&guid);
         self.set_state(guid, TaskState::Cancelled);
         if matches!(element.kind, ElementKind::SubProcess { .. }) {
             self.cancel_children(guid);
@@ -259,17 +337,9 @@ impl<'m> Interpreter<'m> {
         self.count_execution(&boundary.id)?;
         let attached = self.state.internal.boundaries.remove(&guid);
         let scope = self.task(guid).scope;
-        let waits_again = match &boundary.kind {
-            ElementKind::Boundary(spec) => match spec.trigger {
-                BoundaryTrigger::Message(_) | BoundaryTrigger::Signal(_) => true,
-                BoundaryTrigger::Timer(_) => next.is_some(),
-                // a condition that still holds would fire again at once
-                BoundaryTrigger::Error(_)
-                | BoundaryTrigger::Escalation(_)
-                | BoundaryTrigger::Conditional(_) => false,
-            },
-            _ => false,
-        };
+        let waits_again = boundary
+            .trigger()
+            .is_some_and(|trigger| waits_again(trigger, next.is_some()));
         if let Some(attached) = attached.filter(|a| waits_again && self.is_live(*a)) {
             self.arm_boundary(boundary, Some(attached), scope, next)?;
         }
@@ -339,6 +409,22 @@ impl<'m> Interpreter<'m> {
         self.current = Some(guid);
         self.pre_script(boundary)?;
         self.complete_activity(guid)
+    }
+}
+
+/// Whether a non-interrupting trigger that fired waits again: for the next message or signal,
+/// a cycle's next occurrence; not a one-off timer, nor a condition (one that still holds
+/// would fire again at once).
+pub fn waits_again(trigger: &BoundaryTrigger, next_occurrence: bool) -> bool {
+    match trigger {
+        BoundaryTrigger::Message(_) | BoundaryTrigger::Signal(_) => true,
+        BoundaryTrigger::Timer(_) => next_occurrence,
+        BoundaryTrigger::Multiple(set) => {
+            set.triggers.iter().any(|t| waits_again(t, next_occurrence))
+        }
+        BoundaryTrigger::Error(_)
+        | BoundaryTrigger::Escalation(_)
+        | BoundaryTrigger::Conditional(_) => false,
     }
 }
 

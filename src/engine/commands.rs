@@ -182,16 +182,18 @@ fn validate(
             task_guid, name, ..
         } => {
             let (task, element) = target(process, state, *task_guid)?;
-            let Some(catch) = element
-                .message_catch()
-                .filter(|_| task.waits_for_message(element))
-            else {
+            if !task.waits_for_message(element) {
                 return not_waiting(*task_guid);
-            };
-            if &catch.message_name != name {
+            }
+            if element.message_catch_named(name).is_none() {
+                let awaited: Vec<&str> = element
+                    .message_catches()
+                    .iter()
+                    .map(|m| m.message_name.as_str())
+                    .collect();
                 return Err(EngineError::Invalid(format!(
                     "task {task_guid} waits for message '{}', not '{name}'",
-                    catch.message_name
+                    awaited.join("' or '")
                 )));
             }
             Ok(Validity::Apply)

@@ -122,12 +122,7 @@ impl<'m> Interpreter<'m> {
         if *interrupting {
             self.end_everything_else_in(scope, running);
         } else if let Some((_, next)) = listener {
-            let waits_again = match trigger {
-                BoundaryTrigger::Message(_) | BoundaryTrigger::Signal(_) => true,
-                BoundaryTrigger::Timer(_) => next.is_some(),
-                _ => false,
-            };
-            if waits_again {
+            if super::boundaries::waits_again(trigger, next.is_some()) {
                 self.arm_boundary(start, None, scope, next)?;
             }
         }

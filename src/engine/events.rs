@@ -2,9 +2,10 @@
 //! throw an error, send a message), sending messages with their correlation values, and
 //! waiting for and receiving messages (catch events, receive tasks; boundaries reuse these).
 
+use super::boundaries::Fired;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::{Effect, TaskState};
-use crate::bpmn::{ElementKind, ElementSpec, EndKind, MessageCatchSpec, MessageThrowSpec};
+use crate::bpmn::{ElementKind, ElementSpec, EndKind, MessageCatchSpec, MessageThrowSpec, Throw};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -40,8 +41,10 @@ impl<'m> Interpreter<'m> {
         kind: &'m EndKind,
         scope: Option<Uuid>,
     ) -> Outcome {
-        if let EndKind::Message(message) = kind {
-            self.send_message(guid, element, message)?;
+        match kind {
+            EndKind::Message(message) => self.send_message(guid, element, message)?,
+            EndKind::Multiple(throws) => self.throw_all(guid, element, throws, scope)?,
+            _ => {}
         }
         self.post_script(element)?;
         self.set_state(guid, TaskState::Completed);
@@ -62,8 +65,28 @@ impl<'m> Interpreter<'m> {
             EndKind::Escalation(escalation) => {
                 self.throw_escalation(scope, escalation.escalation_code.as_deref())
             }
-            EndKind::None | EndKind::Message(_) => Ok(()),
+            EndKind::None | EndKind::Message(_) | EndKind::Multiple(_) => Ok(()),
         }
+    }
+
+    /// A throw event with several definitions throws every one, in document order.
+    pub fn throw_all(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        throws: &'m [Throw],
+        scope: Option<Uuid>,
+    ) -> Outcome {
+        for throw in throws {
+            match throw {
+                Throw::Message(message) => self.send_message(guid, element, message)?,
+                Throw::Signal(signal) => self.throw_signal(guid, signal)?,
+                Throw::Escalation(escalation) => {
+                    self.throw_escalation(scope, escalation.escalation_code.as_deref())?
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The payload (its expression, else all of data) goes out with the correlation values it
@@ -156,10 +179,10 @@ impl<'m> Interpreter<'m> {
         self.current = Some(guid);
         let element = self.element_of(guid);
         let catch = element
-            .message_catch()
-            .expect("validated: the task waits for a message");
+            .message_catch_named(name)
+            .expect("validated: the task waits for this message");
         self.receive_message(catch, name, payload);
-        self.fire_trigger(guid, None)?;
+        self.fire_trigger(guid, None, Fired::Message(name))?;
         self.run_until_waiting()
     }
 }

@@ -73,6 +73,16 @@ impl<'m> Interpreter<'m> {
                 Ok(())
             }
             ElementKind::LinkCatch { .. } => self.complete_activity(guid),
+            ElementKind::MultipleCatch(set) => {
+                for trigger in &set.triggers {
+                    self.wait_for_trigger(guid, element, trigger, None)?;
+                }
+                Ok(())
+            }
+            ElementKind::MultipleThrow(throws) => {
+                self.throw_all(guid, element, throws, scope)?;
+                self.go_on_unless_interrupted(guid)
+            }
             ElementKind::SignalCatch(signal) => {
                 self.wait_for_signal(guid, signal);
                 Ok(())

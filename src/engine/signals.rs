@@ -2,6 +2,7 @@
 //! so that other instances' throws find it); a throw reaches this instance's waiting catches
 //! at once and is handed to the shell for every other instance and the models it starts.
 
+use super::boundaries::Fired;
 use super::interpreter::{Interpreter, Outcome};
 use super::{Effect, TaskState};
 use crate::bpmn::SignalRef;
@@ -48,7 +49,7 @@ impl<'m> Interpreter<'m> {
             }
             self.effects
                 .push(Effect::CancelSignalWait { task_guid: guid });
-            self.fire_trigger(guid, None)?;
+            self.fire_trigger(guid, None, Fired::Signal(name))?;
         }
         Ok(())
     }

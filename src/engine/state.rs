@@ -141,7 +141,7 @@ impl Task {
 
     /// A conditional catch event or conditional boundary waiting for its condition.
     pub fn waits_for_condition(&self, element: &ElementSpec) -> bool {
-        self.state == TaskState::Waiting && element.condition().is_some()
+        self.state == TaskState::Waiting && !element.conditions().is_empty()
     }
 
     /// A service task whose connector call is due or under way.
@@ -192,6 +192,10 @@ pub struct EngineInternal {
     /// Waiting cycle timers (`timeCycle`): task guid -> what follows the current occurrence.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cycles: BTreeMap<Uuid, Cycle>,
+    /// Catch events with several definitions that wait for all of them
+    /// (`parallelMultiple`): task guid -> the indexes of the triggers that happened.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fired: BTreeMap<Uuid, std::collections::BTreeSet<usize>>,
 }
 
 /// A cycle timer between occurrences.

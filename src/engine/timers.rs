@@ -4,6 +4,7 @@
 //! once on a catch event or an interrupting boundary, and at each occurrence on a
 //! non-interrupting boundary while its activity lives.
 
+use super::boundaries::Fired;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::iso8601::{later, parse_datetime, parse_duration, parse_recurrence};
 use super::state::Cycle;
@@ -49,7 +50,7 @@ impl<'m> Interpreter<'m> {
             .cycles
             .remove(&guid)
             .and_then(|cycle| cycle.next());
-        self.fire_trigger(guid, next)?;
+        self.fire_trigger(guid, next, Fired::Timer)?;
         self.run_until_waiting()
     }
 

@@ -266,6 +266,18 @@ pub async fn complete_receive(
     Ok(())
 }
 
+/// The correlation key of a receive that still waits (None once it is completed or
+/// cancelled).
+pub async fn receive_key(conn: &mut PgConnection, receive_id: i64) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT correlation_key FROM message_instances \
+         WHERE id = $1 AND message_type = 'receive' AND status = 'ready'",
+    )
+    .bind(receive_id)
+    .fetch_optional(conn)
+    .await
+}
+
 pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE message_instances SET status = 'cancelled', updated_at = now() \

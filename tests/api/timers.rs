@@ -608,3 +608,80 @@ async fn escalations_conditions_and_links_run_over_http() {
         "{shown}"
     );
 }
+
+/// Waits at one catch event for `part_a` and `part_b` (`parallel`: both; else either).
+fn assembler(process_id: &str, parallel: bool) -> String {
+    definitions(&format!(
+        r#"<bpmn:message id="m_a" name="part_a" /><bpmn:message id="m_b" name="part_b" />
+  <bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="parts" />
+    <bpmn:intermediateCatchEvent id="parts" parallelMultiple="{parallel}">
+      <bpmn:messageEventDefinition messageRef="m_a" />
+      <bpmn:messageEventDefinition messageRef="m_b" />
+    </bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="parts" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
+
+/// Throws `part_a` and `part_b` from one end event.
+fn supplier() -> String {
+    definitions(
+        r#"<bpmn:message id="m_a" name="part_a" /><bpmn:message id="m_b" name="part_b" />
+  <bpmn:process id="supplier" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="ship" />
+    <bpmn:endEvent id="ship">
+      <bpmn:messageEventDefinition messageRef="m_a" />
+      <bpmn:messageEventDefinition messageRef="m_b" />
+    </bpmn:endEvent>
+  </bpmn:process>"#,
+    )
+}
+
+async fn buffer(app: &TestApp, name: &str) {
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let q = [
+        ("time_to_live_in_seconds", "60"),
+        ("message_instance_uuid", uuid.as_str()),
+    ];
+    let (status, body) = send(app, name, &json!({}), &q).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+}
+
+#[tokio::test]
+async fn a_catch_of_several_messages_takes_one_or_all_from_the_buffer() {
+    let app = app().await;
+    upload_ok(&app, "parts/all", "a.bpmn", &assembler("all_parts", true)).await;
+    buffer(&app, "part_a").await;
+    buffer(&app, "part_b").await;
+    let id = start_ok(&app, "parts/all", &json!({})).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
+
+    upload_ok(&app, "parts/any", "y.bpmn", &assembler("any_part", false)).await;
+    buffer(&app, "part_a").await;
+    buffer(&app, "part_b").await;
+    let id = start_ok(&app, "parts/any", &json!({})).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
+    // one of them was taken; the other still waits in the buffer for someone else
+    let ready = messages(&app, "name=part_b&status=ready&message_type=send").await;
+    assert_eq!(ready.len(), 1, "{ready:?}");
+}
+
+/// One end event throws both messages; the instance waiting for both at one catch event gets
+/// both, in the same transaction, and completes.
+#[tokio::test]
+async fn a_multiple_throw_completes_a_catch_waiting_for_all() {
+    let app = app().await;
+    upload_ok(&app, "parts/all", "a.bpmn", &assembler("all_parts", true)).await;
+    upload_ok(&app, "parts/supplier", "s.bpmn", &supplier()).await;
+    let waiting = start_ok(&app, "parts/all", &json!({})).await;
+    assert_eq!(show(&app, waiting).await["status"], "waiting");
+    let supplier = start_ok(&app, "parts/supplier", &json!({})).await;
+    assert_eq!(show(&app, supplier).await["status"], "complete");
+    assert_eq!(show(&app, waiting).await["status"], "complete");
+    let left = messages(&app, "status=ready").await;
+    assert!(left.is_empty(), "{left:?}");
+}

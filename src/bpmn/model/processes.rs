@@ -95,6 +95,25 @@ impl Resolver<'_> {
             | ElementKind::EventSubProcessStart { trigger, .. } => {
                 self.resolve_trigger(id, trigger)?
             }
+            ElementKind::MultipleCatch(set) => {
+                for trigger in &mut set.triggers {
+                    self.resolve_trigger(id, trigger)?;
+                }
+            }
+            ElementKind::MultipleThrow(throws)
+            | ElementKind::EndEvent(EndKind::Multiple(throws)) => {
+                for throw in throws {
+                    match throw {
+                        Throw::Message(message) => {
+                            message.message_name = self.message_name(id, &message.message_ref)?;
+                        }
+                        Throw::Signal(signal) => {
+                            signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
+                        }
+                        Throw::Escalation(escalation) => self.resolve_escalation(id, escalation)?,
+                    }
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -111,6 +130,11 @@ impl Resolver<'_> {
             }
             BoundaryTrigger::Escalation(escalation) => {
                 self.resolve_escalation(id, escalation)?;
+            }
+            BoundaryTrigger::Multiple(set) => {
+                for trigger in &mut set.triggers {
+                    self.resolve_trigger(id, trigger)?;
+                }
             }
             BoundaryTrigger::Timer(_) | BoundaryTrigger::Conditional(_) => {}
         }

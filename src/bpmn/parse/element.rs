@@ -50,7 +50,7 @@ impl Parser<'_> {
     }
 
     fn kind(&self, node: Node, id: &str, element_type: &str) -> Result<ElementKind, ModelError> {
-        let definition = self.event_definition(node, id)?;
+        let definition = self.event_definition(node);
         match element_type {
             "startEvent" => self.start_event(node, id, definition),
             "endEvent" => self.end_event(node, id, definition),

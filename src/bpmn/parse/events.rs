@@ -15,6 +15,8 @@ pub(super) enum EventDefinition<'a, 'i> {
     Escalation(Node<'a, 'i>),
     Conditional(Node<'a, 'i>),
     Link(Node<'a, 'i>),
+    /// Several definitions on one event (the event's node).
+    Several(Node<'a, 'i>),
     Terminate,
     /// Any other (timer, escalation, conditional, `eventDefinitionRef`, ...), by local name:
     /// refused wherever it occurs.
@@ -37,6 +39,7 @@ impl<'i> EventDefinition<'_, 'i> {
             EventDefinition::Escalation(_) => "escalationEventDefinition",
             EventDefinition::Conditional(_) => "conditionalEventDefinition",
             EventDefinition::Link(_) => "linkEventDefinition",
+            EventDefinition::Several(_) => "several event definitions",
             EventDefinition::Terminate => "terminateEventDefinition",
             EventDefinition::Other(name) => name,
         }
@@ -46,38 +49,108 @@ impl<'i> EventDefinition<'_, 'i> {
 impl Parser<'_> {
     /// Looked up for every flow node, not only events: a task with an event definition is
     /// refused too.
-    pub(super) fn event_definition<'a, 'i>(
-        &self,
-        node: Node<'a, 'i>,
-        id: &str,
-    ) -> Result<EventDefinition<'a, 'i>, ModelError> {
-        let mut definitions = bpmn_children(node).filter(|c| {
-            let name = c.tag_name().name();
-            name.ends_with("EventDefinition") || name == "eventDefinitionRef"
-        });
-        let first = definitions.next();
-        if definitions.next().is_some() {
-            return Err(self.err(
-                Some(id),
-                "events with several event definitions are not supported",
-            ));
+    pub(super) fn event_definition<'a, 'i>(&self, node: Node<'a, 'i>) -> EventDefinition<'a, 'i> {
+        let mut definitions = definition_nodes(node);
+        match (definitions.next(), definitions.next()) {
+            (None, _) => EventDefinition::Absent,
+            (Some(definition), None) => classify(definition),
+            (Some(_), Some(_)) => EventDefinition::Several(node),
         }
-        let Some(definition) = first else {
-            return Ok(EventDefinition::Absent);
-        };
-        Ok(match definition.tag_name().name() {
-            "messageEventDefinition" => EventDefinition::Message(definition),
-            "errorEventDefinition" => EventDefinition::Error(definition),
-            "signalEventDefinition" => EventDefinition::Signal(definition),
-            "timerEventDefinition" => EventDefinition::Timer(definition),
-            "escalationEventDefinition" => EventDefinition::Escalation(definition),
-            "conditionalEventDefinition" => EventDefinition::Conditional(definition),
-            "linkEventDefinition" => EventDefinition::Link(definition),
-            "terminateEventDefinition" => EventDefinition::Terminate,
-            other => EventDefinition::Other(other),
+    }
+
+    /// The triggers of a catch event with several definitions: messages, conditions, at most
+    /// one timer and one signal (the shell keeps one timer and one signal wait per task).
+    fn catch_set(&self, event: Node, id: &str) -> Result<CatchSet, ModelError> {
+        let mut triggers = vec![];
+        for definition in definition_nodes(event) {
+            let trigger = match classify(definition) {
+                EventDefinition::Message(def) => {
+                    BoundaryTrigger::Message(self.message_catch(event, def, id)?)
+                }
+                EventDefinition::Timer(def) => BoundaryTrigger::Timer(self.timer(def, id)?),
+                EventDefinition::Signal(def) => BoundaryTrigger::Signal(self.signal_ref(def, id)?),
+                EventDefinition::Conditional(def) => {
+                    BoundaryTrigger::Conditional(self.condition(def, id)?)
+                }
+                other => {
+                    return Err(self.err(
+                        Some(id),
+                        format!(
+                            "a {} cannot be one of several event definitions of a catch event (message, timer, signal and conditional can)",
+                            other.local_name()
+                        ),
+                    ))
+                }
+            };
+            triggers.push(trigger);
+        }
+        for (kind, is) in [
+            (
+                "timer",
+                (|t: &BoundaryTrigger| matches!(t, BoundaryTrigger::Timer(_)))
+                    as fn(&BoundaryTrigger) -> bool,
+            ),
+            ("signal", |t: &BoundaryTrigger| {
+                matches!(t, BoundaryTrigger::Signal(_))
+            }),
+        ] {
+            if triggers.iter().filter(|t| is(t)).count() > 1 {
+                return Err(self.err(
+                    Some(id),
+                    format!("a catch event with several event definitions has at most one {kind}"),
+                ));
+            }
+        }
+        Ok(CatchSet {
+            triggers,
+            parallel: event.attribute("parallelMultiple").map(str::trim) == Some("true"),
         })
     }
 
+    /// Every definition of a throw event with several: messages, signals and escalations.
+    fn throw_set(&self, event: Node, id: &str) -> Result<Vec<Throw>, ModelError> {
+        definition_nodes(event)
+            .map(|definition| match classify(definition) {
+                EventDefinition::Message(def) => {
+                    Ok(Throw::Message(self.message_throw(event, def, id)?))
+                }
+                EventDefinition::Signal(def) => Ok(Throw::Signal(self.signal_ref(def, id)?)),
+                EventDefinition::Escalation(def) => Ok(Throw::Escalation(escalation_ref(def))),
+                other => Err(self.err(
+                    Some(id),
+                    format!(
+                        "a {} cannot be one of several event definitions of a throw event (message, signal and escalation can)",
+                        other.local_name()
+                    ),
+                )),
+            })
+            .collect()
+    }
+}
+
+fn definition_nodes<'a, 'i>(node: Node<'a, 'i>) -> impl Iterator<Item = Node<'a, 'i>> {
+    bpmn_children(node).filter(|c| {
+        let name = c.tag_name().name();
+        name.ends_with("EventDefinition") || name == "eventDefinitionRef"
+    })
+}
+
+/// An event definition by what the engine does with it.
+fn classify<'a, 'i>(definition: Node<'a, 'i>) -> EventDefinition<'a, 'i> {
+    match definition.tag_name().name() {
+        "messageEventDefinition" => EventDefinition::Message(definition),
+        "errorEventDefinition" => EventDefinition::Error(definition),
+        "signalEventDefinition" => EventDefinition::Signal(definition),
+        "timerEventDefinition" => EventDefinition::Timer(definition),
+        "escalationEventDefinition" => EventDefinition::Escalation(definition),
+        "conditionalEventDefinition" => EventDefinition::Conditional(definition),
+        "linkEventDefinition" => EventDefinition::Link(definition),
+        "terminateEventDefinition" => EventDefinition::Terminate,
+        other => EventDefinition::Other(other),
+    }
+}
+
+impl Parser<'_> {
     /// The error for an event definition this element type cannot have.
     pub(super) fn unsupported_definition(
         &self,
@@ -124,6 +197,12 @@ impl Parser<'_> {
             EventDefinition::Signal(def) => {
                 return Ok(ElementKind::SignalStart(self.signal_ref(def, id)?))
             }
+            EventDefinition::Several(_) => {
+                return Err(self.err(
+                    Some(id),
+                    "a process start event with several event definitions is not supported",
+                ))
+            }
             _ => return Err(self.unsupported_definition(id, "startEvent", definition)),
         };
         Ok(ElementKind::StartEvent { message })
@@ -142,6 +221,7 @@ impl Parser<'_> {
             EventDefinition::Message(def) => EndKind::Message(self.message_throw(node, def, id)?),
             EventDefinition::Signal(def) => EndKind::Signal(self.signal_ref(def, id)?),
             EventDefinition::Escalation(def) => EndKind::Escalation(escalation_ref(def)),
+            EventDefinition::Several(event) => EndKind::Multiple(self.throw_set(event, id)?),
             _ => return Err(self.unsupported_definition(id, "endEvent", definition)),
         };
         Ok(ElementKind::EndEvent(end))
@@ -161,6 +241,9 @@ impl Parser<'_> {
             EventDefinition::Signal(def) => Ok(ElementKind::SignalThrow(self.signal_ref(def, id)?)),
             EventDefinition::Escalation(def) => {
                 Ok(ElementKind::EscalationThrow(escalation_ref(def)))
+            }
+            EventDefinition::Several(event) => {
+                Ok(ElementKind::MultipleThrow(self.throw_set(event, id)?))
             }
             EventDefinition::Link(def) => Ok(ElementKind::LinkThrow {
                 name: self.link_name(def, id)?,
@@ -185,6 +268,9 @@ impl Parser<'_> {
             EventDefinition::Signal(def) => Ok(ElementKind::SignalCatch(self.signal_ref(def, id)?)),
             EventDefinition::Conditional(def) => {
                 Ok(ElementKind::ConditionalCatch(self.condition(def, id)?))
+            }
+            EventDefinition::Several(event) => {
+                Ok(ElementKind::MultipleCatch(self.catch_set(event, id)?))
             }
             EventDefinition::Link(def) => Ok(ElementKind::LinkCatch {
                 name: self.link_name(def, id)?,
@@ -238,6 +324,9 @@ impl Parser<'_> {
             EventDefinition::Escalation(def) => BoundaryTrigger::Escalation(escalation_ref(def)),
             EventDefinition::Conditional(def) => {
                 BoundaryTrigger::Conditional(self.condition(def, id)?)
+            }
+            EventDefinition::Several(event) => {
+                BoundaryTrigger::Multiple(Box::new(self.catch_set(event, id)?))
             }
             EventDefinition::Absent => {
                 return Err(self.err(

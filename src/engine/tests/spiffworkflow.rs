@@ -256,3 +256,51 @@ fn a_signal_starts_the_event_subprocess() {
     assert_eq!(task(&state, "sub").state, TaskState::Completed);
     assert_eq!(Value::Object(state.data), json!({"v1": true, "v2": false}));
 }
+
+/// MultipleThrowEventIntermediateCatchTest: `initiate` throws message_1 and message_2 from one
+/// event; `respond` waits for both at one catch event (`parallelMultiple`) and completes once
+/// both arrived. Here the processes are two instances and the shell carries the messages.
+#[test]
+fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
+    let m = spiffworkflow_model("bpmn/data/multiple-throw.bpmn", "respond");
+    let mut respond = start_process(&m, "respond", json!({}));
+    let catch = task(&respond, "StartEvent_1").guid;
+    assert_eq!(task(&respond, "StartEvent_1").state, TaskState::Waiting);
+    let (initiate, effects) = start(
+        &m,
+        "initiate",
+        Event::Start {
+            start_event_id: None,
+            data: Map::new(),
+            message: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(initiate.status, InstanceStatus::Complete);
+    let sent: Vec<&str> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::SendMessage { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent, ["message_1", "message_2"]);
+    for (n, name) in sent.iter().enumerate() {
+        step(
+            &m,
+            &mut respond,
+            Event::MessageDelivered {
+                task_guid: catch,
+                name: name.to_string(),
+                payload: json!({}),
+            },
+        )
+        .unwrap();
+        let expected = if n == 0 {
+            InstanceStatus::Waiting
+        } else {
+            InstanceStatus::Complete
+        };
+        assert_eq!(respond.status, expected, "after {name}");
+    }
+}

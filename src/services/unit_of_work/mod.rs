@@ -49,6 +49,9 @@ pub struct UnitOfWork<'c> {
     signal_deliveries: Vec<(String, i64)>,
     /// Instances started by signals in this unit: (signal name, instance).
     signal_starts: Vec<(String, i64)>,
+    /// Tasks a message was routed to in this unit (their step may still be queued): another
+    /// message for one of them waits until that step has run.
+    deliveries_in_flight: std::collections::HashSet<Uuid>,
 }
 
 struct Loaded {
@@ -83,6 +86,16 @@ enum Work {
     /// A signal for an instance that waited for it when it was thrown: delivered if the
     /// instance still waits (the delivery takes its waits under its lock, so exactly once).
     Signal(i64, String),
+    /// A receive of a task that already has a message on its way in this unit (a catch with
+    /// several messages): it looks in the buffer once that delivery has stepped, if the task
+    /// still waits for it (its correlation key is read then when not given).
+    MatchBuffer {
+        id: i64,
+        task_guid: Uuid,
+        receive_id: i64,
+        name: String,
+        key: Option<String>,
+    },
 }
 
 /// What became of an event a caller applied to an instance.
@@ -157,6 +170,7 @@ impl<'c> UnitOfWork<'c> {
             actor: None,
             signal_deliveries: Vec::new(),
             signal_starts: Vec::new(),
+            deliveries_in_flight: Default::default(),
         })
     }
 

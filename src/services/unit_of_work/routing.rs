@@ -92,8 +92,23 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, receive.task_guid).await?;
                 continue;
             }
+            if self.deliveries_in_flight.contains(&receive.task_guid) {
+                // Another of the task's messages is on its way: whether it still waits for this
+                // one is known once that has stepped; this message goes elsewhere (or to the
+                // buffer, where the receive looks for it then).
+                self.claimed_receives.push(receive.id);
+                self.queue.push_back(Work::MatchBuffer {
+                    id: receive.process_instance_id,
+                    task_guid: receive.task_guid,
+                    receive_id: receive.id,
+                    name: name.to_string(),
+                    key: None,
+                });
+                continue;
+            }
             // The instance is locked and its task still waits: the receive is this message's.
             self.claimed_receives.push(receive.id);
+            self.deliveries_in_flight.insert(receive.task_guid);
             self.queue.push_back(Work::Step(
                 receive.process_instance_id,
                 Event::MessageDelivered {
@@ -150,17 +165,38 @@ impl<'c> UnitOfWork<'c> {
         )
         .await?
         .ok_or_else(|| anyhow!("message insert without uuid conflicted"))?;
-        let buffered = store::messages::claim_buffered_send(
-            &mut self.tx,
-            name,
-            &canonical_key(expected),
-            receive_id,
-            id,
-        )
-        .await?;
+        let key = canonical_key(expected);
+        if self.deliveries_in_flight.contains(&task_guid) {
+            // another of the task's messages is on its way: whether it still waits for this
+            // one is known once that has stepped
+            self.queue.push_back(Work::MatchBuffer {
+                id,
+                task_guid,
+                receive_id,
+                name: name.to_string(),
+                key: Some(key),
+            });
+            return Ok(());
+        }
+        self.match_buffer(id, task_guid, receive_id, name, &key)
+            .await
+    }
+
+    /// Delivers a buffered send that matches a new receive, if one is buffered.
+    pub(super) async fn match_buffer(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        receive_id: i64,
+        name: &str,
+        key: &str,
+    ) -> Result<()> {
+        let buffered =
+            store::messages::claim_buffered_send(&mut self.tx, name, key, receive_id, id).await?;
         if let Some(send) = buffered {
             store::messages::complete_receive(&mut self.tx, receive_id, send.id).await?;
             let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
+            self.deliveries_in_flight.insert(task_guid);
             self.queue.push_back(Work::Step(
                 id,
                 Event::MessageDelivered {

@@ -216,6 +216,33 @@ impl<'c> UnitOfWork<'c> {
                         self.handle_effect(id, effect).await?;
                     }
                 }
+                Work::MatchBuffer {
+                    id,
+                    task_guid,
+                    receive_id,
+                    name,
+                    key,
+                } => {
+                    let still_waits = self.instances.get(&id).is_some_and(|loaded| {
+                        loaded.state.task(task_guid).is_some_and(|task| {
+                            let process = loaded.spec.process(&loaded.state.process_id);
+                            process
+                                .and_then(|p| p.element(&task.element_id))
+                                .is_some_and(|element| {
+                                    task.waits_for_message(element)
+                                        && element.message_catch_named(&name).is_some()
+                                })
+                        })
+                    });
+                    let key = match key {
+                        Some(key) => Some(key),
+                        None => store::messages::receive_key(&mut self.tx, receive_id).await?,
+                    };
+                    if let (true, Some(key)) = (still_waits, key) {
+                        self.match_buffer(id, task_guid, receive_id, &name, &key)
+                            .await?;
+                    }
+                }
                 Work::Signal(id, name) => {
                     if !self.load(id).await? || !self.takes_events(id) {
                         continue;
