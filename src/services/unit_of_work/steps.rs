@@ -348,7 +348,8 @@ impl<'c> UnitOfWork<'c> {
     /// Fires a claimed timer: locks its instance, takes the timer (gone: another worker fired
     /// it or a step cancelled it, and nothing happens) and steps the instance. Whether it fired.
     pub async fn fire_timer(&mut self, instance_id: i64, timer_id: i64) -> Result<bool> {
-        if !self.load(instance_id).await? {
+        // a suspended instance keeps its timer: it is due again when its claim runs out
+        if !self.load(instance_id).await? || !self.takes_events(instance_id) {
             return Ok(false);
         }
         let Some(task_guid) = store::timers::take(&mut self.tx, timer_id).await? else {
