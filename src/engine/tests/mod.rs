@@ -98,6 +98,38 @@ fn start_with(m: &ModelSpec, data: Value) -> (InstanceState, Vec<Effect>) {
     .expect("start")
 }
 
+/// Completes the waiting user or manual task `guid` with `data` (merged into task data).
+fn complete_guid(m: &ModelSpec, st: &mut InstanceState, guid: Uuid, data: Value) -> Vec<Effect> {
+    step(
+        m,
+        st,
+        Event::CompleteTask {
+            task_guid: guid,
+            data: map(data),
+        },
+    )
+    .expect("the task completes")
+}
+
+/// Delivers message `name` to the waiting task `guid`.
+fn deliver_guid(
+    m: &ModelSpec,
+    st: &mut InstanceState,
+    guid: Uuid,
+    name: &str,
+    payload: Value,
+) -> Result<Vec<Effect>, EngineError> {
+    step(
+        m,
+        st,
+        Event::MessageDelivered {
+            task_guid: guid,
+            name: name.into(),
+            payload,
+        },
+    )
+}
+
 /// The most recent task for an element.
 fn task<'a>(st: &'a InstanceState, element: &str) -> &'a Task {
     st.tasks

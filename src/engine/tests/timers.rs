@@ -151,15 +151,7 @@ fn completing_the_task_cancels_its_timer() {
     let m = user_task_with_timer(true, "timeDuration", "\"P3D\"");
     let (mut st, _) = start_with(&m, json!({}));
     let (u, late) = (task(&st, "u").guid, task(&st, "late").guid);
-    let effects = step(
-        &m,
-        &mut st,
-        Event::CompleteTask {
-            task_guid: u,
-            data: Map::new(),
-        },
-    )
-    .unwrap();
+    let effects = complete_guid(&m, &mut st, u, json!({}));
     assert_eq!(effects, vec![Effect::CancelTimer { task_guid: late }]);
     assert_eq!(st.status, InstanceStatus::Complete);
     assert!(step(&m, &mut st, Event::TimerFired { task_guid: late }).is_err());
@@ -200,15 +192,7 @@ fn a_non_interrupting_duration_fires_once() {
     assert_eq!(st.data["reminders"], json!(1));
     assert_eq!(st.live_tasks().count(), 1);
     let u = task(&st, "u").guid;
-    step(
-        &m,
-        &mut st,
-        Event::CompleteTask {
-            task_guid: u,
-            data: Map::new(),
-        },
-    )
-    .unwrap();
+    complete_guid(&m, &mut st, u, json!({}));
     assert_eq!(st.status, InstanceStatus::Complete);
 }
 
@@ -260,15 +244,7 @@ fn at_an_event_based_gateway_the_timer_wins_and_cancels_the_message_wait() {
     assert_eq!(count(&st, "expired"), 1);
     assert_eq!(st.status, InstanceStatus::Complete);
     // the message comes too late: nothing waits for it
-    let late = step(
-        &m,
-        &mut st,
-        Event::MessageDelivered {
-            task_guid: paid,
-            name: "request".into(),
-            payload: json!({}),
-        },
-    );
+    let late = deliver_guid(&m, &mut st, paid, "request", json!({}));
     assert!(late.is_err());
 }
 
@@ -277,16 +253,7 @@ fn at_an_event_based_gateway_the_message_wins_and_cancels_the_timer() {
     let m = race_model();
     let (mut st, _) = start_with(&m, json!({}));
     let (paid, deadline) = (task(&st, "paid").guid, task(&st, "deadline").guid);
-    let effects = step(
-        &m,
-        &mut st,
-        Event::MessageDelivered {
-            task_guid: paid,
-            name: "request".into(),
-            payload: json!({}),
-        },
-    )
-    .unwrap();
+    let effects = deliver_guid(&m, &mut st, paid, "request", json!({})).unwrap();
     assert!(effects.contains(&Effect::CancelTimer {
         task_guid: deadline
     }));
@@ -357,16 +324,7 @@ fn a_non_interrupting_message_boundary_runs_its_path_and_waits_again() {
     let (mut st, _) = start_with(&m, json!({}));
     for n in 1..=2 {
         let nudge = task(&st, "nudge").guid;
-        let effects = step(
-            &m,
-            &mut st,
-            Event::MessageDelivered {
-                task_guid: nudge,
-                name: "request".into(),
-                payload: json!({}),
-            },
-        )
-        .unwrap();
+        let effects = deliver_guid(&m, &mut st, nudge, "request", json!({})).unwrap();
         assert_eq!(st.data["nudges"], json!(n));
         assert_eq!(task(&st, "u").state, TaskState::Waiting);
         let rearmed = task(&st, "nudge").guid;
@@ -440,15 +398,7 @@ fn a_conditional_catch_waits_until_its_condition_holds() {
     let (mut st, _) = start_with(&m, json!({}));
     assert_eq!(task(&st, "when_a").state, TaskState::Waiting);
     let a = task(&st, "a").guid;
-    step(
-        &m,
-        &mut st,
-        Event::CompleteTask {
-            task_guid: a,
-            data: map(json!({"task_a_done": true})),
-        },
-    )
-    .unwrap();
+    complete_guid(&m, &mut st, a, json!({"task_a_done": true}));
     assert_eq!(task(&st, "when_a").state, TaskState::Completed);
     assert_eq!(st.status, InstanceStatus::Complete);
 }
@@ -469,15 +419,7 @@ fn a_conditional_boundary_interrupts_when_its_condition_holds() {
     let (mut st, _) = start_with(&m, json!({"task_c_done": false}));
     assert_eq!(task(&st, "when_c").state, TaskState::Waiting);
     let c = task(&st, "c").guid;
-    step(
-        &m,
-        &mut st,
-        Event::CompleteTask {
-            task_guid: c,
-            data: map(json!({"task_c_done": true})),
-        },
-    )
-    .unwrap();
+    complete_guid(&m, &mut st, c, json!({"task_c_done": true}));
     assert_eq!(task(&st, "d").state, TaskState::Cancelled);
     assert_eq!(count(&st, "e_b"), 1);
     assert_eq!(st.status, InstanceStatus::Complete);
@@ -534,14 +476,12 @@ fn an_interrupting_message_event_subprocess_ends_the_main_flow() {
     let listener = task(&st, "cancel_start").guid;
     assert!(effects.iter().any(|e| matches!(e, Effect::WaitForMessage { task_guid, name, .. } if *task_guid == listener && name == "request")));
     assert_eq!(st.status, InstanceStatus::UserInputRequired);
-    step(
+    deliver_guid(
         &m,
         &mut st,
-        Event::MessageDelivered {
-            task_guid: listener,
-            name: "request".into(),
-            payload: json!({"reason": "changed my mind"}),
-        },
+        listener,
+        "request",
+        json!({"reason": "changed my mind"}),
     )
     .unwrap();
     assert_eq!(task(&st, "u").state, TaskState::Cancelled);
@@ -585,15 +525,7 @@ fn an_event_subprocess_listener_ends_with_its_process() {
     assert_eq!(task(&st, "nudge_start").state, TaskState::Waiting);
 
     let u = task(&st, "u").guid;
-    let effects = step(
-        &m,
-        &mut st,
-        Event::CompleteTask {
-            task_guid: u,
-            data: Map::new(),
-        },
-    )
-    .unwrap();
+    let effects = complete_guid(&m, &mut st, u, json!({}));
     assert_eq!(effects, vec![Effect::CancelSignalWait { task_guid: again }]);
     assert_eq!(st.status, InstanceStatus::Complete);
 }
@@ -745,16 +677,7 @@ fn a_catch_with_several_definitions_completes_on_the_first() {
         })
         .collect();
     assert_eq!(waits, ["request", "reply", "timer"]);
-    let effects = step(
-        &m,
-        &mut st,
-        Event::MessageDelivered {
-            task_guid: any,
-            name: "reply".into(),
-            payload: json!({}),
-        },
-    )
-    .unwrap();
+    let effects = deliver_guid(&m, &mut st, any, "reply", json!({})).unwrap();
     assert_eq!(
         effects,
         vec![
@@ -774,16 +697,7 @@ fn a_parallel_multiple_catch_waits_for_every_definition() {
     fire(&m, &mut st, "any");
     assert_eq!(st.status, InstanceStatus::Waiting);
     for name in ["request", "reply"] {
-        step(
-            &m,
-            &mut st,
-            Event::MessageDelivered {
-                task_guid: any,
-                name: name.into(),
-                payload: json!({}),
-            },
-        )
-        .unwrap();
+        deliver_guid(&m, &mut st, any, name, json!({})).unwrap();
     }
     assert_eq!(st.status, InstanceStatus::Complete);
     assert!(st.internal.fired.is_empty());
