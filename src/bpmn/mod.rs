@@ -213,6 +213,9 @@ pub enum ElementKind {
     StartEvent {
         message: Option<MessageCatchSpec>,
     },
+    /// A process start event with several message definitions: any of the messages starts an
+    /// instance; `parallelMultiple`, the instance then waits at it for the others.
+    MultipleStart(CatchSet),
     /// A timer start event of a process: the service starts an instance at each occurrence.
     TimerStart(TimerSpec),
     /// A signal start event of a process: every throw of the signal starts an instance.
@@ -444,7 +447,7 @@ impl ElementSpec {
     /// several event definitions.
     pub fn catch_set(&self) -> Option<&CatchSet> {
         match (&self.kind, self.trigger()) {
-            (ElementKind::MultipleCatch(set), _) => Some(set),
+            (ElementKind::MultipleCatch(set) | ElementKind::MultipleStart(set), _) => Some(set),
             (_, Some(BoundaryTrigger::Multiple(set))) => Some(set),
             _ => None,
         }

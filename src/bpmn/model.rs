@@ -61,7 +61,8 @@ impl ModelSpec {
 
     /// JSON overview for the API:
     /// `{primary_process_id, files, processes: [{id, name, file, is_primary, start_events:
-    /// [{id, name, kind: "none"|"message"|"timer"|"signal", message_name, signal_name}]}],
+    /// [{id, name, kind: "none"|"message"|"messages"|"timer"|"signal", message_name, signal_name,
+    /// message_names (kind "messages": several message definitions)}]}],
     /// start_messages: [..],
     /// waits_for_messages: [..], sends_messages: [..], service_operators: [..],
     /// correlation_properties: [{id, name, messages: [..]}]}` (name lists sorted, unique).
@@ -100,19 +101,29 @@ impl ModelSpec {
                         ElementKind::StartEvent { message: Some(m) } => {
                             ("message", Some(m.message_name.clone()), None)
                         }
+                        ElementKind::MultipleStart(_) => ("messages", None, None),
                         ElementKind::TimerStart(_) => ("timer", None, None),
                         ElementKind::SignalStart(s) => {
                             ("signal", None, Some(s.signal_name.clone()))
                         }
                         _ => ("none", None, None),
                     };
-                    json!({
+                    let mut shown = json!({
                         "id": element.id,
                         "name": element.name,
                         "kind": kind,
                         "message_name": message,
                         "signal_name": signal,
-                    })
+                    });
+                    if kind == "messages" {
+                        let names: Vec<&str> = element
+                            .message_catches()
+                            .iter()
+                            .map(|m| m.message_name.as_str())
+                            .collect();
+                        shown["message_names"] = json!(names);
+                    }
+                    shown
                 })
                 .collect();
             processes.push(json!({

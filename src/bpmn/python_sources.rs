@@ -125,7 +125,7 @@ impl<'m> Collector<'m> {
                     }
                 }
             }
-            ElementKind::MultipleCatch(set) => {
+            ElementKind::MultipleCatch(set) | ElementKind::MultipleStart(set) => {
                 for trigger in &set.triggers {
                     self.trigger(id, trigger);
                 }

@@ -66,8 +66,9 @@ fn named_start_event(
             process.id
         )));
     }
-    if let (Some(awaited), Some((name, _))) = (start_message(&process.elements[id]), message) {
-        if awaited != name {
+    let element = &process.elements[id];
+    if let (Some(awaited), Some((name, _))) = (start_message(element), message) {
+        if element.message_catch_named(name).is_none() {
             return Err(EngineError::Invalid(format!(
                 "start event '{id}' waits for message '{awaited}', not '{name}'"
             )));
@@ -80,7 +81,10 @@ fn message_start_event(process: &ProcessSpec, name: &str) -> Result<String, Engi
     process
         .start_events
         .iter()
-        .find(|s| start_message(&process.elements[*s]) == Some(name))
+        .find(|s| {
+            let element = &process.elements[*s];
+            start_message(element).is_some() && element.message_catch_named(name).is_some()
+        })
         .cloned()
         .ok_or_else(|| {
             EngineError::Invalid(format!(
@@ -112,10 +116,12 @@ fn none_start_events(process: &ProcessSpec) -> Result<Vec<String>, EngineError> 
     Ok(starts)
 }
 
-/// The message a start event waits for (None for a none start event).
+/// The (first) message a start event waits for (None for a none, timer or signal start).
 fn start_message(element: &ElementSpec) -> Option<&str> {
     match &element.kind {
-        ElementKind::StartEvent { message: Some(m) } => Some(&m.message_name),
+        ElementKind::StartEvent { message: Some(_) } | ElementKind::MultipleStart(_) => {
+            element.message_catch().map(|m| m.message_name.as_str())
+        }
         _ => None,
     }
 }

@@ -5,7 +5,10 @@
 use super::boundaries::Fired;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::{Effect, TaskState};
-use crate::bpmn::{ElementKind, ElementSpec, EndKind, MessageCatchSpec, MessageThrowSpec, Throw};
+use crate::bpmn::{
+    BoundaryTrigger, CatchSet, ElementKind, ElementSpec, EndKind, MessageCatchSpec,
+    MessageThrowSpec, Throw,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -22,16 +25,40 @@ impl<'m> Interpreter<'m> {
         let guid = self.new_task(element, None, TaskState::Ready);
         self.current = Some(guid);
         self.pre_script(element)?;
-        if let (
-            ElementKind::StartEvent {
-                message: Some(catch),
-            },
-            Some((name, payload)),
-        ) = (&element.kind, message)
-        {
-            self.receive_message(catch, name, payload);
+        if let Some((name, payload)) = message {
+            if let Some(catch) = element.message_catch_named(name) {
+                self.receive_message(catch, name, payload);
+            }
+            if let ElementKind::MultipleStart(set) = &element.kind {
+                if set.parallel {
+                    return self.wait_for_the_other_start_messages(guid, element, set, name);
+                }
+            }
         }
         self.complete_activity(guid)
+    }
+
+    /// A `parallelMultiple` start event that one of its messages started: the instance waits
+    /// at it for the others (correlated by what the first one established).
+    fn wait_for_the_other_start_messages(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        set: &'m CatchSet,
+        arrived: &str,
+    ) -> Outcome {
+        let mut fired = std::collections::BTreeSet::new();
+        for (index, trigger) in set.triggers.iter().enumerate() {
+            match trigger {
+                BoundaryTrigger::Message(m) if m.message_name == arrived => {
+                    fired.insert(index);
+                }
+                _ => self.wait_for_trigger(guid, element, trigger, None)?,
+            }
+        }
+        self.set_state(guid, TaskState::Waiting);
+        self.state.internal.fired.insert(guid, fired);
+        Ok(())
     }
 
     pub fn reach_end_event(

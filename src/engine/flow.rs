@@ -51,6 +51,7 @@ impl<'m> Interpreter<'m> {
             ElementKind::StartEvent { .. }
             | ElementKind::TimerStart(_)
             | ElementKind::SignalStart(_)
+            | ElementKind::MultipleStart(_)
             | ElementKind::PassThrough
             | ElementKind::Boundary(_)
             | ElementKind::ExclusiveGateway

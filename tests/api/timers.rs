@@ -685,3 +685,35 @@ async fn a_multiple_throw_completes_a_catch_waiting_for_all() {
     let left = messages(&app, "status=ready").await;
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A start event with both messages (`parallelMultiple`): the first message starts the
+/// instance, which waits at the start event for the second (correlated by the order id the
+/// first established), then runs.
+#[tokio::test]
+async fn a_parallel_start_event_starts_on_one_message_and_waits_for_the_other() {
+    let app = app().await;
+    let xml = definitions(
+        r#"<bpmn:correlationProperty id="order_id" name="order id">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_a"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_b"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_a" name="order_paid" /><bpmn:message id="m_b" name="order_packed" />
+  <bpmn:process id="ship" isExecutable="true">
+    <bpmn:startEvent id="both" parallelMultiple="true">
+      <bpmn:messageEventDefinition messageRef="m_a" />
+      <bpmn:messageEventDefinition messageRef="m_b" />
+    </bpmn:startEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="both" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "orders/ship", "s.bpmn", &xml).await;
+    let (status, first) = send(&app, "order_paid", &json!({"order_id": 7}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["process_instance"]["status"], "waiting", "{first}");
+    let id = first["process_instance"]["id"].as_i64().unwrap();
+    let (status, second) = send(&app, "order_packed", &json!({"order_id": 7}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["process_instance"]["id"], id, "{second}");
+    assert_eq!(second["process_instance"]["status"], "complete", "{second}");
+}

@@ -83,14 +83,16 @@ fn message_starts(processes: &Processes) -> Result<Vec<MessageStart>, ModelError
     for process_id in &processes.order {
         let process = &processes.by_id[process_id];
         for start_event_id in &process.start_events {
-            let ElementKind::StartEvent {
-                message: Some(catch),
-            } = &process.elements[start_event_id].kind
-            else {
+            let start = &process.elements[start_event_id];
+            if !matches!(
+                start.kind,
+                ElementKind::StartEvent { .. } | ElementKind::MultipleStart(_)
+            ) {
                 continue;
-            };
-            if let Some(first) = starts.iter().find(|s| s.message_name == catch.message_name) {
-                return Err(ModelError::new(
+            }
+            for catch in start.message_catches() {
+                if let Some(first) = starts.iter().find(|s| s.message_name == catch.message_name) {
+                    return Err(ModelError::new(
                     &process.file,
                     Some(start_event_id),
                     format!(
@@ -98,12 +100,13 @@ fn message_starts(processes: &Processes) -> Result<Vec<MessageStart>, ModelError
                         catch.message_name, first.process_id, first.start_event_id
                     ),
                 ));
+                }
+                starts.push(MessageStart {
+                    message_name: catch.message_name.clone(),
+                    process_id: process_id.clone(),
+                    start_event_id: start_event_id.clone(),
+                });
             }
-            starts.push(MessageStart {
-                message_name: catch.message_name.clone(),
-                process_id: process_id.clone(),
-                start_event_id: start_event_id.clone(),
-            });
         }
     }
     Ok(starts)

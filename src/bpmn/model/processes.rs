@@ -95,7 +95,7 @@ impl Resolver<'_> {
             | ElementKind::EventSubProcessStart { trigger, .. } => {
                 self.resolve_trigger(id, trigger)?
             }
-            ElementKind::MultipleCatch(set) => {
+            ElementKind::MultipleCatch(set) | ElementKind::MultipleStart(set) => {
                 for trigger in &mut set.triggers {
                     self.resolve_trigger(id, trigger)?;
                 }

@@ -197,11 +197,19 @@ impl Parser<'_> {
             EventDefinition::Signal(def) => {
                 return Ok(ElementKind::SignalStart(self.signal_ref(def, id)?))
             }
-            EventDefinition::Several(_) => {
-                return Err(self.err(
-                    Some(id),
-                    "a process start event with several event definitions is not supported",
-                ))
+            EventDefinition::Several(event) => {
+                let set = self.catch_set(event, id)?;
+                if !set
+                    .triggers
+                    .iter()
+                    .all(|t| matches!(t, BoundaryTrigger::Message(_)))
+                {
+                    return Err(self.err(
+                        Some(id),
+                        "a process start event with several event definitions may only have messages",
+                    ));
+                }
+                return Ok(ElementKind::MultipleStart(set));
             }
             _ => return Err(self.unsupported_definition(id, "startEvent", definition)),
         };

@@ -140,6 +140,7 @@ impl Parser<'_> {
                 | ElementKind::EventSubProcessStart { .. }
                 | ElementKind::TimerStart(_)
                 | ElementKind::SignalStart(_)
+                | ElementKind::MultipleStart(_)
         ) {
             contents
                 .starts

@@ -304,3 +304,53 @@ fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
         assert_eq!(respond.status, expected, "after {name}");
     }
 }
+
+fn start_by_message(m: &ModelSpec, name: &str) -> InstanceState {
+    let event = Event::Start {
+        start_event_id: None,
+        data: Map::new(),
+        message: Some((name.to_string(), json!({}))),
+    };
+    start(m, "main", event).expect("start").0
+}
+
+/// MultipleStartEventTest: either message starts the process; its first task is then ready.
+#[test]
+fn a_start_event_with_several_messages_starts_on_either() {
+    let m = spiffworkflow_model("bpmn/data/multiple-start.bpmn", "main");
+    let starts: Vec<&str> = m
+        .message_starts
+        .iter()
+        .map(|s| s.message_name.as_str())
+        .collect();
+    assert_eq!(starts, ["message_1", "message_2"]);
+    for name in ["message_1", "message_2"] {
+        let state = start_by_message(&m, name);
+        assert_eq!(task(&state, "StartEvent_1").state, TaskState::Completed);
+        // any_task is a bpmn:task: it runs at once here, so the process completes
+        assert_eq!(state.status, InstanceStatus::Complete, "{name}");
+    }
+}
+
+/// ParallelStartEventTest: after message_1 the start event still waits (for message_2); after
+/// message_2 the process goes on.
+#[test]
+fn a_parallel_start_event_waits_for_every_message() {
+    let m = spiffworkflow_model("bpmn/data/multiple-start-parallel.bpmn", "main");
+    let mut state = start_by_message(&m, "message_1");
+    assert_eq!(waiting(&state), ["StartEvent_1"]);
+    assert_eq!(state.status, InstanceStatus::Waiting);
+    let start_task = task(&state, "StartEvent_1").guid;
+    step(
+        &m,
+        &mut state,
+        Event::MessageDelivered {
+            task_guid: start_task,
+            name: "message_2".into(),
+            payload: json!({}),
+        },
+    )
+    .unwrap();
+    assert_eq!(task(&state, "StartEvent_1").state, TaskState::Completed);
+    assert_eq!(state.status, InstanceStatus::Complete);
+}
