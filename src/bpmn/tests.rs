@@ -454,10 +454,10 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "a timer event needs a timeDate, timeDuration or timeCycle",
         ),
         (
-            "signal start without its signal",
-            p(r#"<bpmn:startEvent id="s"><bpmn:signalEventDefinition/></bpmn:startEvent>"#),
+            "signal that is not defined",
+            p(r#"<bpmn:startEvent id="s"><bpmn:signalEventDefinition signalRef="nope"/></bpmn:startEvent>"#),
             Some("s"),
-            "signal event without signalRef",
+            "signalRef 'nope' is not a bpmn:signal of this model",
         ),
         (
             "link without its catch",

@@ -717,3 +717,45 @@ async fn a_parallel_start_event_starts_on_one_message_and_waits_for_the_other() 
     assert_eq!(second["process_instance"]["id"], id, "{second}");
     assert_eq!(second["process_instance"]["status"], "complete", "{second}");
 }
+
+/// Two transactions fire the same timer (as two replicas whose claims overlapped would): the
+/// second waits for the first's instance lock, then finds the timer gone and does nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timer_fired_by_two_transactions_fires_once() {
+    use workflow_backend::services::UnitOfWork;
+    let app = app().await;
+    upload_ok(&app, "timers/hour", "h.bpmn", &waits_an_hour("hour")).await;
+    let id = start_ok(&app, "timers/hour", &json!({})).await;
+    let timer: i64 = sqlx::query_scalar("SELECT id FROM timers")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let mut first = UnitOfWork::begin(&app.state.pool, &app.state.models)
+        .await
+        .unwrap();
+    assert!(first.fire_timer(id, timer).await.unwrap());
+    let state = app.state.clone();
+    let second = tokio::spawn(async move {
+        let mut unit = UnitOfWork::begin(&state.pool, &state.models).await.unwrap();
+        let fired = unit.fire_timer(id, timer).await.unwrap();
+        unit.commit().await.unwrap();
+        fired
+    });
+    first.commit().await.unwrap();
+    assert!(
+        !second.await.unwrap(),
+        "the second transaction fired it again"
+    );
+    let shown = show(&app, id).await;
+    let ends = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["element_id"] == "done")
+        .count();
+    assert_eq!(
+        (shown["status"].as_str(), ends),
+        (Some("complete"), 1),
+        "{shown}"
+    );
+}

@@ -200,6 +200,9 @@ impl Resolver<'_> {
     }
 
     fn signal_name(&self, element_id: &str, signal_ref: &str) -> Result<String, ModelError> {
+        if signal_ref.is_empty() {
+            return Ok(String::new()); // unnamed
+        }
         let Some(signal) = self.shared.signals.get(signal_ref) else {
             return Err(ModelError::new(
                 self.file,

@@ -349,10 +349,11 @@ impl Parser<'_> {
 
 impl Parser<'_> {
     /// The signal's name is resolved by `build_model`: it may be defined in another file.
-    fn signal_ref(&self, definition: Node, id: &str) -> Result<SignalRef, ModelError> {
+    /// Without `signalRef` (a modeler's draft) the signal is unnamed, as SpiffWorkflow loads
+    /// it: only an unnamed throw in a model reaches it.
+    fn signal_ref(&self, definition: Node, _id: &str) -> Result<SignalRef, ModelError> {
         Ok(SignalRef {
-            signal_ref: nonempty_attr(definition, "signalRef")
-                .ok_or_else(|| self.err(Some(id), "signal event without signalRef"))?,
+            signal_ref: nonempty_attr(definition, "signalRef").unwrap_or_default(),
             signal_name: String::new(),
         })
     }
