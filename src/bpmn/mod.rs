@@ -252,6 +252,9 @@ pub enum ElementKind {
     EndEvent(EndKind),
     ExclusiveGateway,
     ParallelGateway,
+    /// Splits on every true condition (the default flow when none); joins once no token can
+    /// still arrive on an incoming flow that has none.
+    InclusiveGateway,
     ScriptTask {
         script: Option<Script>,
     },

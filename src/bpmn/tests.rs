@@ -408,10 +408,10 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "call activities are not supported",
         ),
         (
-            "inclusive gateway",
-            p(r#"<bpmn:startEvent id="s"/><bpmn:inclusiveGateway id="ig"/>"#),
-            Some("ig"),
-            "inclusive gateways",
+            "complex gateway",
+            p(r#"<bpmn:startEvent id="s"/><bpmn:complexGateway id="cg"/>"#),
+            Some("cg"),
+            "complex gateways are not supported",
         ),
         (
             "event-based gateway",

@@ -15,6 +15,9 @@ impl<'m> Interpreter<'m> {
             while let Some(token) = self.tokens.pop_front() {
                 self.enter(token)?;
             }
+            if self.release_inclusive_joins() {
+                continue;
+            }
             match self.finished_subprocess() {
                 Some(subprocess) => self.complete_subprocess(subprocess)?,
                 None => return Ok(()),
@@ -33,7 +36,7 @@ impl<'m> Interpreter<'m> {
         self.current = None;
         self.count_execution(&token.element)?;
         let element = self.element(&token.element);
-        if !self.join_passes(element, &token) {
+        if !token.joined && !self.join_passes(element, &token) {
             return Ok(()); // wait for the other branches
         }
         let guid = self.new_task(element, token.scope, TaskState::Ready);
@@ -56,6 +59,7 @@ impl<'m> Interpreter<'m> {
             | ElementKind::Boundary(_)
             | ElementKind::ExclusiveGateway
             | ElementKind::ParallelGateway
+            | ElementKind::InclusiveGateway
             | ElementKind::EventGateway => self.complete_activity(guid),
             ElementKind::TimerCatch(timer) => self.start_timer(guid, element, timer),
             ElementKind::ConditionalCatch(_) => {
@@ -70,6 +74,7 @@ impl<'m> Interpreter<'m> {
                     scope,
                     flow: None,
                     race: None,
+                    joined: false,
                 });
                 Ok(())
             }
@@ -160,6 +165,7 @@ impl<'m> Interpreter<'m> {
                 scope,
                 flow: Some(flow_id.to_string()),
                 race,
+                joined: false,
             });
         }
         Ok(())

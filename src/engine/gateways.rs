@@ -4,7 +4,7 @@
 
 use super::interpreter::{Interpreter, ModelFailure, Token};
 use crate::bpmn::{ElementKind, ElementSpec};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
 /// Key of a parallel join's arrivals in `EngineInternal::joins`.
@@ -80,13 +80,19 @@ impl<'m> Interpreter<'m> {
     /// Whether a token may enter `element`: always, except at a parallel join, which records
     /// the arrival and lets one token through once every incoming flow has brought one.
     pub fn join_passes(&mut self, element: &ElementSpec, token: &Token) -> bool {
-        if !(matches!(element.kind, ElementKind::ParallelGateway) && element.incoming.len() > 1) {
+        let inclusive = matches!(element.kind, ElementKind::InclusiveGateway);
+        let parallel = matches!(element.kind, ElementKind::ParallelGateway);
+        if !((parallel || inclusive) && element.incoming.len() > 1) {
             return true;
         }
         let key = join_key(token.scope, &element.id);
         let arrived = self.state.internal.joins.entry(key.clone()).or_default();
         if let Some(flow) = &token.flow {
             *arrived.entry(flow.clone()).or_insert(0) += 1;
+        }
+        if inclusive {
+            // held until the tokens in flight have run (`release_inclusive_joins`)
+            return false;
         }
         if !every_flow_arrived(&element.incoming, arrived) {
             return false;
@@ -116,6 +122,87 @@ impl<'m> Interpreter<'m> {
         for rival in rivals {
             self.cancel_task(rival);
         }
+    }
+
+    /// Inclusive joins with arrivals fire once no token can still come by an incoming flow
+    /// that has none: no live task of their (sub)process can reach that flow (SpiffWorkflow's
+    /// reachability rule). Checked when the tokens in flight have run. Whether one fired.
+    pub fn release_inclusive_joins(&mut self) -> bool {
+        let waiting: Vec<(String, String)> = self
+            .state
+            .internal
+            .joins
+            .keys()
+            .filter_map(|key| {
+                let (scope, gateway) = key.split_once('/')?;
+                let element = self.process.elements.get(gateway)?;
+                matches!(element.kind, ElementKind::InclusiveGateway)
+                    .then(|| (scope.to_string(), gateway.to_string()))
+            })
+            .collect();
+        for (scope, gateway) in waiting {
+            let scope = Uuid::parse_str(&scope).ok();
+            if !self.inclusive_join_may_fire(scope, &gateway) {
+                continue;
+            }
+            self.state.internal.joins.remove(&join_key(scope, &gateway));
+            self.tokens.push_back(Token {
+                element: gateway,
+                scope,
+                flow: None,
+                race: None,
+                joined: true,
+            });
+            return true;
+        }
+        false
+    }
+
+    /// No live task in `scope` reaches an incoming flow of the join that has no token.
+    fn inclusive_join_may_fire(&self, scope: Option<Uuid>, gateway: &str) -> bool {
+        let join = self.element(gateway);
+        let arrived = &self.state.internal.joins[&join_key(scope, gateway)];
+        let missing: Vec<&str> = join
+            .incoming
+            .iter()
+            .filter(|flow| !arrived.contains_key(*flow))
+            .map(|flow| self.process.flows[flow].source.as_str())
+            .collect();
+        if missing.is_empty() {
+            return true;
+        }
+        let starts: Vec<&str> = self
+            .state
+            .live_tasks()
+            .filter(|task| task.scope == scope)
+            .map(|task| task.element_id.as_str())
+            .collect();
+        let reachable = self.reachable_from(&starts, gateway);
+        !missing.iter().any(|source| reachable.contains(source))
+    }
+
+    /// Elements reachable from `starts` by sequence flows and boundary events, not through
+    /// `stop`.
+    fn reachable_from<'a>(&'a self, starts: &[&'a str], stop: &str) -> HashSet<&'a str> {
+        let mut seen: HashSet<&str> = starts.iter().copied().collect();
+        let mut frontier: Vec<&str> = starts.to_vec();
+        while let Some(id) = frontier.pop() {
+            if id == stop {
+                continue;
+            }
+            let element = self.element(id);
+            let next = element
+                .outgoing
+                .iter()
+                .map(|flow| self.process.flows[flow].target.as_str())
+                .chain(element.boundaries.iter().map(String::as_str));
+            for target in next {
+                if seen.insert(target) {
+                    frontier.push(target);
+                }
+            }
+        }
+        seen
     }
 
     /// Forget the joins waiting inside a subprocess (it completed or was cancelled).

@@ -54,6 +54,8 @@ pub(super) struct Token {
     pub flow: Option<String>,
     /// The event-based gateway task whose race it runs in (its catch events race).
     pub race: Option<Uuid>,
+    /// An inclusive join released it: it passes the join without counting as an arrival.
+    pub joined: bool,
 }
 
 pub(super) struct Interpreter<'m> {

@@ -24,6 +24,7 @@ impl<'m> Interpreter<'m> {
                 scope: Some(guid),
                 flow: None,
                 race: None,
+                joined: false,
             });
         }
         Ok(())

@@ -4,6 +4,7 @@ mod auth;
 mod cli;
 mod domain;
 mod errors;
+mod gateways;
 mod hardening;
 mod health;
 mod helpers;

@@ -82,6 +82,7 @@ impl Parser<'_> {
             "exclusiveGateway" => ElementKind::ExclusiveGateway,
             "parallelGateway" => ElementKind::ParallelGateway,
             "eventBasedGateway" => ElementKind::EventGateway,
+            "inclusiveGateway" => ElementKind::InclusiveGateway,
             "subProcess" => self.subprocess(node, id)?,
             _ => return Err(self.err(Some(id), unsupported_reason(element_type))),
         })
@@ -92,7 +93,6 @@ impl Parser<'_> {
 pub(super) fn unsupported_reason(name: &str) -> String {
     let what = match name {
         "callActivity" => "call activities are not supported",
-        "inclusiveGateway" => "inclusive gateways are not supported",
         "complexGateway" => "complex gateways are not supported",
         "businessRuleTask" => "business rule (DMN) tasks are not supported",
         "transaction" => "transactions are not supported",

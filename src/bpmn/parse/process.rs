@@ -24,6 +24,7 @@ const FLOW_NODES: &[&str] = &[
     "exclusiveGateway",
     "parallelGateway",
     "eventBasedGateway",
+    "inclusiveGateway",
     "subProcess",
 ];
 

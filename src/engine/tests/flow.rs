@@ -241,3 +241,35 @@ fn model_and_state_types_are_thread_safe() {
     is::<Event>();
     is::<ModelSpec>();
 }
+
+/// An inclusive join waits for the branches the split took that can still arrive (here a user
+/// task), not for the one it did not take, nor for one that ended elsewhere.
+#[test]
+fn an_inclusive_join_waits_only_for_what_can_still_arrive() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:inclusiveGateway id="split"/>
+        <bpmn:userTask id="slow"/>{}{}<bpmn:endEvent id="elsewhere"/>
+        <bpmn:inclusiveGateway id="join"/><bpmn:endEvent id="e"/>
+        {}{}{}{}{}{}{}"#,
+        script("fast", "fast_done = True"),
+        script("skipped", "skipped_ran = True"),
+        flow("f0", "s", "split"),
+        cond_flow("to_slow", "split", "slow", "True"),
+        cond_flow("to_fast", "split", "fast", "True"),
+        cond_flow("to_skipped", "split", "skipped", "False"),
+        flow("slow_join", "slow", "join") + &flow("fast_join", "fast", "join"),
+        flow("skipped_join", "skipped", "join") + &cond_flow("away", "split", "elsewhere", "True"),
+        flow("f9", "join", "e"),
+    ));
+    let (mut st, _) = start_with(&m, json!({}));
+    assert_eq!(st.data["fast_done"], json!(true));
+    assert_eq!(count(&st, "join"), 0, "the join waits for the user task");
+    assert_eq!(st.status, InstanceStatus::UserInputRequired);
+    let slow = task(&st, "slow").guid;
+    complete_guid(&m, &mut st, slow, json!({}));
+    assert_eq!(count(&st, "join"), 1);
+    assert_eq!(count(&st, "e"), 1);
+    assert!(!st.data.contains_key("skipped_ran"));
+    assert_eq!(st.status, InstanceStatus::Complete);
+    assert!(st.internal.joins.is_empty());
+}

@@ -354,3 +354,48 @@ fn a_parallel_start_event_waits_for_every_message() {
     assert_eq!(task(&state, "StartEvent_1").state, TaskState::Completed);
     assert_eq!(state.status, InstanceStatus::Complete);
 }
+
+/// InclusiveGatewayTest: the split takes every true condition (the default when none), the
+/// join waits for what can still arrive; with no true condition after the join it fails there.
+#[test]
+fn inclusive_gateway_splits_and_joins_as_spiffworkflow_does() {
+    let m = spiffworkflow_model("bpmn/data/inclusive_gateway.bpmn", "main");
+    for (data, expected) in [
+        (
+            json!({"v": -1, "u": -1, "w": -1}),
+            Some(json!({"v": 0, "u": -1, "w": -1})),
+        ),
+        (
+            json!({"v": 0, "u": 1, "w": 1}),
+            Some(json!({"v": 0, "u": 1, "w": 1})),
+        ),
+        (json!({"v": 0, "u": -1, "w": -1}), None),
+    ] {
+        let mut state = start_process(&m, "main", json!({}));
+        let guid = task(&state, "set_data").guid;
+        step(
+            &m,
+            &mut state,
+            Event::CompleteTask {
+                task_guid: guid,
+                data: data.as_object().cloned().unwrap(),
+            },
+        )
+        .unwrap();
+        match expected {
+            Some(expected) => {
+                assert_eq!(
+                    state.status,
+                    InstanceStatus::Complete,
+                    "{data}: {:?}",
+                    state.error
+                );
+                assert_eq!(Value::Object(state.data.clone()), expected, "{data}");
+            }
+            None => {
+                assert_eq!(state.status, InstanceStatus::Error, "{data}");
+                assert_eq!(task(&state, "second").state, TaskState::Error);
+            }
+        }
+    }
+}

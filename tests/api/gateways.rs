@@ -1,0 +1,46 @@
+//! Gateways over HTTP: the inclusive join.
+
+use crate::domain::*;
+use crate::helpers::spawn_app;
+use crate::models::definitions;
+use reqwest::StatusCode;
+use serde_json::json;
+
+/// The split takes `review` (a user task) and `notify` (a script), not `escalate` (its
+/// condition is false): the join waits for the review only, then runs once.
+#[tokio::test]
+async fn an_inclusive_join_does_not_wait_for_a_branch_that_cannot_arrive() {
+    let app = spawn_app().await;
+    let xml = definitions(
+        r#"<bpmn:process id="incl" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="split" />
+    <bpmn:inclusiveGateway id="split" />
+    <bpmn:sequenceFlow id="to_review" sourceRef="split" targetRef="review"><bpmn:conditionExpression>amount &gt; 100</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="to_notify" sourceRef="split" targetRef="notify"><bpmn:conditionExpression>True</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="to_escalate" sourceRef="split" targetRef="escalate"><bpmn:conditionExpression>amount &gt; 10000</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:userTask id="review" />
+    <bpmn:scriptTask id="notify"><bpmn:script>notified = True</bpmn:script></bpmn:scriptTask>
+    <bpmn:scriptTask id="escalate"><bpmn:script>escalated = True</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="r" sourceRef="review" targetRef="join" />
+    <bpmn:sequenceFlow id="n" sourceRef="notify" targetRef="join" />
+    <bpmn:sequenceFlow id="e" sourceRef="escalate" targetRef="join" />
+    <bpmn:inclusiveGateway id="join" />
+    <bpmn:sequenceFlow id="f9" sourceRef="join" targetRef="count" />
+    <bpmn:scriptTask id="count"><bpmn:script>joined = get_task_data_value('joined', 0) + 1</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f10" sourceRef="count" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "gateways/inclusive", "i.bpmn", &xml).await;
+    let id = start_ok(&app, "gateways/inclusive", &json!({"amount": 500})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "user_input_required", "{shown}");
+    assert_eq!(shown["data"]["notified"], true);
+    let review = waiting_task(&app, id, "review").await;
+    let (status, done) = complete_task(&app, id, &review, &json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+    assert_eq!(done["task_data"]["joined"], 1, "{done}");
+    assert!(done["task_data"].get("escalated").is_none(), "{done}");
+}
