@@ -204,6 +204,17 @@ pub struct ElementSpec {
     pub boundaries: Vec<String>,
     pub pre_script: Option<Script>,
     pub post_script: Option<Script>,
+    /// `standardLoopCharacteristics`: the activity repeats.
+    pub standard_loop: Option<StandardLoop>,
+}
+
+/// A standard loop: the activity runs again while `condition` holds, at most `maximum` times;
+/// `test_before` checks the condition before the first run too (it may run zero times).
+#[derive(Debug, Clone)]
+pub struct StandardLoop {
+    pub condition: Option<Expression>,
+    pub maximum: Option<u32>,
+    pub test_before: bool,
 }
 
 #[derive(Debug, Clone)]

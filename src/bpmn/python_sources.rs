@@ -103,6 +103,13 @@ impl<'m> Collector<'m> {
         if let Some(script) = &element.post_script {
             self.script(id, "postScript", script);
         }
+        if let Some(condition) = element
+            .standard_loop
+            .as_ref()
+            .and_then(|l| l.condition.as_ref())
+        {
+            self.expression(id, "loopCondition", condition);
+        }
         match &element.kind {
             ElementKind::ScriptTask {
                 script: Some(script),

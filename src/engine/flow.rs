@@ -39,6 +39,14 @@ impl<'m> Interpreter<'m> {
         if !token.joined && !self.join_passes(element, &token) {
             return Ok(()); // wait for the other branches
         }
+        if let Some(standard_loop) = &element.standard_loop {
+            if !token.repeat && !self.loop_starts(element, standard_loop, token.scope)? {
+                // testBefore and the condition does not hold: the activity is skipped
+                let guid = self.new_task(element, token.scope, TaskState::Completed);
+                self.current = Some(guid);
+                return self.leave(element, token.scope, None);
+            }
+        }
         let guid = self.new_task(element, token.scope, TaskState::Ready);
         if let Some(race) = token.race {
             self.state.internal.races.insert(guid, race);
@@ -75,6 +83,7 @@ impl<'m> Interpreter<'m> {
                     flow: None,
                     race: None,
                     joined: false,
+                    repeat: false,
                 });
                 Ok(())
             }
@@ -146,6 +155,19 @@ impl<'m> Interpreter<'m> {
         self.set_state(guid, TaskState::Completed);
         self.cancel_boundaries(guid);
         self.win_race(guid);
+        if let Some(standard_loop) = &element.standard_loop {
+            if self.loops_again(element, standard_loop, scope)? {
+                self.tokens.push_back(Token {
+                    element: element.id.clone(),
+                    scope,
+                    flow: None,
+                    race: None,
+                    joined: true,
+                    repeat: true,
+                });
+                return Ok(());
+            }
+        }
         // the catch events after an event-based gateway race each other
         let race = matches!(element.kind, ElementKind::EventGateway).then_some(guid);
         self.leave(element, scope, race)
@@ -166,6 +188,7 @@ impl<'m> Interpreter<'m> {
                 flow: Some(flow_id.to_string()),
                 race,
                 joined: false,
+                repeat: false,
             });
         }
         Ok(())

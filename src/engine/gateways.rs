@@ -152,6 +152,7 @@ impl<'m> Interpreter<'m> {
                 flow: None,
                 race: None,
                 joined: true,
+                repeat: false,
             });
             return true;
         }
@@ -211,6 +212,10 @@ impl<'m> Interpreter<'m> {
         self.state
             .internal
             .joins
+            .retain(|key, _| !key.starts_with(&prefix));
+        self.state
+            .internal
+            .loops
             .retain(|key, _| !key.starts_with(&prefix));
     }
 }

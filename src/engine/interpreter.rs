@@ -56,6 +56,8 @@ pub(super) struct Token {
     pub race: Option<Uuid>,
     /// An inclusive join released it: it passes the join without counting as an arrival.
     pub joined: bool,
+    /// The next iteration of a standard loop (not a new arrival).
+    pub repeat: bool,
 }
 
 pub(super) struct Interpreter<'m> {

@@ -23,6 +23,7 @@ mod gateways;
 mod guard;
 mod interpreter;
 mod iso8601;
+mod loops;
 mod migrate;
 mod outcome;
 mod signals;

@@ -196,6 +196,9 @@ pub struct EngineInternal {
     /// (`parallelMultiple`): task guid -> the indexes of the triggers that happened.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fired: BTreeMap<Uuid, std::collections::BTreeSet<usize>>,
+    /// Standard loops under way: `"<scope guid or '-'>/<activity id>"` -> runs completed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loops: BTreeMap<String, u32>,
 }
 
 /// A cycle timer between occurrences.

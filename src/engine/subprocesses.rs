@@ -25,6 +25,7 @@ impl<'m> Interpreter<'m> {
                 flow: None,
                 race: None,
                 joined: false,
+                repeat: false,
             });
         }
         Ok(())

@@ -1,4 +1,4 @@
-//! Gateways over HTTP: the inclusive join.
+//! Gateways and loops over HTTP: the inclusive join, standard loops.
 
 use crate::domain::*;
 use crate::helpers::spawn_app;
@@ -43,4 +43,43 @@ async fn an_inclusive_join_does_not_wait_for_a_branch_that_cannot_arrive() {
     assert_eq!(done["process_instance"]["status"], "complete", "{done}");
     assert_eq!(done["task_data"]["joined"], 1, "{done}");
     assert!(done["task_data"].get("escalated").is_none(), "{done}");
+}
+
+/// A user task in a standard loop (at most three runs) asks again until the answer is yes.
+#[tokio::test]
+async fn a_standard_loop_asks_again_until_the_answer_is_yes() {
+    let app = spawn_app().await;
+    let xml = definitions(
+        r#"<bpmn:process id="ask" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="question" />
+    <bpmn:userTask id="question">
+      <bpmn:standardLoopCharacteristics loopMaximum="3"><bpmn:loopCondition>answer != 'yes'</bpmn:loopCondition></bpmn:standardLoopCharacteristics>
+    </bpmn:userTask>
+    <bpmn:sequenceFlow id="f1" sourceRef="question" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "loops/ask", "a.bpmn", &xml).await;
+    let id = start_ok(&app, "loops/ask", &json!({})).await;
+    for answer in ["no", "maybe"] {
+        let question = waiting_task(&app, id, "question").await;
+        let (status, body) = complete_task(&app, id, &question, &json!({"answer": answer})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["process_instance"]["status"], "user_input_required",
+            "{body}"
+        );
+    }
+    let question = waiting_task(&app, id, "question").await;
+    let (_, body) = complete_task(&app, id, &question, &json!({"answer": "yes"})).await;
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+    let shown = show(&app, id).await;
+    let runs = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["element_id"] == "question")
+        .count();
+    assert_eq!(runs, 3, "{shown}");
 }

@@ -273,3 +273,24 @@ fn an_inclusive_join_waits_only_for_what_can_still_arrive() {
     assert_eq!(st.status, InstanceStatus::Complete);
     assert!(st.internal.joins.is_empty());
 }
+
+/// StandardLoopTest.testLoopCondition's shape: a user task repeats while `not done`; the
+/// person says done in the second run and the loop ends.
+#[test]
+fn a_standard_loop_repeats_a_user_task_while_its_condition_holds() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>
+        <bpmn:userTask id="ask"><bpmn:standardLoopCharacteristics><bpmn:loopCondition>not done</bpmn:loopCondition></bpmn:standardLoopCharacteristics></bpmn:userTask>
+        <bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "ask", "e"]),
+    ));
+    let (mut st, _) = start_with(&m, json!({"done": false}));
+    let first = task(&st, "ask").guid;
+    complete_guid(&m, &mut st, first, json!({"answer": 1}));
+    let second = task(&st, "ask").guid;
+    assert_ne!(first, second, "a new run");
+    assert_eq!(st.status, InstanceStatus::UserInputRequired);
+    complete_guid(&m, &mut st, second, json!({"done": true}));
+    assert_eq!(st.status, InstanceStatus::Complete);
+    assert_eq!(count(&st, "e"), 1);
+}

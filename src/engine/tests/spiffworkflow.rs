@@ -399,3 +399,38 @@ fn inclusive_gateway_splits_and_joins_as_spiffworkflow_does() {
         }
     }
 }
+
+/// StandardLoopTest.testLoopMaximum and testSkipLoop: `not done` with loopMaximum 3 and
+/// testBefore: three runs while not done; none when done from the start.
+#[test]
+fn a_standard_loop_runs_to_its_maximum_or_not_at_all() {
+    let m = spiffworkflow_model("bpmn/data/standard_loop.bpmn", "main");
+    let runs = |state: &InstanceState| {
+        state
+            .tasks
+            .iter()
+            .filter(|t| t.element_id == "any_task")
+            .count()
+    };
+    let state = start_process(&m, "main", json!({"done": false}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(runs(&state), 3);
+    assert!(state.internal.loops.is_empty());
+    let state = start_process(&m, "main", json!({"done": true}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(runs(&state), 1, "one skipped task, no run");
+}
+
+/// ParseStandardLoop: a loop with neither a condition nor a maximum is refused.
+#[test]
+fn a_standard_loop_without_an_end_is_refused() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/conformance/spiffworkflow-tests/bpmn/data/standard_loop_invalid.bpmn");
+    let xml = std::fs::read_to_string(file).expect("../shared beside the checkout");
+    let error = build_model(&[("standard_loop_invalid.bpmn".into(), xml)], Some("main"))
+        .expect_err("refused");
+    assert!(
+        error.reason.contains("loopCondition or a loopMaximum"),
+        "{error}"
+    );
+}
