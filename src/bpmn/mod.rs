@@ -310,6 +310,9 @@ pub enum EndKind {
     Escalation(EscalationRef),
     /// An end event with several event definitions: throws every one, then ends.
     Multiple(Vec<Throw>),
+    /// Cancel end event (inside a transaction): the transaction is cancelled, its data
+    /// changes undone, and its cancel boundary event fires.
+    Cancel,
 }
 
 /// One event definition of a throw event with several.
@@ -415,6 +418,8 @@ pub enum BoundaryTrigger {
     Conditional(Expression),
     /// Several event definitions on one boundary or event subprocess start.
     Multiple(Box<CatchSet>),
+    /// On a transaction: fires when a cancel end event inside it ends it.
+    Cancel,
 }
 
 #[derive(Debug, Clone)]

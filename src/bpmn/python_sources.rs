@@ -91,7 +91,8 @@ impl<'m> Collector<'m> {
             }
             BoundaryTrigger::Error(_)
             | BoundaryTrigger::Signal(_)
-            | BoundaryTrigger::Escalation(_) => {}
+            | BoundaryTrigger::Escalation(_)
+            | BoundaryTrigger::Cancel => {}
         }
     }
 

@@ -63,7 +63,7 @@ impl<'m> Interpreter<'m> {
         };
         if matches!(
             trigger,
-            BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_)
+            BoundaryTrigger::Error(_) | BoundaryTrigger::Escalation(_) | BoundaryTrigger::Cancel
         ) {
             return Ok(());
         }
@@ -84,6 +84,7 @@ impl<'m> Interpreter<'m> {
         match trigger {
             BoundaryTrigger::Error(_)
             | BoundaryTrigger::Escalation(_)
+            | BoundaryTrigger::Cancel
             | BoundaryTrigger::Conditional(_) => {}
             BoundaryTrigger::Message(message) => {
                 let expected = self.expected_correlation(element, message)?;
@@ -159,6 +160,7 @@ impl<'m> Interpreter<'m> {
                 return false;
             }
             self.state.internal.fired.remove(&guid);
+            self.state.internal.transactions.remove(&guid);
         }
         let has = |is: fn(&BoundaryTrigger) -> bool| set.triggers.iter().any(is);
         if has(|t| matches!(t, BoundaryTrigger::Message(_))) {
@@ -424,6 +426,7 @@ pub fn waits_again(trigger: &BoundaryTrigger, next_occurrence: bool) -> bool {
         }
         BoundaryTrigger::Error(_)
         | BoundaryTrigger::Escalation(_)
+        | BoundaryTrigger::Cancel
         | BoundaryTrigger::Conditional(_) => false,
     }
 }

@@ -92,6 +92,7 @@ impl<'m> Interpreter<'m> {
             EndKind::Escalation(escalation) => {
                 self.throw_escalation(scope, escalation.escalation_code.as_deref())
             }
+            EndKind::Cancel => self.cancel_transaction(scope, &element.id),
             EndKind::None | EndKind::Message(_) | EndKind::Multiple(_) => Ok(()),
         }
     }

@@ -199,6 +199,10 @@ pub struct EngineInternal {
     /// Standard loops under way: `"<scope guid or '-'>/<activity id>"` -> runs completed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub loops: BTreeMap<String, u32>,
+    /// Transactions under way: task guid -> the task data when it started (a cancel end event
+    /// restores it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub transactions: BTreeMap<Uuid, super::Map>,
 }
 
 /// A cycle timer between occurrences.

@@ -2,8 +2,9 @@
 //! completes when no path inside it is live, and takes everything inside with it when it is
 //! cancelled or a terminate end event ends its scope.
 
-use super::interpreter::{Interpreter, Outcome, Token};
+use super::interpreter::{Interpreter, ModelFailure, Outcome, Token};
 use super::TaskState;
+use crate::bpmn::BoundaryTrigger;
 use crate::bpmn::ElementSpec;
 use uuid::Uuid;
 
@@ -16,6 +17,11 @@ impl<'m> Interpreter<'m> {
         scope: Option<Uuid>,
     ) -> Outcome {
         self.set_state(guid, TaskState::Started);
+        if element.element_type == "transaction" {
+            // what a cancel end event undoes
+            let before = self.state.data.clone();
+            self.state.internal.transactions.insert(guid, before);
+        }
         self.start_boundaries(guid, element, scope)?;
         self.arm_event_subprocesses(Some(guid))?;
         for start in start_events {
@@ -39,7 +45,7 @@ impl<'m> Interpreter<'m> {
             .iter()
             .find(|task| {
                 task.state == TaskState::Started
-                    && task.element_type == "subProcess"
+                    && matches!(task.element_type.as_str(), "subProcess" | "transaction")
                     && !tasks.iter().any(|child| {
                         child.scope == Some(task.guid)
                             && child.state.is_live()
@@ -52,6 +58,7 @@ impl<'m> Interpreter<'m> {
     pub fn complete_subprocess(&mut self, subprocess: Uuid) -> Outcome {
         // its listeners end with it
         self.cancel_children(subprocess);
+        self.state.internal.transactions.remove(&subprocess);
         self.clear_joins(subprocess);
         self.current = Some(subprocess);
         self.complete_activity(subprocess)
@@ -71,6 +78,37 @@ impl<'m> Interpreter<'m> {
         }
         self.tokens.retain(|token| token.scope != Some(scope));
         self.clear_joins(scope);
+    }
+
+    /// A cancel end event: its transaction is cancelled with everything in it, the task data
+    /// goes back to what it was when the transaction started, and the transaction's cancel
+    /// boundary event (if any) fires.
+    pub fn cancel_transaction(&mut self, scope: Option<Uuid>, element_id: &str) -> Outcome {
+        let Some(transaction) = scope else {
+            return Err(ModelFailure::new(
+                element_id,
+                "a cancel end event outside a transaction",
+            ));
+        };
+        if let Some(before) = self.state.internal.transactions.remove(&transaction) {
+            self.state.data = before;
+        }
+        let element = self.element_of(transaction);
+        let boundary = element
+            .boundaries
+            .iter()
+            .map(|id| self.element(id))
+            .find(|b| matches!(b.trigger(), Some(BoundaryTrigger::Cancel)));
+        let attached_scope = self.task(transaction).scope;
+        self.cancel_task(transaction);
+        let Some(boundary) = boundary else {
+            return Ok(());
+        };
+        self.count_execution(&boundary.id)?;
+        let guid = self.new_task(boundary, attached_scope, TaskState::Ready);
+        self.current = Some(guid);
+        self.pre_script(boundary)?;
+        self.complete_activity(guid)
     }
 
     /// Terminate end event: everything in the scope ends (the whole instance at top level).

@@ -1,4 +1,5 @@
-//! Gateways and loops over HTTP: the inclusive join, standard loops.
+//! Gateways, loops and transactions over HTTP: the inclusive join, standard loops, a
+//! transaction's cancel end event.
 
 use crate::domain::*;
 use crate::helpers::spawn_app;
@@ -82,4 +83,55 @@ async fn a_standard_loop_asks_again_until_the_answer_is_yes() {
         .filter(|t| t["element_id"] == "question")
         .count();
     assert_eq!(runs, 3, "{shown}");
+}
+
+/// A transaction reserves (a script sets `reserved`), then asks for confirmation; a refusal
+/// ends it with a cancel end event: the reservation is undone (the data as it was before the
+/// transaction) and the cancel boundary's path runs.
+#[tokio::test]
+async fn a_cancel_end_event_undoes_its_transaction() {
+    let app = spawn_app().await;
+    let xml = definitions(
+        r#"<bpmn:process id="booking" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="book" />
+    <bpmn:transaction id="book">
+      <bpmn:startEvent id="t_start" />
+      <bpmn:sequenceFlow id="t0" sourceRef="t_start" targetRef="reserve" />
+      <bpmn:scriptTask id="reserve"><bpmn:script>reserved = True</bpmn:script></bpmn:scriptTask>
+      <bpmn:sequenceFlow id="t1" sourceRef="reserve" targetRef="confirm" />
+      <bpmn:userTask id="confirm" />
+      <bpmn:sequenceFlow id="t2" sourceRef="confirm" targetRef="decide" />
+      <bpmn:exclusiveGateway id="decide" default="ok" />
+      <bpmn:sequenceFlow id="refused" sourceRef="decide" targetRef="cancel"><bpmn:conditionExpression>not confirmed</bpmn:conditionExpression></bpmn:sequenceFlow>
+      <bpmn:sequenceFlow id="ok" sourceRef="decide" targetRef="t_end" />
+      <bpmn:endEvent id="cancel"><bpmn:cancelEventDefinition /></bpmn:endEvent>
+      <bpmn:endEvent id="t_end" />
+    </bpmn:transaction>
+    <bpmn:boundaryEvent id="on_cancel" attachedToRef="book"><bpmn:cancelEventDefinition /></bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="on_cancel" targetRef="undone" />
+    <bpmn:scriptTask id="undone"><bpmn:script>outcome = 'cancelled'</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="undone" targetRef="end_cancelled" />
+    <bpmn:endEvent id="end_cancelled" />
+    <bpmn:sequenceFlow id="f3" sourceRef="book" targetRef="booked" />
+    <bpmn:scriptTask id="booked"><bpmn:script>outcome = 'booked'</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f4" sourceRef="booked" targetRef="end" />
+    <bpmn:endEvent id="end" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "tx/booking", "b.bpmn", &xml).await;
+    for (confirmed, outcome, reserved) in [(false, "cancelled", false), (true, "booked", true)] {
+        let id = start_ok(&app, "tx/booking", &json!({})).await;
+        let confirm = waiting_task(&app, id, "confirm").await;
+        let (status, done) =
+            complete_task(&app, id, &confirm, &json!({"confirmed": confirmed})).await;
+        assert_eq!(status, StatusCode::OK, "{done}");
+        assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+        assert_eq!(done["task_data"]["outcome"], outcome, "{done}");
+        assert_eq!(
+            done["task_data"].get("reserved").is_some(),
+            reserved,
+            "{done}"
+        );
+    }
 }

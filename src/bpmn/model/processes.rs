@@ -136,7 +136,9 @@ impl Resolver<'_> {
                     self.resolve_trigger(id, trigger)?;
                 }
             }
-            BoundaryTrigger::Timer(_) | BoundaryTrigger::Conditional(_) => {}
+            BoundaryTrigger::Timer(_)
+            | BoundaryTrigger::Conditional(_)
+            | BoundaryTrigger::Cancel => {}
         }
         Ok(())
     }

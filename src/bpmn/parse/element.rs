@@ -126,7 +126,7 @@ impl Parser<'_> {
             "parallelGateway" => ElementKind::ParallelGateway,
             "eventBasedGateway" => ElementKind::EventGateway,
             "inclusiveGateway" => ElementKind::InclusiveGateway,
-            "subProcess" => self.subprocess(node, id)?,
+            "subProcess" | "transaction" => self.subprocess(node, id)?,
             _ => return Err(self.err(Some(id), unsupported_reason(element_type))),
         })
     }
@@ -138,7 +138,6 @@ pub(super) fn unsupported_reason(name: &str) -> String {
         "callActivity" => "call activities are not supported",
         "complexGateway" => "complex gateways are not supported",
         "businessRuleTask" => "business rule (DMN) tasks are not supported",
-        "transaction" => "transactions are not supported",
         "adHocSubProcess" => "ad-hoc subprocesses are not supported",
         _ => "",
     };
@@ -161,5 +160,6 @@ pub(super) fn is_activity(element_type: &str) -> bool {
             | "sendTask"
             | "receiveTask"
             | "subProcess"
+            | "transaction"
     )
 }

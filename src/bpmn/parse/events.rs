@@ -15,6 +15,7 @@ pub(super) enum EventDefinition<'a, 'i> {
     Escalation(Node<'a, 'i>),
     Conditional(Node<'a, 'i>),
     Link(Node<'a, 'i>),
+    Cancel,
     /// Several definitions on one event (the event's node).
     Several(Node<'a, 'i>),
     Terminate,
@@ -39,6 +40,7 @@ impl<'i> EventDefinition<'_, 'i> {
             EventDefinition::Escalation(_) => "escalationEventDefinition",
             EventDefinition::Conditional(_) => "conditionalEventDefinition",
             EventDefinition::Link(_) => "linkEventDefinition",
+            EventDefinition::Cancel => "cancelEventDefinition",
             EventDefinition::Several(_) => "several event definitions",
             EventDefinition::Terminate => "terminateEventDefinition",
             EventDefinition::Other(name) => name,
@@ -145,6 +147,7 @@ fn classify<'a, 'i>(definition: Node<'a, 'i>) -> EventDefinition<'a, 'i> {
         "escalationEventDefinition" => EventDefinition::Escalation(definition),
         "conditionalEventDefinition" => EventDefinition::Conditional(definition),
         "linkEventDefinition" => EventDefinition::Link(definition),
+        "cancelEventDefinition" => EventDefinition::Cancel,
         "terminateEventDefinition" => EventDefinition::Terminate,
         other => EventDefinition::Other(other),
     }
@@ -230,6 +233,15 @@ impl Parser<'_> {
             EventDefinition::Signal(def) => EndKind::Signal(self.signal_ref(def, id)?),
             EventDefinition::Escalation(def) => EndKind::Escalation(escalation_ref(def)),
             EventDefinition::Several(event) => EndKind::Multiple(self.throw_set(event, id)?),
+            EventDefinition::Cancel => {
+                if node.parent().map(|p| p.tag_name().name()) != Some("transaction") {
+                    return Err(self.err(
+                        Some(id),
+                        "a cancel end event belongs directly inside a transaction",
+                    ));
+                }
+                EndKind::Cancel
+            }
             _ => return Err(self.unsupported_definition(id, "endEvent", definition)),
         };
         Ok(ElementKind::EndEvent(end))
@@ -336,6 +348,7 @@ impl Parser<'_> {
             EventDefinition::Several(event) => {
                 BoundaryTrigger::Multiple(Box::new(self.catch_set(event, id)?))
             }
+            EventDefinition::Cancel => BoundaryTrigger::Cancel,
             EventDefinition::Absent => {
                 return Err(self.err(
                     Some(id),

@@ -190,6 +190,16 @@ impl Parser<'_> {
                 format!("attachedToRef '{attached_to}' is not in the same (sub)process"),
             ));
         }
+        if matches!(boundary.trigger, BoundaryTrigger::Cancel) && host.element_type != "transaction"
+        {
+            return Err(self.err(
+                id,
+                format!(
+                    "a cancel boundary event attaches to a transaction; '{attached_to}' is a {}",
+                    host.element_type
+                ),
+            ));
+        }
         if !is_activity(&host.element_type) {
             return Err(self.err(
                 id,

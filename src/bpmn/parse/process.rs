@@ -26,6 +26,7 @@ const FLOW_NODES: &[&str] = &[
     "eventBasedGateway",
     "inclusiveGateway",
     "subProcess",
+    "transaction",
 ];
 
 /// BPMN children of a process/subprocess that carry no execution semantics here.

@@ -90,6 +90,12 @@ impl Parser<'_> {
             ));
         }
         let trigger = self.boundary_trigger(node, id, definition)?;
+        if matches!(trigger, BoundaryTrigger::Cancel) {
+            return Err(self.err(
+                Some(id),
+                "an event subprocess cannot start with a cancel event",
+            ));
+        }
         let interrupting = node.attribute("isInterrupting").map(str::trim) != Some("false");
         if !interrupting && matches!(trigger, BoundaryTrigger::Error(_)) {
             return Err(self.err(
