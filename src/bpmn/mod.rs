@@ -282,6 +282,11 @@ pub enum ElementKind {
     SubProcess {
         start_events: Vec<String>,
     },
+    /// A call activity whose called process is not in the model (those that are become
+    /// `SubProcess`es with the callee's elements, at load): it fails when reached.
+    CallActivity {
+        called_element: String,
+    },
     /// An event subprocess (`triggeredByEvent="true"`): it runs when its start event's trigger
     /// happens while its enclosing (sub)process runs.
     EventSubProcess {

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 // that, `build` runs the phases in order. The rest of this file answers queries on a built
 // model.
 mod build;
+mod calls;
 mod processes;
 mod shared;
 

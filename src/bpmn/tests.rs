@@ -402,10 +402,10 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "not a BPMN file",
         ),
         (
-            "call activity",
-            p(r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="ca" calledElement="x"/>"#),
+            "recursive call activity",
+            p(r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="ca" calledElement="P"/>"#),
             Some("ca"),
-            "call activities are not supported",
+            "process 'P' calls itself (recursive call activities are not supported)",
         ),
         (
             "complex gateway",

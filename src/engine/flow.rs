@@ -126,6 +126,12 @@ impl<'m> Interpreter<'m> {
             ElementKind::SubProcess { start_events } => {
                 self.start_subprocess(guid, element, start_events, scope)
             }
+            ElementKind::CallActivity { called_element } => Err(ModelFailure::new(
+                &element.id,
+                format!(
+                    "The called process '{called_element}' was not found: it is not a process of this model (calling a process of another model is not supported yet)"
+                ),
+            )),
             // never entered by a token: they start from their triggers
             ElementKind::EventSubProcess { .. } | ElementKind::EventSubProcessStart { .. } => {
                 Err(ModelFailure::new(

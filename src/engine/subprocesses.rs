@@ -45,7 +45,10 @@ impl<'m> Interpreter<'m> {
             .iter()
             .find(|task| {
                 task.state == TaskState::Started
-                    && matches!(task.element_type.as_str(), "subProcess" | "transaction")
+                    && matches!(
+                        task.element_type.as_str(),
+                        "subProcess" | "transaction" | "callActivity"
+                    )
                     && !tasks.iter().any(|child| {
                         child.scope == Some(task.guid)
                             && child.state.is_live()

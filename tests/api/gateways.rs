@@ -135,3 +135,71 @@ async fn a_cancel_end_event_undoes_its_transaction() {
         );
     }
 }
+
+/// A call activity whose process comes in a file uploaded after the caller's: until then the
+/// call fails when reached; then the called process runs inside the instance, and a message
+/// is correlated to the receive waiting inside it.
+#[tokio::test]
+async fn a_call_activity_runs_a_process_uploaded_after_its_caller() {
+    let app = spawn_app().await;
+    let caller = definitions(
+        r#"<bpmn:process id="order" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="ship" />
+    <bpmn:callActivity id="ship" calledElement="shipping" />
+    <bpmn:sequenceFlow id="f1" sourceRef="ship" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "calls/order", "a_order.bpmn", &caller).await;
+    let (status, body) = start(&app, "calls/order", &json!({"order_id": "o1"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "error", "{body}");
+    assert_eq!(
+        body["process_instance"]["error"]["element_id"], "ship",
+        "{body}"
+    );
+
+    let callee = definitions(
+        r#"<bpmn:correlationProperty id="order_id" name="order id">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_shipped"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_shipped" name="shipped" />
+  <bpmn:process id="shipping" isExecutable="true">
+    <bpmn:startEvent id="s_start" />
+    <bpmn:sequenceFlow id="s0" sourceRef="s_start" targetRef="wait" />
+    <bpmn:receiveTask id="wait" messageRef="m_shipped">
+      <bpmn:extensionElements>
+        <spiffworkflow:messageVariable>shipment</spiffworkflow:messageVariable>
+        <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>order_id</spiffworkflow:propertyId><spiffworkflow:expression>order_id</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
+      </bpmn:extensionElements>
+    </bpmn:receiveTask>
+    <bpmn:sequenceFlow id="s1" sourceRef="wait" targetRef="s_end" />
+    <bpmn:endEvent id="s_end" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "calls/order", "b_shipping.bpmn", &callee).await;
+    let id = start_ok(&app, "calls/order", &json!({"order_id": "o2"})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "waiting", "{shown}");
+    let waiting = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["state"] == "WAITING")
+        .unwrap()
+        .clone();
+    assert_eq!(waiting["element_id"], "ship/wait", "{shown}");
+
+    let (status, sent) = send(
+        &app,
+        "shipped",
+        &json!({"order_id": "o2", "carrier": "x"}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    assert_eq!(sent["process_instance"]["id"], id, "{sent}");
+    assert_eq!(sent["process_instance"]["status"], "complete", "{sent}");
+    assert_eq!(sent["task_data"]["shipment"]["carrier"], "x", "{sent}");
+}

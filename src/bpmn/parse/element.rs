@@ -127,6 +127,14 @@ impl Parser<'_> {
             "eventBasedGateway" => ElementKind::EventGateway,
             "inclusiveGateway" => ElementKind::InclusiveGateway,
             "subProcess" | "transaction" => self.subprocess(node, id)?,
+            "callActivity" => ElementKind::CallActivity {
+                called_element: nonempty_attr(node, "calledElement").ok_or_else(|| {
+                    self.err(
+                        Some(id),
+                        "a call activity needs a calledElement (a process id)",
+                    )
+                })?,
+            },
             _ => return Err(self.err(Some(id), unsupported_reason(element_type))),
         })
     }
@@ -135,7 +143,6 @@ impl Parser<'_> {
 /// Why an element is refused, for elements the engine does not run at all.
 pub(super) fn unsupported_reason(name: &str) -> String {
     let what = match name {
-        "callActivity" => "call activities are not supported",
         "complexGateway" => "complex gateways are not supported",
         "businessRuleTask" => "business rule (DMN) tasks are not supported",
         "adHocSubProcess" => "ad-hoc subprocesses are not supported",
@@ -161,5 +168,6 @@ pub(super) fn is_activity(element_type: &str) -> bool {
             | "receiveTask"
             | "subProcess"
             | "transaction"
+            | "callActivity"
     )
 }

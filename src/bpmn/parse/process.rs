@@ -27,6 +27,7 @@ const FLOW_NODES: &[&str] = &[
     "inclusiveGateway",
     "subProcess",
     "transaction",
+    "callActivity",
 ];
 
 /// BPMN children of a process/subprocess that carry no execution semantics here.

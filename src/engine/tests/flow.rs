@@ -294,3 +294,75 @@ fn a_standard_loop_repeats_a_user_task_while_its_condition_holds() {
     assert_eq!(st.status, InstanceStatus::Complete);
     assert_eq!(count(&st, "e"), 1);
 }
+
+const CALLEE: &str = r#"</bpmn:process>
+<bpmn:process id="child" isExecutable="true">
+  <bpmn:startEvent id="cs"/>
+  <bpmn:scriptTask id="double"><bpmn:script>b = a * 2</bpmn:script></bpmn:scriptTask>
+  <bpmn:exclusiveGateway id="check" default="fine"/>
+  <bpmn:endEvent id="ce"/>
+  <bpmn:endEvent id="too_big"><bpmn:errorEventDefinition errorRef="err_big"/></bpmn:endEvent>
+  <bpmn:sequenceFlow id="c1" sourceRef="cs" targetRef="double"/>
+  <bpmn:sequenceFlow id="c2" sourceRef="double" targetRef="check"/>
+  <bpmn:sequenceFlow id="fine" sourceRef="check" targetRef="ce"/>
+  <bpmn:sequenceFlow id="big" sourceRef="check" targetRef="too_big"><bpmn:conditionExpression>b &gt; 100</bpmn:conditionExpression></bpmn:sequenceFlow>
+"#;
+
+fn caller() -> ModelSpec {
+    model_with(
+        &format!(
+            r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="child"/>
+            {}<bpmn:endEvent id="e"/>
+            <bpmn:boundaryEvent id="caught" attachedToRef="call"><bpmn:errorEventDefinition errorRef="err_big"/></bpmn:boundaryEvent>
+            <bpmn:endEvent id="e_big"/>{}{}{CALLEE}"#,
+            script("after", "c = b + 1"),
+            chain(&["s", "call", "after", "e"]),
+            chain(&["caught", "e_big"]),
+        ),
+        r#"<bpmn:error id="err_big" errorCode="too_big"/>"#,
+    )
+}
+
+/// The called process runs inside the instance on the caller's data, and the caller goes on
+/// with what it left.
+#[test]
+fn a_call_activity_runs_its_process_on_the_callers_data() {
+    let (st, _) = start_with(&caller(), json!({"a": 5}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(
+        Value::Object(st.data.clone()),
+        json!({"a": 5, "b": 10, "c": 11})
+    );
+    let call = task(&st, "call");
+    assert_eq!(call.element_type, "callActivity");
+    assert_eq!(task(&st, "call/double").scope, Some(call.guid));
+}
+
+/// An error the called process throws reaches the call activity's error boundary.
+#[test]
+fn an_error_in_the_called_process_reaches_the_call_activitys_boundary() {
+    let (st, _) = start_with(&caller(), json!({"a": 60}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(count(&st, "e_big"), 1);
+    assert_eq!(count(&st, "after"), 0);
+}
+
+/// A called process that is not in the model fails the instance when the call is reached.
+#[test]
+fn a_call_to_a_process_that_is_not_there_fails_when_reached() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="nowhere"/><bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "call", "e"]),
+    ));
+    let (st, _) = start_with(&m, json!({}));
+    assert_eq!(st.status, InstanceStatus::Error);
+    let error = st.error.unwrap();
+    assert_eq!(error.element_id, "call");
+    assert!(
+        error
+            .message
+            .contains("The called process 'nowhere' was not found"),
+        "{}",
+        error.message
+    );
+}

@@ -515,3 +515,60 @@ fn a_cancel_boundary_outside_a_transaction_is_refused() {
         "{error}"
     );
 }
+
+fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/conformance/spiffworkflow-tests");
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .map(|path| {
+            let xml = std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| {
+                panic!("{path} is missing ({e}): ../shared beside the checkout")
+            });
+            (path.to_string(), xml)
+        })
+        .collect();
+    build_model(&files, Some(process_id)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// CallActivityTest.test_call_activity_missing_subprocess_sets_task_error_state: without the
+/// called process, reaching the call activity fails it with SpiffWorkflow's message.
+#[test]
+fn a_call_activity_without_its_process_fails_as_spiffworkflow_says() {
+    let m = spiffworkflow_models(&["bpmn/data/call_activity_with_error.bpmn"], "ErroringBPMN");
+    let state = start_process(&m, "ErroringBPMN", json!({}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    let error = state.error.clone().unwrap();
+    assert!(
+        error
+            .message
+            .contains("The called process 'Call_Activity_Get_Data' was not found"),
+        "{error}"
+    );
+    assert_eq!(task(&state, "Activity_12zat0d").state, TaskState::Error);
+}
+
+/// CallActivityTest.test_call_activity_errors_include_task_trace: with the called process, the
+/// error comes from its task, inside the call activity (the task id says where).
+#[test]
+fn an_error_inside_a_called_process_names_the_task_inside_the_call() {
+    let m = spiffworkflow_models(
+        &[
+            "bpmn/data/call_activity_with_error.bpmn",
+            "bpmn/data/call_activity_call_activity.bpmn",
+        ],
+        "ErroringBPMN",
+    );
+    let state = start_process(&m, "ErroringBPMN", json!({}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    let error = state.error.clone().unwrap();
+    assert_eq!(
+        error.element_id, "Activity_12zat0d/Sub_Bpmn_Task",
+        "{error}"
+    );
+    assert_eq!(
+        task(&state, "Activity_12zat0d/Sub_Bpmn_Task").state,
+        TaskState::Error
+    );
+    assert_eq!(task(&state, "Activity_12zat0d").scope, None);
+}

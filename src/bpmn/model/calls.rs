@@ -1,0 +1,138 @@
+//! Call activities whose called process is in the model become embedded subprocesses holding
+//! a copy of the callee's elements, their ids prefixed with the call activity's id
+//! (`call_1/task_a`): the child then runs inside the instance like any subprocess (one lock,
+//! its waits, timers and service tasks the instance's own), errors and escalations reach the
+//! call activity's boundary events, and the task list shows which call each task belongs to.
+//! The child shares the caller's task data, as SpiffWorkflow's copy-in, merge-back rule gives
+//! without an ioSpecification. A callee that is not in the model is left as a call activity
+//! that fails when reached.
+
+use super::processes::Processes;
+use crate::bpmn::*;
+
+/// Deeper than this, a call activity calls itself (directly or not).
+const MAX_NESTING: usize = 16;
+
+pub(super) fn inline_call_activities(processes: &mut Processes) -> Result<(), ModelError> {
+    let originals = processes.by_id.clone();
+    for process in processes.by_id.values_mut() {
+        refuse_self_calls(process)?;
+        for _depth in 0..=MAX_NESTING {
+            let calls: Vec<(String, String)> = process
+                .elements
+                .values()
+                .filter_map(|element| match &element.kind {
+                    ElementKind::CallActivity { called_element }
+                        if originals.contains_key(called_element) =>
+                    {
+                        Some((element.id.clone(), called_element.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if calls.is_empty() {
+                break;
+            }
+            if let Some((call, callee)) = calls
+                .iter()
+                .find(|(call, _)| call.matches('/').count() >= MAX_NESTING)
+            {
+                let own_id = call.rsplit('/').next().unwrap_or(call);
+                return Err(ModelError::new(
+                    &process.file,
+                    Some(own_id),
+                    format!(
+                        "call activities nest more than {MAX_NESTING} deep: '{callee}' calls itself through other processes (recursive calls are not supported)"
+                    ),
+                ));
+            }
+            for (call, callee) in calls {
+                inline(process, &call, &originals[&callee])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A process that calls itself would be copied into itself for ever.
+fn refuse_self_calls(process: &ProcessSpec) -> Result<(), ModelError> {
+    for element in process.elements.values() {
+        if let ElementKind::CallActivity { called_element } = &element.kind {
+            if called_element == &process.id {
+                return Err(ModelError::new(
+                    &process.file,
+                    Some(&element.id),
+                    format!(
+                        "process '{}' calls itself (recursive call activities are not supported)",
+                        process.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The callee's elements and flows go into `process` under the call activity `call`.
+fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result<(), ModelError> {
+    let prefixed = |id: &str| format!("{call}/{id}");
+    let starts: Vec<String> = callee
+        .start_events
+        .iter()
+        .filter(|id| {
+            matches!(
+                callee.elements[*id].kind,
+                ElementKind::StartEvent { message: None }
+            )
+        })
+        .map(|id| prefixed(id))
+        .collect();
+    if starts.is_empty() {
+        return Err(ModelError::new(
+            &process.file,
+            Some(call),
+            format!("the called process '{}' has no none start event", callee.id),
+        ));
+    }
+    for element in callee.elements.values() {
+        let mut copy = element.clone();
+        copy.id = prefixed(&element.id);
+        copy.parent = Some(match &element.parent {
+            Some(parent) => prefixed(parent),
+            None => call.to_string(),
+        });
+        for list in [&mut copy.incoming, &mut copy.outgoing, &mut copy.boundaries] {
+            for id in list.iter_mut() {
+                *id = prefixed(id);
+            }
+        }
+        copy.default_flow = element.default_flow.as_deref().map(prefixed);
+        match &mut copy.kind {
+            ElementKind::Boundary(boundary) => {
+                boundary.attached_to = prefixed(&boundary.attached_to)
+            }
+            ElementKind::SubProcess { start_events } => {
+                for id in start_events.iter_mut() {
+                    *id = prefixed(id);
+                }
+            }
+            ElementKind::EventSubProcess { start_event } => *start_event = prefixed(start_event),
+            ElementKind::LinkThrow { target, .. } => *target = prefixed(target),
+            _ => {}
+        }
+        process.elements.insert(copy.id.clone(), copy);
+    }
+    for flow in callee.flows.values() {
+        let mut copy = flow.clone();
+        copy.id = prefixed(&flow.id);
+        copy.source = prefixed(&flow.source);
+        copy.target = prefixed(&flow.target);
+        process.flows.insert(copy.id.clone(), copy);
+    }
+    if let Some(element) = process.elements.get_mut(call) {
+        element.kind = ElementKind::SubProcess {
+            start_events: starts,
+        };
+    }
+    Ok(())
+}
