@@ -478,11 +478,13 @@ impl ElementSpec {
     }
 
     /// The triggers this element waits for: its one trigger, or each of several.
-    fn waited_triggers(&self) -> Vec<&BoundaryTrigger> {
-        if let Some(set) = self.catch_set() {
-            return set.triggers.iter().collect();
-        }
-        self.trigger().into_iter().collect()
+    /// (Without allocating: these are asked of every task on every step.)
+    fn waited_triggers(&self) -> impl Iterator<Item = &BoundaryTrigger> {
+        let set = self.catch_set();
+        let single = if set.is_none() { self.trigger() } else { None };
+        set.into_iter()
+            .flat_map(|set| set.triggers.iter())
+            .chain(single)
     }
 
     /// The timer this element waits for (timer catch event, timer boundary, event subprocess
@@ -491,7 +493,7 @@ impl ElementSpec {
         if let ElementKind::TimerCatch(timer) = &self.kind {
             return Some(timer);
         }
-        self.waited_triggers().into_iter().find_map(|t| match t {
+        self.waited_triggers().find_map(|t| match t {
             BoundaryTrigger::Timer(timer) => Some(timer),
             _ => None,
         })
@@ -503,7 +505,7 @@ impl ElementSpec {
         if let ElementKind::SignalCatch(signal) = &self.kind {
             return Some(signal);
         }
-        self.waited_triggers().into_iter().find_map(|t| match t {
+        self.waited_triggers().find_map(|t| match t {
             BoundaryTrigger::Signal(signal) => Some(signal),
             _ => None,
         })
@@ -512,38 +514,46 @@ impl ElementSpec {
     /// The conditions this element waits for (conditional catch event, conditional boundary,
     /// event subprocess start, or some of several definitions).
     pub fn conditions(&self) -> Vec<&Expression> {
-        if let ElementKind::ConditionalCatch(condition) = &self.kind {
-            return vec![condition];
-        }
-        self.waited_triggers()
-            .into_iter()
-            .filter_map(|t| match t {
+        self.conditions_iter().collect()
+    }
+
+    fn conditions_iter(&self) -> impl Iterator<Item = &Expression> {
+        let own = match &self.kind {
+            ElementKind::ConditionalCatch(condition) => Some(condition),
+            _ => None,
+        };
+        own.into_iter()
+            .chain(self.waited_triggers().filter_map(|t| match t {
                 BoundaryTrigger::Conditional(condition) => Some(condition),
                 _ => None,
-            })
-            .collect()
+            }))
+    }
+
+    /// Whether it waits for a condition.
+    pub fn has_condition(&self) -> bool {
+        self.conditions_iter().next().is_some()
     }
 
     /// Every message this element waits for.
     pub fn message_catches(&self) -> Vec<&MessageCatchSpec> {
-        if let ElementKind::MessageCatch(m) | ElementKind::StartEvent { message: Some(m) } =
-            &self.kind
-        {
-            return vec![m];
-        }
-        self.waited_triggers()
-            .into_iter()
-            .filter_map(|t| match t {
+        self.message_catches_iter().collect()
+    }
+
+    fn message_catches_iter(&self) -> impl Iterator<Item = &MessageCatchSpec> {
+        let own = match &self.kind {
+            ElementKind::MessageCatch(m) | ElementKind::StartEvent { message: Some(m) } => Some(m),
+            _ => None,
+        };
+        own.into_iter()
+            .chain(self.waited_triggers().filter_map(|t| match t {
                 BoundaryTrigger::Message(m) => Some(m),
                 _ => None,
-            })
-            .collect()
+            }))
     }
 
     /// The message of this name the element waits for.
     pub fn message_catch_named(&self, name: &str) -> Option<&MessageCatchSpec> {
-        self.message_catches()
-            .into_iter()
+        self.message_catches_iter()
             .find(|m| m.message_name == name)
     }
 
@@ -560,6 +570,6 @@ impl ElementSpec {
     /// The (first) message this element waits for (catch event, receive task, message
     /// boundary, message start event of the process or of an event subprocess).
     pub fn message_catch(&self) -> Option<&MessageCatchSpec> {
-        self.message_catches().into_iter().next()
+        self.message_catches_iter().next()
     }
 }

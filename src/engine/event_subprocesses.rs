@@ -170,11 +170,15 @@ impl<'m> Interpreter<'m> {
 
     /// The process has nothing left to do but listen: its listeners end.
     pub fn end_idle_listeners(&mut self) {
-        let live: Vec<&Task> = self.state.live_tasks().collect();
-        if live.is_empty() || !live.iter().all(|task| self.is_listener(task)) {
+        // (asked after every step: no allocation unless there is something to end)
+        let idle = {
+            let mut live = self.state.live_tasks().peekable();
+            live.peek().is_some() && live.all(|task| self.is_listener(task))
+        };
+        if !idle {
             return;
         }
-        let listeners: Vec<Uuid> = live.iter().map(|task| task.guid).collect();
+        let listeners: Vec<Uuid> = self.state.live_tasks().map(|task| task.guid).collect();
         for guid in listeners {
             self.cancel_task(guid);
         }

@@ -141,7 +141,7 @@ impl Task {
 
     /// A conditional catch event or conditional boundary waiting for its condition.
     pub fn waits_for_condition(&self, element: &ElementSpec) -> bool {
-        self.state == TaskState::Waiting && !element.conditions().is_empty()
+        self.state == TaskState::Waiting && element.has_condition()
     }
 
     /// A service task whose connector call is due or under way.
