@@ -553,8 +553,7 @@ impl ElementSpec {
 
     /// The message of this name the element waits for.
     pub fn message_catch_named(&self, name: &str) -> Option<&MessageCatchSpec> {
-        self.message_catches_iter()
-            .find(|m| m.message_name == name)
+        self.message_catches_iter().find(|m| m.message_name == name)
     }
 
     /// An event subprocess's start event: a listener on its enclosing (sub)process.

@@ -9,7 +9,7 @@ use crate::startup::AppState;
 use crate::store::timers::{next_due, TIMERS_CHANNEL};
 use actix_web::web;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -71,8 +71,14 @@ pub async fn fire_due_once(state: &web::Data<AppState>, now: DateTime<Utc>) -> F
     }
 }
 
+/// The listener gets a connection of its own: `PgListener` keeps the connection it listens on
+/// for its whole life, and taking it from the request pool would leave requests one short.
 async fn listen(state: &AppState) -> Option<PgListener> {
-    let mut listener = match PgListener::connect_with(&state.pool).await {
+    let options = state.pool.connect_options().as_ref().clone();
+    let own = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    let mut listener = match PgListener::connect_with(&own).await {
         Ok(listener) => listener,
         Err(e) => {
             tracing::warn!(error = %e, "timer worker: no LISTEN connection; polling instead");
