@@ -11,6 +11,8 @@ fn main() {
     let requirements = Path::new("python/requirements.txt");
     println!("cargo:rerun-if-changed={}", requirements.display());
     println!("cargo:rerun-if-env-changed=WORKFLOW_BACKEND_PYTHON");
+    // `sqlx::migrate!` embeds migrations/ at compile time: a new migration must rebuild
+    println!("cargo:rerun-if-changed=migrations");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // OUT_DIR is <target>/<profile>/build/<crate>-<hash>/out
     let target = out
