@@ -1,5 +1,5 @@
-//! Gateways, loops and transactions over HTTP: the inclusive join, standard loops, a
-//! transaction's cancel end event.
+//! BPMN structure over HTTP: the inclusive join, standard loops, a transaction's cancel end
+//! event, call activities.
 
 use crate::domain::*;
 use crate::helpers::spawn_app;

@@ -1,6 +1,7 @@
-//! Timers, event-based gateways and signals over HTTP, on a real database. No background
-//! worker runs: each test fires due timers itself with the timer worker's one-shot round and a
-//! `now` of its choosing, so nothing sleeps.
+//! Events over HTTP, on a real database: timers, event-based gateways, signals, escalations,
+//! event subprocesses, conditional, link and multiple events. No background worker runs: each
+//! test fires due timers itself with the timer worker's one-shot round and a `now` of its
+//! choosing, so nothing sleeps.
 
 use crate::domain::*;
 use crate::helpers::{spawn_app_with, TestApp};
