@@ -91,6 +91,12 @@ fn occurrences(kind: TimerKind, value: &Value, now: DateTime<Utc>) -> Result<Cyc
             if recurrence.repetitions == Some(0) {
                 return Err(format!("'{text}' never fires (0 repetitions)"));
             }
+            if recurrence.repetitions.is_none() && recurrence.interval < Duration::seconds(1) {
+                // it would keep the timer worker busy for as long as the element lives
+                return Err(format!(
+                    "'{text}' repeats for ever less than a second apart; give it a number of repetitions (R5/...) or a longer interval"
+                ));
+            }
             Ok(Cycle {
                 due: recurrence.first,
                 interval_ms: recurrence.interval.num_milliseconds(),

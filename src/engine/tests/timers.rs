@@ -621,7 +621,7 @@ fn a_timer_event_subprocess_fires_while_the_process_waits() {
     assert_eq!(st.status, InstanceStatus::UserInputRequired);
 }
 
-/// Times no timer can wait for are the model's error, not a panic.
+/// Times no timer can wait for, and endless cycles under a second, are the model's error.
 #[test]
 fn timers_out_of_range_fail_the_instance() {
     for (kind, expression) in [
@@ -633,6 +633,7 @@ fn timers_out_of_range_fail_the_instance() {
         ),
         ("timeCycle", "\"R/P9000Y\""),
         ("timeDate", "\"10000-01-01T00:00:00Z\""),
+        ("timeCycle", "\"R/PT0.5S\""),
     ] {
         let m = model(&format!(
             r#"<bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}"#,
