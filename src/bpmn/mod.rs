@@ -513,11 +513,7 @@ impl ElementSpec {
 
     /// The conditions this element waits for (conditional catch event, conditional boundary,
     /// event subprocess start, or some of several definitions).
-    pub fn conditions(&self) -> Vec<&Expression> {
-        self.conditions_iter().collect()
-    }
-
-    fn conditions_iter(&self) -> impl Iterator<Item = &Expression> {
+    pub fn conditions(&self) -> impl Iterator<Item = &Expression> {
         let own = match &self.kind {
             ElementKind::ConditionalCatch(condition) => Some(condition),
             _ => None,
@@ -531,7 +527,7 @@ impl ElementSpec {
 
     /// Whether it waits for a condition.
     pub fn has_condition(&self) -> bool {
-        self.conditions_iter().next().is_some()
+        self.conditions().next().is_some()
     }
 
     /// Every message this element waits for.

@@ -62,7 +62,7 @@ impl<'m> Interpreter<'m> {
                     _ => None,
                 })
                 .collect(),
-            None => element.conditions().into_iter().map(|c| (0, c)).collect(),
+            None => element.conditions().map(|c| (0, c)).collect(),
         };
         for (index, condition) in candidates {
             match self.eval_bool(element, condition, "the condition") {

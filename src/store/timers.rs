@@ -43,7 +43,11 @@ pub async fn delete_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::
     Ok(())
 }
 
-pub async fn delete_for_instance(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<()> {
+/// An instance that stopped early (error, terminated): its timers and signal waits go.
+pub async fn delete_waits_of_instance(
+    conn: &mut PgConnection,
+    instance_id: i64,
+) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM timers WHERE process_instance_id = $1")
         .bind(instance_id)
         .execute(&mut *conn)

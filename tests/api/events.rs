@@ -760,3 +760,44 @@ async fn a_timer_fired_by_two_transactions_fires_once() {
         "{shown}"
     );
 }
+
+/// A non-interrupting timer event subprocess reminds while the approval waits; its listener's
+/// timer is a pending timer of the instance like any other, and it ends with the process.
+#[tokio::test]
+async fn a_timer_event_subprocess_reminds_while_the_process_waits() {
+    let app = app().await;
+    let xml = definitions(
+        r#"<bpmn:process id="remind" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="approve" />
+    <bpmn:userTask id="approve" />
+    <bpmn:sequenceFlow id="f1" sourceRef="approve" targetRef="done" />
+    <bpmn:endEvent id="done" />
+    <bpmn:subProcess id="reminder" triggeredByEvent="true">
+      <bpmn:startEvent id="tick" isInterrupting="false">
+        <bpmn:timerEventDefinition><bpmn:timeDuration>"PT1H"</bpmn:timeDuration></bpmn:timerEventDefinition>
+      </bpmn:startEvent>
+      <bpmn:sequenceFlow id="r0" sourceRef="tick" targetRef="note" />
+      <bpmn:scriptTask id="note"><bpmn:script>reminded = True</bpmn:script></bpmn:scriptTask>
+      <bpmn:sequenceFlow id="r1" sourceRef="note" targetRef="noted" />
+      <bpmn:endEvent id="noted" />
+    </bpmn:subProcess>
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "events/remind", "r.bpmn", &xml).await;
+    let id = start_ok(&app, "events/remind", &json!({})).await;
+    let timers = pending_timers(&show(&app, id).await);
+    assert_eq!(timers.len(), 1);
+    assert_eq!(timers[0]["element_id"], "tick");
+    let round = fire_due_once(&app.state, due_of(&timers[0])).await;
+    assert_eq!(round.fired, 1);
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "user_input_required", "{shown}");
+    assert_eq!(shown["data"]["reminded"], true, "{shown}");
+
+    let approve = waiting_task(&app, id, "approve").await;
+    let (status, done) = complete_task(&app, id, &approve, &json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["process_instance"]["status"], "complete", "{done}");
+    assert!(pending_timers(&show(&app, id).await).is_empty());
+}

@@ -70,7 +70,7 @@ impl Parser<'_> {
                     BoundaryTrigger::Message(self.message_catch(event, def, id)?)
                 }
                 EventDefinition::Timer(def) => BoundaryTrigger::Timer(self.timer(def, id)?),
-                EventDefinition::Signal(def) => BoundaryTrigger::Signal(self.signal_ref(def, id)?),
+                EventDefinition::Signal(def) => BoundaryTrigger::Signal(Self::signal_ref(def)),
                 EventDefinition::Conditional(def) => {
                     BoundaryTrigger::Conditional(self.condition(def, id)?)
                 }
@@ -116,7 +116,7 @@ impl Parser<'_> {
                 EventDefinition::Message(def) => {
                     Ok(Throw::Message(self.message_throw(event, def, id)?))
                 }
-                EventDefinition::Signal(def) => Ok(Throw::Signal(self.signal_ref(def, id)?)),
+                EventDefinition::Signal(def) => Ok(Throw::Signal(Self::signal_ref(def))),
                 EventDefinition::Escalation(def) => Ok(Throw::Escalation(escalation_ref(def))),
                 other => Err(self.err(
                     Some(id),
@@ -198,7 +198,7 @@ impl Parser<'_> {
                 return Ok(ElementKind::TimerStart(self.timer(def, id)?))
             }
             EventDefinition::Signal(def) => {
-                return Ok(ElementKind::SignalStart(self.signal_ref(def, id)?))
+                return Ok(ElementKind::SignalStart(Self::signal_ref(def)))
             }
             EventDefinition::Several(event) => {
                 let set = self.catch_set(event, id)?;
@@ -230,7 +230,7 @@ impl Parser<'_> {
             EventDefinition::Terminate => EndKind::Terminate,
             EventDefinition::Error(def) => EndKind::Error(error_ref(def)),
             EventDefinition::Message(def) => EndKind::Message(self.message_throw(node, def, id)?),
-            EventDefinition::Signal(def) => EndKind::Signal(self.signal_ref(def, id)?),
+            EventDefinition::Signal(def) => EndKind::Signal(Self::signal_ref(def)),
             EventDefinition::Escalation(def) => EndKind::Escalation(escalation_ref(def)),
             EventDefinition::Several(event) => EndKind::Multiple(self.throw_set(event, id)?),
             EventDefinition::Cancel => {
@@ -258,7 +258,7 @@ impl Parser<'_> {
             EventDefinition::Message(def) => Ok(ElementKind::MessageThrow(
                 self.message_throw(node, def, id)?,
             )),
-            EventDefinition::Signal(def) => Ok(ElementKind::SignalThrow(self.signal_ref(def, id)?)),
+            EventDefinition::Signal(def) => Ok(ElementKind::SignalThrow(Self::signal_ref(def))),
             EventDefinition::Escalation(def) => {
                 Ok(ElementKind::EscalationThrow(escalation_ref(def)))
             }
@@ -285,7 +285,7 @@ impl Parser<'_> {
                 self.message_catch(node, def, id)?,
             )),
             EventDefinition::Timer(def) => Ok(ElementKind::TimerCatch(self.timer(def, id)?)),
-            EventDefinition::Signal(def) => Ok(ElementKind::SignalCatch(self.signal_ref(def, id)?)),
+            EventDefinition::Signal(def) => Ok(ElementKind::SignalCatch(Self::signal_ref(def))),
             EventDefinition::Conditional(def) => {
                 Ok(ElementKind::ConditionalCatch(self.condition(def, id)?))
             }
@@ -339,7 +339,7 @@ impl Parser<'_> {
             EventDefinition::Message(def) => {
                 BoundaryTrigger::Message(self.message_catch(node, def, id)?)
             }
-            EventDefinition::Signal(def) => BoundaryTrigger::Signal(self.signal_ref(def, id)?),
+            EventDefinition::Signal(def) => BoundaryTrigger::Signal(Self::signal_ref(def)),
             EventDefinition::Timer(def) => BoundaryTrigger::Timer(self.timer(def, id)?),
             EventDefinition::Escalation(def) => BoundaryTrigger::Escalation(escalation_ref(def)),
             EventDefinition::Conditional(def) => {
@@ -364,11 +364,11 @@ impl Parser<'_> {
     /// The signal's name is resolved by `build_model`: it may be defined in another file.
     /// Without `signalRef` (a modeler's draft) the signal is unnamed, as SpiffWorkflow loads
     /// it: only an unnamed throw in a model reaches it.
-    fn signal_ref(&self, definition: Node, _id: &str) -> Result<SignalRef, ModelError> {
-        Ok(SignalRef {
+    fn signal_ref(definition: Node) -> SignalRef {
+        SignalRef {
             signal_ref: nonempty_attr(definition, "signalRef").unwrap_or_default(),
             signal_name: String::new(),
-        })
+        }
     }
 
     /// The `bpmn:condition` of a conditional event: a Python expression.

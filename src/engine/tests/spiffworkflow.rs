@@ -4,7 +4,8 @@
 
 use super::*;
 
-fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
+/// A file of SpiffWorkflow's test suite, as (path, text).
+fn conformance_file(path: &str) -> (String, String) {
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/conformance/spiffworkflow-tests")
         .join(path);
@@ -14,8 +15,17 @@ fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
             file.display()
         )
     });
-    build_model(&[(path.to_string(), xml)], Some(process_id))
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
+    (path.to_string(), xml)
+}
+
+/// A model of these files (the way SpiffWorkflow's tests load several at once).
+fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
+    let files: Vec<(String, String)> = paths.iter().map(|path| conformance_file(path)).collect();
+    build_model(&files, Some(process_id)).unwrap_or_else(|e| panic!("{paths:?}: {e}"))
+}
+
+fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
+    spiffworkflow_models(&[path], process_id)
 }
 
 fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
@@ -87,15 +97,7 @@ fn fire_timer(m: &ModelSpec, state: &mut InstanceState, element: &str) {
 
 fn complete(m: &ModelSpec, state: &mut InstanceState, element: &str) {
     let guid = task(state, element).guid;
-    step(
-        m,
-        state,
-        Event::CompleteTask {
-            task_guid: guid,
-            data: Map::new(),
-        },
-    )
-    .expect("the task completes");
+    complete_guid(m, state, guid, json!({}));
 }
 
 /// EventBasedGatewayTest.testEventBasedGateway: message_1 wins, the other message and the
@@ -424,11 +426,8 @@ fn a_standard_loop_runs_to_its_maximum_or_not_at_all() {
 /// ParseStandardLoop: a loop with neither a condition nor a maximum is refused.
 #[test]
 fn a_standard_loop_without_an_end_is_refused() {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffworkflow-tests/bpmn/data/standard_loop_invalid.bpmn");
-    let xml = std::fs::read_to_string(file).expect("../shared beside the checkout");
-    let error = build_model(&[("standard_loop_invalid.bpmn".into(), xml)], Some("main"))
-        .expect_err("refused");
+    let file = conformance_file("bpmn/data/standard_loop_invalid.bpmn");
+    let error = build_model(&[file], Some("main")).expect_err("refused");
     assert!(
         error.reason.contains("loopCondition or a loopMaximum"),
         "{error}"
@@ -514,21 +513,6 @@ fn a_cancel_boundary_outside_a_transaction_is_refused() {
         error.reason.contains("attaches to a transaction"),
         "{error}"
     );
-}
-
-fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffworkflow-tests");
-    let files: Vec<(String, String)> = paths
-        .iter()
-        .map(|path| {
-            let xml = std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| {
-                panic!("{path} is missing ({e}): ../shared beside the checkout")
-            });
-            (path.to_string(), xml)
-        })
-        .collect();
-    build_model(&files, Some(process_id)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// CallActivityTest.test_call_activity_missing_subprocess_sets_task_error_state: without the

@@ -42,7 +42,7 @@ impl<'c> UnitOfWork<'c> {
             if stopped_early {
                 store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
                 store::jobs::cancel_for_instance(&mut self.tx, id).await?;
-                store::timers::delete_for_instance(&mut self.tx, id).await?;
+                store::timers::delete_waits_of_instance(&mut self.tx, id).await?;
             }
         }
         Ok(())
