@@ -206,6 +206,8 @@ pub struct ElementSpec {
     pub post_script: Option<Script>,
     /// `standardLoopCharacteristics`: the activity repeats.
     pub standard_loop: Option<StandardLoop>,
+    /// `multiInstanceLoopCharacteristics`: the activity runs once per item.
+    pub multi_instance: Option<MultiInstance>,
 }
 
 /// A standard loop: the activity runs again while `condition` holds, at most `maximum` times;
@@ -215,6 +217,33 @@ pub struct StandardLoop {
     pub condition: Option<Expression>,
     pub maximum: Option<u32>,
     pub test_before: bool,
+}
+
+/// A multi-instance activity: one instance per item, all at once or (`sequential`) one after
+/// the other. Each instance works on its own copy of the task data with its item in
+/// `input_item`; what it leaves in `output_item` is collected into `output` (in item order),
+/// or, without an output, its data is merged back. `completion_condition`, checked on the
+/// data of each instance that completes, ends the activity early (cancelling the others).
+#[derive(Debug, Clone)]
+pub struct MultiInstance {
+    pub sequential: bool,
+    pub items: MultiItems,
+    pub output: Option<String>,
+    pub input_item: Option<String>,
+    pub output_item: Option<String>,
+    pub completion_condition: Option<Expression>,
+    /// `spiffworkflow:scriptsOnInstances`: the pre- and post-scripts run on every instance,
+    /// not once before and after them all.
+    pub scripts_on_instances: bool,
+}
+
+/// What a multi-instance activity runs over.
+#[derive(Debug, Clone)]
+pub enum MultiItems {
+    /// `loopCardinality`: a number of instances; each instance's item is its index.
+    Cardinality(Expression),
+    /// `loopDataInputRef`: the task data variable holding a list or a map.
+    Collection(String),
 }
 
 #[derive(Debug, Clone)]

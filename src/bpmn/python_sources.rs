@@ -5,7 +5,8 @@
 
 use super::{
     BoundarySpec, BoundaryTrigger, Definitions, ElementKind, ElementSpec, EndKind,
-    MessageCatchSpec, MessageThrowSpec, ModelSpec, ProcessSpec, Throw, TimerKind, TimerSpec,
+    MessageCatchSpec, MessageThrowSpec, ModelSpec, MultiItems, ProcessSpec, Throw, TimerKind,
+    TimerSpec,
 };
 use crate::expr::{Expression, Script};
 
@@ -110,6 +111,14 @@ impl<'m> Collector<'m> {
             .and_then(|l| l.condition.as_ref())
         {
             self.expression(id, "loopCondition", condition);
+        }
+        if let Some(multi) = &element.multi_instance {
+            if let MultiItems::Cardinality(cardinality) = &multi.items {
+                self.expression(id, "loopCardinality", cardinality);
+            }
+            if let Some(condition) = &multi.completion_condition {
+                self.expression(id, "completionCondition", condition);
+            }
         }
         match &element.kind {
             ElementKind::ScriptTask {

@@ -484,12 +484,12 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "compensation events are not supported",
         ),
         (
-            "multi-instance",
+            "multi-instance without items",
             p(
                 r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"><bpmn:multiInstanceLoopCharacteristics/></bpmn:userTask>"#,
             ),
             Some("u"),
-            "multi-instance",
+            "must specify a loopCardinality or a loopDataInputRef",
         ),
         (
             "event subprocess",

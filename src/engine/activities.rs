@@ -46,7 +46,7 @@ impl<'m> Interpreter<'m> {
     pub fn complete_human_task(&mut self, guid: Uuid, answer: Map) -> Outcome {
         self.current = Some(guid);
         self.record_completer(guid);
-        self.state.data.extend(answer);
+        self.data_mut().extend(answer);
         self.complete_activity(guid)?;
         self.run_until_waiting()
     }
@@ -84,7 +84,7 @@ impl<'m> Interpreter<'m> {
         self.current = Some(guid);
         if let ElementKind::ServiceTask(spec) = &self.element_of(guid).kind {
             if let Some(variable) = &spec.result_variable {
-                self.state.data.insert(variable.clone(), result);
+                self.data_mut().insert(variable.clone(), result);
             }
         }
         self.complete_activity(guid)?;
@@ -132,7 +132,12 @@ pub fn service_call(
     };
     Ok(ServiceCall {
         operator_id: spec.operator_id.clone(),
-        params: service_parameters(element, spec, &state.data, cx)?,
+        params: service_parameters(
+            element,
+            spec,
+            state.data_of(state.data_owner(Some(task_guid))),
+            cx,
+        )?,
         result_variable: spec.result_variable.clone(),
         retries: spec.retries,
         backoff_base: spec.backoff_base,

@@ -41,6 +41,9 @@ impl<'m> Interpreter<'m> {
         element: &'m ElementSpec,
         scope: Option<Uuid>,
     ) -> Outcome {
+        if self.is_instance(attached) {
+            return Ok(()); // they belong to the multi-instance activity's task
+        }
         for boundary_id in &element.boundaries {
             self.arm_boundary(self.element(boundary_id), Some(attached), scope, None)?;
         }
@@ -201,13 +204,15 @@ impl<'m> Interpreter<'m> {
         }
         let element = self.element_of(guid);
         let task = self.task(guid);
+        // a multi-instance activity's own task waits for nothing: its instances do
+        let own = !self.is_multi_activity(guid);
         let (waits_for_message, has_service_call) = (
-            task.waits_for_message(element),
-            task.has_service_call(element),
+            own && task.waits_for_message(element),
+            own && task.has_service_call(element),
         );
         let (waits_for_timer, waits_for_signal) = (
-            task.waits_for_timer(element),
-            task.waits_for_signal(element),
+            own && task.waits_for_timer(element),
+            own && task.waits_for_signal(element),
         );
         if waits_for_message {
             self.effects
@@ -227,8 +232,11 @@ impl<'m> Interpreter<'m> {
         self.state.internal.cycles.remove(&guid);
         self.state.internal.races.remove(&guid);
         self.state.internal.fired.remove(&guid);
+        self.state.internal.local_data.remove(&guid);
         self.set_state(guid, TaskState::Cancelled);
-        if matches!(element.kind, ElementKind::SubProcess { .. }) {
+        if self.is_multi_activity(guid) {
+            self.cancel_instances(guid);
+        } else if matches!(element.kind, ElementKind::SubProcess { .. }) {
             self.cancel_children(guid);
         }
         self.cancel_boundaries(guid);
@@ -250,7 +258,8 @@ impl<'m> Interpreter<'m> {
         // subprocess), then the error event subprocesses of the (sub)process it is in
         let (mut attached, mut level) = (origin, scope);
         loop {
-            if let Some(guid) = attached {
+            // an instance of a multi-instance activity: the activity's boundaries catch
+            if let Some(guid) = attached.filter(|guid| !self.is_instance(*guid)) {
                 let element = self.element_of(guid);
                 if let Some(boundary) = self.error_boundary_for(element, code.as_deref()) {
                     if Some(guid) == origin {
@@ -263,7 +272,11 @@ impl<'m> Interpreter<'m> {
                     return self.fire_error_boundary(boundary, attached_scope, value);
                 }
             }
-            if let Some(start) = self.error_event_subprocess(level, code.as_deref()) {
+            let around_instances = level.is_some_and(|guid| self.is_multi_activity(guid));
+            if let Some(start) = self
+                .error_event_subprocess(level, code.as_deref())
+                .filter(|_| !around_instances)
+            {
                 return self.run_event_subprocess(start, None, level, Some(value));
             }
             let Some(subprocess) = level else { break };
@@ -312,8 +325,7 @@ impl<'m> Interpreter<'m> {
         let guid = self.new_task(boundary, scope, TaskState::Ready);
         self.current = Some(guid);
         self.task_mut(guid).data = Some(value.clone());
-        self.state
-            .data
+        self.data_mut()
             .insert(variable.unwrap_or_else(|| "error".to_string()), value);
         self.pre_script(boundary)?;
         self.complete_activity(guid)
@@ -357,14 +369,22 @@ impl<'m> Interpreter<'m> {
         // boundaries of the subprocess itself
         let mut level = scope;
         loop {
-            if let Some(start) = self.escalation_event_subprocess(level, code) {
+            let around_instances = level.is_some_and(|guid| self.is_multi_activity(guid));
+            if let Some(start) = self
+                .escalation_event_subprocess(level, code)
+                .filter(|_| !around_instances)
+            {
                 return self.run_event_subprocess(start, None, level, None);
             }
             let Some(subprocess) = level else {
                 return Ok(());
             };
             let element = self.element_of(subprocess);
-            if let Some(boundary) = self.escalation_boundary_for(element, code) {
+            // an instance of a multi-instance activity: the activity's boundaries catch
+            let boundary = (!self.is_instance(subprocess))
+                .then(|| self.escalation_boundary_for(element, code))
+                .flatten();
+            if let Some(boundary) = boundary {
                 return self.fire_escalation_boundary(boundary, subprocess);
             }
             level = self.task(subprocess).scope;

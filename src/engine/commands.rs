@@ -241,6 +241,10 @@ fn target<'a>(
     let task = state
         .task(guid)
         .ok_or(EngineError::UnknownTask { task_guid: guid })?;
+    if state.internal.multi.contains_key(&guid) {
+        // a multi-instance activity's own task waits for nothing: its instances do
+        return Err(EngineError::NotWaiting { task_guid: guid });
+    }
     let element = process.elements.get(&task.element_id).ok_or_else(|| {
         EngineError::Invalid(format!(
             "task {guid}: element '{}' is not in the model",

@@ -129,7 +129,8 @@ impl<'m> Interpreter<'m> {
         if let (Some(value), Some(BoundaryTrigger::Error(caught))) = (error, start.trigger()) {
             let variable = caught.variable.clone().unwrap_or_else(|| "error".into());
             self.task_mut(start_task).data = Some(value.clone());
-            self.state.data.insert(variable, value);
+            let owner = self.state.data_owner(Some(start_task));
+            self.state.data_of_mut(owner).insert(variable, value);
         }
         self.current = Some(start_task);
         self.pre_script(start)?;

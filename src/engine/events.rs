@@ -127,7 +127,7 @@ impl<'m> Interpreter<'m> {
     ) -> Outcome {
         let payload = match &message.payload {
             Some(expression) => self.eval(element, expression, "messagePayload")?,
-            None => Value::Object(self.state.data.clone()),
+            None => Value::Object(self.data().clone()),
         };
         let correlation_values =
             self.model
@@ -194,7 +194,7 @@ impl<'m> Interpreter<'m> {
     /// The payload goes into the message variable; its correlation values become established.
     pub fn receive_message(&mut self, catch: &MessageCatchSpec, name: &str, payload: &Value) {
         if let Some(variable) = &catch.variable {
-            self.state.data.insert(variable.clone(), payload.clone());
+            self.data_mut().insert(variable.clone(), payload.clone());
         }
         let values = self
             .model

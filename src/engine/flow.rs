@@ -52,12 +52,22 @@ impl<'m> Interpreter<'m> {
             self.state.internal.races.insert(guid, race);
         }
         self.current = Some(guid);
-        self.pre_script(element)?;
-        self.execute(guid, element, token.scope)
+        if self.runs_scripts_of(guid, element) {
+            self.pre_script(element)?;
+        }
+        match &element.multi_instance {
+            Some(multi) => self.start_multi_instance(guid, element, multi, token.scope),
+            None => self.execute(guid, element, token.scope),
+        }
     }
 
     /// What the element does once its task exists, by family.
-    fn execute(&mut self, guid: Uuid, element: &'m ElementSpec, scope: Option<Uuid>) -> Outcome {
+    pub fn execute(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        scope: Option<Uuid>,
+    ) -> Outcome {
         match &element.kind {
             ElementKind::StartEvent { .. }
             | ElementKind::TimerStart(_)
@@ -153,14 +163,20 @@ impl<'m> Interpreter<'m> {
     }
 
     /// Post-script, COMPLETED, cancel the boundary events (and the rivals of a race it won),
-    /// follow the outgoing flows.
+    /// follow the outgoing flows (an instance of a multi-instance activity hands its result to
+    /// the activity instead).
     pub fn complete_activity(&mut self, guid: Uuid) -> Outcome {
         let element = self.element_of(guid);
         let scope = self.task(guid).scope;
-        self.post_script(element)?;
+        if self.runs_scripts_of(guid, element) {
+            self.post_script(element)?;
+        }
         self.set_state(guid, TaskState::Completed);
         self.cancel_boundaries(guid);
         self.win_race(guid);
+        if self.is_instance(guid) {
+            return self.instance_completed(guid);
+        }
         if let Some(standard_loop) = &element.standard_loop {
             if self.loops_again(element, standard_loop, scope)? {
                 self.tokens.push_back(Token {

@@ -219,8 +219,9 @@ impl<'m> Interpreter<'m> {
 
     pub fn run_script(&mut self, element: &ElementSpec, script: &Script, what: &str) -> Outcome {
         let cx = self.context_of_current_task();
+        let owner = self.state.data_owner(self.current);
         script
-            .run(&mut self.state.data, &cx)
+            .run(self.state.data_of_mut(owner), &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
@@ -232,7 +233,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<Value, ModelFailure> {
         let cx = self.context_for(expression);
         expression
-            .eval(&self.state.data, &cx)
+            .eval(self.data(), &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
@@ -244,7 +245,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<bool, ModelFailure> {
         let cx = self.context_for(expression);
         expression
-            .eval_bool(&self.state.data, &cx)
+            .eval_bool(self.data(), &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, what))
     }
 
@@ -255,6 +256,16 @@ impl<'m> Interpreter<'m> {
         } else {
             std::borrow::Cow::Borrowed(&self.expr_context)
         }
+    }
+
+    /// The task data the current task's code works on.
+    pub fn data(&self) -> &crate::engine::Map {
+        self.state.data_of(self.state.data_owner(self.current))
+    }
+
+    pub fn data_mut(&mut self) -> &mut crate::engine::Map {
+        let owner = self.state.data_owner(self.current);
+        self.state.data_of_mut(owner)
     }
 
     pub fn expr_context(&self) -> &expr::Context {

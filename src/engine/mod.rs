@@ -1,14 +1,15 @@
 //! The engine's step function: (ModelSpec, InstanceState, Event, StepContext) ->
 //! (InstanceState, Effects). Pure: the time and new task ids come in the `StepContext`.
 //!
-//! One shared data map per instance. A step runs every path until it waits or ends.
+//! One shared data map per instance (each instance of a multi-instance activity works on a
+//! copy of its own). A step runs every path until it waits or ends.
 //! Runtime failures inside the model put the instance in `Error` (the step returns Ok);
 //! `EngineError` is only for caller mistakes and leaves the state untouched.
 //!
 //! Layout: `commands` (start, step, fail) check the input and drive an `interpreter`; `flow`
 //! moves tokens and dispatches each element to its family: `activities` (tasks), `events`
 //! (start, end, message), `gateways`, `boundaries` (boundary events, errors, signals),
-//! `subprocesses`; `outcome` turns the run into the new state and effects. `guard` wraps the
+//! `subprocesses`, `multi_instance`, `loops`; `outcome` turns the run into the new state and effects. `guard` wraps the
 //! public entry points against panics; `migrate` says whether an instance fits another version.
 
 mod activities;
@@ -25,6 +26,7 @@ mod interpreter;
 mod iso8601;
 mod loops;
 mod migrate;
+mod multi_instance;
 mod outcome;
 mod signals;
 mod state;
@@ -44,7 +46,8 @@ pub use context::{StepContext, TaskIds};
 pub use guard::{fail, service_call, start, step, ENGINE_PANIC};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
 pub use state::{
-    Cycle, EngineInternal, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
+    Cycle, EngineInternal, InstanceError, InstanceState, InstanceStatus, MultiItem, MultiRun, Task,
+    TaskState,
 };
 pub use timers::first_start_occurrence;
 

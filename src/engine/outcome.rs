@@ -67,6 +67,7 @@ impl Interpreter<'_> {
             .tasks
             .iter()
             .filter(|task| self.live_before.contains(&task.guid))
+            .filter(|task| !self.state.internal.multi.contains_key(&task.guid))
         {
             let element = &self.process.elements[&task.element_id];
             if task.waits_for_message(element) {

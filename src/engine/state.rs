@@ -203,6 +203,34 @@ pub struct EngineInternal {
     /// restores it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub transactions: BTreeMap<Uuid, super::Map>,
+    /// Multi-instance activities under way: the activity's task guid -> its instances.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub multi: BTreeMap<Uuid, MultiRun>,
+    /// The task data of each running instance of a multi-instance activity: its code (and
+    /// the code of everything inside it) reads and writes this copy, not the data around it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub local_data: BTreeMap<Uuid, super::Map>,
+}
+
+/// A multi-instance activity under way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MultiRun {
+    /// Every item, in order.
+    pub items: Vec<MultiItem>,
+    /// The instances started so far: task guid -> index of its item.
+    pub started: BTreeMap<Uuid, usize>,
+    /// What completed instances left in the output item, by item index.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub results: BTreeMap<usize, Value>,
+    pub completed: usize,
+}
+
+/// One item of a multi-instance activity: its key in the input (list index, map key) and
+/// its value (for a cardinality, both are the index).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MultiItem {
+    pub key: Value,
+    pub value: Value,
 }
 
 /// A cycle timer between occurrences.
@@ -219,7 +247,8 @@ pub struct Cycle {
 pub struct InstanceState {
     pub process_id: String,
     pub status: InstanceStatus,
-    /// One data map per instance (task data).
+    /// The instance's task data (the instances of a multi-instance activity have copies of
+    /// their own, in `internal.local_data`).
     pub data: Map,
     /// Established correlation property values (property id -> value).
     pub correlations: BTreeMap<String, Value>,
@@ -247,6 +276,36 @@ impl InstanceState {
 
     pub fn task(&self, guid: Uuid) -> Option<&Task> {
         self.tasks.iter().find(|t| t.guid == guid)
+    }
+
+    /// The instance of a multi-instance activity whose data the code of task `guid` works
+    /// on (the nearest around it), None for the instance's own data.
+    pub fn data_owner(&self, guid: Option<Uuid>) -> Option<Uuid> {
+        if self.internal.local_data.is_empty() {
+            return None;
+        }
+        let mut cursor = guid;
+        while let Some(task) = cursor {
+            if self.internal.local_data.contains_key(&task) {
+                return Some(task);
+            }
+            cursor = self.task(task).and_then(|t| t.scope);
+        }
+        None
+    }
+
+    /// The task data the code of `owner` (see `data_owner`) works on.
+    pub fn data_of(&self, owner: Option<Uuid>) -> &Map {
+        owner
+            .and_then(|guid| self.internal.local_data.get(&guid))
+            .unwrap_or(&self.data)
+    }
+
+    pub fn data_of_mut(&mut self, owner: Option<Uuid>) -> &mut Map {
+        match owner.filter(|guid| self.internal.local_data.contains_key(guid)) {
+            Some(guid) => self.internal.local_data.get_mut(&guid).expect("checked"),
+            None => &mut self.data,
+        }
     }
 
     /// Tasks in READY, WAITING or STARTED.

@@ -19,7 +19,7 @@ impl<'m> Interpreter<'m> {
         self.set_state(guid, TaskState::Started);
         if element.element_type == "transaction" {
             // what a cancel end event undoes
-            let before = self.state.data.clone();
+            let before = self.data().clone();
             self.state.internal.transactions.insert(guid, before);
         }
         self.start_boundaries(guid, element, scope)?;
@@ -45,6 +45,7 @@ impl<'m> Interpreter<'m> {
             .iter()
             .find(|task| {
                 task.state == TaskState::Started
+                    && !self.state.internal.multi.contains_key(&task.guid)
                     && matches!(
                         task.element_type.as_str(),
                         "subProcess" | "transaction" | "callActivity"
@@ -94,7 +95,8 @@ impl<'m> Interpreter<'m> {
             ));
         };
         if let Some(before) = self.state.internal.transactions.remove(&transaction) {
-            self.state.data = before;
+            let owner = self.state.data_owner(Some(transaction));
+            *self.state.data_of_mut(owner) = before;
         }
         let element = self.element_of(transaction);
         let boundary = element

@@ -1280,3 +1280,108 @@ async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refu
     );
     assert!(show(&app, id).await["data"].get("result").is_none());
 }
+
+/// start -> a parallel multi-instance service task (one demo/Echo call per word) -> end.
+fn multi_instance_service_model() -> String {
+    models::definitions(
+        r#"<bpmn:process id="svc" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="call" />
+    <bpmn:serviceTask id="call" name="Call">
+      <bpmn:extensionElements>
+        <spiffworkflow:serviceTaskOperator id="demo/Echo" resultVariable="echoed">
+          <spiffworkflow:parameters><spiffworkflow:parameter id="word" type="str" value="word" /></spiffworkflow:parameters>
+        </spiffworkflow:serviceTaskOperator>
+      </bpmn:extensionElements>
+      <bpmn:multiInstanceLoopCharacteristics>
+        <bpmn:loopDataInputRef>words</bpmn:loopDataInputRef>
+        <bpmn:loopDataOutputRef>echoes</bpmn:loopDataOutputRef>
+        <bpmn:inputDataItem id="word" /><bpmn:outputDataItem id="echoed" />
+      </bpmn:multiInstanceLoopCharacteristics>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="call" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    )
+}
+
+/// One connector call per item, each with its own task guid, job and callback token; the
+/// callbacks arrive out of order (one of them twice) and the results come out in item order.
+#[tokio::test]
+async fn a_parallel_multi_instance_service_task_calls_once_per_item_and_takes_callbacks_in_any_order(
+) {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
+    upload_ok(
+        &app,
+        "svc/many",
+        "svc.bpmn",
+        &multi_instance_service_model(),
+    )
+    .await;
+    for _ in 0..3 {
+        proxy.answer(202, envelope(json!({"job": 1}), 202));
+    }
+    let id = start_ok(&app, "svc/many", &json!({"words": ["one", "two", "three"]})).await;
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 3, "one job per item, recorded with the start");
+    dispatch(&app, 3).await;
+
+    let calls = proxy.calls();
+    let mut words: Vec<&str> = calls
+        .iter()
+        .map(|c| c.body["word"].as_str().unwrap())
+        .collect();
+    words.sort_unstable();
+    assert_eq!(words, ["one", "three", "two"]);
+    let guids: std::collections::HashSet<&str> = calls
+        .iter()
+        .map(|c| c.body["wf__task_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(guids.len(), 3, "each call has its own task");
+
+    let call_for = |word: &str| {
+        let call = calls.iter().find(|c| c.body["word"] == word).unwrap();
+        (
+            call.body["wf__task_id"].as_str().unwrap().to_string(),
+            call.body["wf__callback_token"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+    };
+    let body = |word: &str| json!({"command_response": {"body": format!("{{\"echo\": \"{word}\"}}"), "mimetype": "application/json"}});
+    for word in ["three", "one"] {
+        let (guid, token) = call_for(word);
+        let (status, answer) = callback(&app, id, &guid, Some(&token), &body(word)).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+    // the second callback of "one" is refused and changes nothing
+    let (guid, token) = call_for("one");
+    let (status, again) = callback(&app, id, &guid, Some(&token), &body("again")).await;
+    assert_eq!(
+        (status, again["error_code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("not_waiting_for_callback"))
+    );
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "waiting", "{shown}");
+    assert!(
+        shown["data"]
+            .get("echoes")
+            .is_some_and(|e| e == &json!([{"echo": "one"}, {"echo": "three"}])),
+        "{shown}"
+    );
+
+    let (guid, token) = call_for("two");
+    let (status, answer) = callback(&app, id, &guid, Some(&token), &body("two")).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(
+        shown["data"],
+        json!({"words": ["one", "two", "three"], "echoes": [{"echo": "one"}, {"echo": "two"}, {"echo": "three"}]})
+    );
+}

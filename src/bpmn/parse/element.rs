@@ -1,6 +1,6 @@
 //! What every flow node has (id, name, scripts, default flow), and which element family
 //! reads the rest of it: events, tasks, gateways, subprocesses.
-use super::nodes::{bpmn_children, nonempty_attr, spiff_ext};
+use super::nodes::{nonempty_attr, spiff_ext};
 use super::*;
 
 impl Parser<'_> {
@@ -13,8 +13,11 @@ impl Parser<'_> {
     ) -> Result<ElementSpec, ModelError> {
         let id = self.required_id(node)?;
         let element_type = node.tag_name().name().to_string();
-        self.refuse_multi_instance_and_compensation(node, &id)?;
+        if node.attribute("isForCompensation") == Some("true") {
+            return Err(self.err(Some(&id), "compensation activities are not supported"));
+        }
         let standard_loop = self.standard_loop(node, &id)?;
+        let multi_instance = self.multi_instance(node, &id)?;
         let pre_script = self.opt_script(&id, "preScript", spiff_ext(node, "preScript").next())?;
         let post_script =
             self.opt_script(&id, "postScript", spiff_ext(node, "postScript").next())?;
@@ -31,65 +34,9 @@ impl Parser<'_> {
             pre_script,
             post_script,
             standard_loop,
+            multi_instance,
             id,
         })
-    }
-
-    /// `standardLoopCharacteristics` with a `loopCondition` (Python), a `loopMaximum`, or
-    /// both; with neither it would never end, and SpiffWorkflow refuses it too.
-    fn standard_loop(&self, node: Node, id: &str) -> Result<Option<StandardLoop>, ModelError> {
-        let Some(characteristics) =
-            bpmn_children(node).find(|c| c.tag_name().name() == "standardLoopCharacteristics")
-        else {
-            return Ok(None);
-        };
-        let condition = match bpmn_children(characteristics)
-            .find(|c| c.tag_name().name() == "loopCondition")
-            .and_then(super::nodes::nonempty_text)
-        {
-            Some(source) => Some(self.expr(id, "the loopCondition", &source)?),
-            None => None,
-        };
-        let maximum = match nonempty_attr(characteristics, "loopMaximum") {
-            Some(text) => Some(text.parse::<u32>().map_err(|_| {
-                self.err(
-                    Some(id),
-                    format!("loopMaximum '{text}' is not a whole number"),
-                )
-            })?),
-            None => None,
-        };
-        if condition.is_none() && maximum.is_none() {
-            return Err(self.err(
-                Some(id),
-                "a standard loop needs a loopCondition or a loopMaximum",
-            ));
-        }
-        Ok(Some(StandardLoop {
-            condition,
-            maximum,
-            test_before: characteristics.attribute("testBefore").map(str::trim) == Some("true"),
-        }))
-    }
-
-    fn refuse_multi_instance_and_compensation(
-        &self,
-        node: Node,
-        id: &str,
-    ) -> Result<(), ModelError> {
-        for child in bpmn_children(node) {
-            let name = child.tag_name().name();
-            if name == "multiInstanceLoopCharacteristics" {
-                return Err(self.err(
-                    Some(id),
-                    "multi-instance activities (bpmn:multiInstanceLoopCharacteristics) are not supported",
-                ));
-            }
-        }
-        if node.attribute("isForCompensation") == Some("true") {
-            return Err(self.err(Some(id), "compensation activities are not supported"));
-        }
-        Ok(())
     }
 
     fn kind(&self, node: Node, id: &str, element_type: &str) -> Result<ElementKind, ModelError> {

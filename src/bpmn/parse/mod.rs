@@ -8,7 +8,7 @@
 //!   flows, boundary events, start events);
 //! - `element`: what every flow node has, and which family reads the rest: `events`,
 //!   `tasks` (script and service tasks), `messages` (shared by message events and
-//!   send/receive tasks), `subprocess`;
+//!   send/receive tasks), `subprocess`, `loops` (standard and multi-instance);
 //! - `nodes`: namespace-aware XML helpers.
 //!
 //! References to other definitions (messageRef, errorRef, ...) stay ids here: they may
@@ -17,6 +17,7 @@ mod definitions;
 mod element;
 mod events;
 mod links;
+mod loops;
 mod messages;
 mod nodes;
 mod process;

@@ -52,6 +52,9 @@ const IGNORED_IN_PROCESS: &[&str] = &[
     "outgoing",
     "dataInputAssociation",
     "dataOutputAssociation",
+    // read by `loops`
+    "standardLoopCharacteristics",
+    "multiInstanceLoopCharacteristics",
 ];
 
 /// Everything collected while walking one process.

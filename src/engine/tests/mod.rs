@@ -4,10 +4,12 @@
 
 mod activities;
 mod boundaries;
+mod conformance_load;
 mod context;
 mod events;
 mod fixtures;
 mod flow;
+mod multi_instance;
 mod panics;
 mod spiffworkflow;
 mod timers;

@@ -5,7 +5,7 @@
 use super::*;
 
 /// A file of SpiffWorkflow's test suite, as (path, text).
-fn conformance_file(path: &str) -> (String, String) {
+pub(super) fn conformance_file(path: &str) -> (String, String) {
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/conformance/spiffworkflow-tests")
         .join(path);
