@@ -77,6 +77,9 @@ impl Application {
         let keys = JwtKeys::from_settings(&settings.jwt)?;
         let pool = prepare_database(&settings).await?;
         let app = Self::start(settings, pool, keys, extra_routes)?;
+        crate::services::models::index_process_definitions(&app.state.pool, &app.state.models)
+            .await
+            .context("indexing the processes of the stored models")?;
         if let Some(dir) = &app.state.settings.process_models_dir {
             let loaded =
                 crate::services::models::load_directory(&app.state.pool, &app.state.models, dir)

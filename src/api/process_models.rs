@@ -26,7 +26,7 @@ use utoipa::IntoParams;
     responses(
         (status = 201, description = "Model created", body = Object),
         (status = 200, description = "Model updated", body = Object),
-        (status = 400, description = "`invalid_process_model` (with `file_name`, `element_id`, `reason`; also a NUL character in the file), `message_start_conflict`, `invalid_file_name`, `invalid_process_model_identifier`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_process_model` (with `file_name`, `element_id`, `reason`; also a NUL character in the file), `message_start_conflict`, `process_id_conflict` (with `process_id` and the `process_model_identifier` that defines it), `invalid_file_name`, `invalid_process_model_identifier`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:write`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),

@@ -161,6 +161,10 @@ pub struct ModelSpec {
     /// Some code calls `get_last_user_completing_task` or `get_url_for_task_with_bpmn_identifier`:
     /// its steps record who completed each human task and show scripts the instance's tasks.
     pub uses_task_lookup: bool,
+    /// Called processes that cannot be run, with the reason (set by `with_callees`: no model
+    /// defines it, or linking it failed): a call activity calling one fails the instance
+    /// instead of asking for it.
+    pub unavailable_callees: BTreeMap<String, String>,
 }
 
 /// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with

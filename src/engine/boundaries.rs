@@ -287,7 +287,7 @@ impl<'m> Interpreter<'m> {
             element_id: element_id.to_string(),
             message,
             error_code: code,
-            abort: false,
+            abort: None,
         })
     }
 

@@ -3,6 +3,7 @@
 //! untouched), then runs the interpreter on a copy and hands back the new state and effects.
 
 use super::context::{StepContext, TaskIds};
+use super::interpreter::Abort;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
@@ -126,10 +127,20 @@ fn start_message(element: &ElementSpec) -> Option<&str> {
     }
 }
 
-/// A step that could not run its scripts did not happen: the caller may try it again.
+/// A step that could not run its scripts, or that needs a called process it was not given,
+/// did not happen: the caller may try it again.
 fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
     match outcome {
-        Err(failure) if failure.abort => Err(EngineError::Unavailable(failure.message.clone())),
+        Err(ModelFailure {
+            abort: Some(abort),
+            message,
+            ..
+        }) => Err(match abort {
+            Abort::ScriptsUnavailable => EngineError::Unavailable(message.clone()),
+            Abort::CalleeNeeded(process_id) => EngineError::CalleeNeeded {
+                process_id: process_id.clone(),
+            },
+        }),
         _ => Ok(()),
     }
 }
@@ -307,7 +318,7 @@ pub fn fail(
         element_id: error.element_id,
         message: error.message,
         error_code: error.error_code,
-        abort: false,
+        abort: None,
     }));
     *state = new_state;
     effects

@@ -2,7 +2,7 @@
 //! creates its task and hands it to the element's family (activities, events, gateways,
 //! subprocesses); a completed task sends tokens along the outgoing flows its family chooses.
 
-use super::interpreter::{Interpreter, ModelFailure, Outcome, Token};
+use super::interpreter::{Abort, Interpreter, ModelFailure, Outcome, Token};
 use super::TaskState;
 use crate::bpmn::{ElementKind, ElementSpec};
 use uuid::Uuid;
@@ -136,18 +136,29 @@ impl<'m> Interpreter<'m> {
             ElementKind::SubProcess { start_events } => {
                 self.start_subprocess(guid, element, start_events, scope)
             }
-            ElementKind::CallActivity { called_element } => Err(ModelFailure::new(
-                &element.id,
-                format!(
-                    "The called process '{called_element}' was not found: it is not a process of this model (calling a process of another model is not supported yet)"
-                ),
-            )),
+            ElementKind::CallActivity { called_element } => {
+                Err(self.callee_missing(element, called_element))
+            }
             // never entered by a token: they start from their triggers
             ElementKind::EventSubProcess { .. } | ElementKind::EventSubProcessStart { .. } => {
                 Err(ModelFailure::new(
                     &element.id,
                     "an event subprocess is not entered by a sequence flow",
                 ))
+            }
+        }
+    }
+
+    /// A call activity whose process is not in the model: the step is given it and run again
+    /// (`EngineError::CalleeNeeded`), unless it is known not to be runnable.
+    fn callee_missing(&self, element: &ElementSpec, called: &str) -> ModelFailure {
+        match self.model.unavailable_callees.get(called) {
+            Some(reason) => ModelFailure::new(&element.id, reason.clone()),
+            None => {
+                let mut failure =
+                    ModelFailure::new(&element.id, format!("process '{called}' is needed"));
+                failure.abort = Some(Abort::CalleeNeeded(called.to_string()));
+                failure
             }
         }
     }

@@ -17,9 +17,18 @@ pub(super) struct ModelFailure {
     pub element_id: String,
     pub message: String,
     pub error_code: Option<String>,
-    /// Not the model's fault (no Python could run its script): the step must not happen at
-    /// all rather than put the instance in error.
-    pub abort: bool,
+    /// Not the model's fault: the step must not happen at all rather than put the instance
+    /// in error.
+    pub abort: Option<Abort>,
+}
+
+/// Why a step did not happen.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Abort {
+    /// No Python could run a script.
+    ScriptsUnavailable,
+    /// A call activity calls a process that is in no model the step was given.
+    CalleeNeeded(String),
 }
 
 impl ModelFailure {
@@ -28,7 +37,7 @@ impl ModelFailure {
             element_id: element_id.to_string(),
             message: message.into(),
             error_code: None,
-            abort: false,
+            abort: None,
         }
     }
 
@@ -38,7 +47,7 @@ impl ModelFailure {
             element_id: element_id.to_string(),
             message: format!("{error} (in {what})"),
             error_code: error.error_code().map(str::to_string),
-            abort: error.kind == ErrorKind::Unavailable,
+            abort: (error.kind == ErrorKind::Unavailable).then_some(Abort::ScriptsUnavailable),
         }
     }
 }

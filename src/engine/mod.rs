@@ -185,6 +185,12 @@ pub enum EngineError {
     /// No Python could run the step's scripts (every worker busy, or broken): nothing
     /// happened, and the same event may be tried again.
     Unavailable(String),
+    /// A call activity reached a process that is in no model the step was given: nothing
+    /// happened; the caller finds the process (`ModelSpec::with_callees`) and steps again, or
+    /// marks it missing, and the step then fails the instance.
+    CalleeNeeded {
+        process_id: String,
+    },
 }
 
 impl fmt::Display for EngineError {
@@ -193,6 +199,9 @@ impl fmt::Display for EngineError {
             EngineError::NotWaiting { task_guid } => write!(f, "task {task_guid} is not waiting"),
             EngineError::UnknownTask { task_guid } => write!(f, "task {task_guid} does not exist"),
             EngineError::Invalid(m) | EngineError::Unavailable(m) => f.write_str(m),
+            EngineError::CalleeNeeded { process_id } => {
+                write!(f, "the called process '{process_id}' is not loaded")
+            }
         }
     }
 }

@@ -85,6 +85,11 @@ impl ModelCache {
         Ok(Some(spec))
     }
 
+    /// A spec cached under `key` (a version, or a version linked with its callees).
+    pub fn cached(&self, key: &str) -> Option<Arc<ModelSpec>> {
+        self.specs.read().expect("cache lock").get(key).cloned()
+    }
+
     pub fn insert(&self, version_sha: &str, spec: Arc<ModelSpec>) {
         self.specs
             .write()

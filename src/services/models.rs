@@ -170,6 +170,14 @@ async fn save_model(
             .with_extra(json!({ "message_name": start.message_name, "process_model_identifier": owner })));
         }
     }
+    let process_ids: Vec<&str> = spec.processes.keys().map(String::as_str).collect();
+    if let Some((process_id, owner)) = store::models::process_owners(conn, &process_ids, identifier)
+        .await?
+        .into_iter()
+        .next()
+    {
+        return Err(process_id_conflict(identifier, &process_id, &owner));
+    }
     let sha = version_sha(&spec.primary_process_id, files);
     let display_name = metadata.display_name.clone().unwrap_or_else(|| {
         identifier
@@ -225,10 +233,54 @@ async fn save_model(
         })
         .collect();
     store::models::replace_routing(conn, identifier, &triggers, &retrievals).await?;
+    store::models::replace_process_definitions(conn, identifier, &process_ids)
+        .await
+        .map_err(|e| match e {
+            // another model took one of the ids since the check above
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                process_id_conflict(identifier, "(one of its processes)", "another model")
+            }
+            other => other.into(),
+        })?;
     schedule_starts(conn, cache, identifier, &spec).await?;
     let spec = Arc::new(spec);
     cache.insert(&sha, spec.clone());
     Ok(spec)
+}
+
+/// Indexes the processes of models stored before `process_definitions` existed (once: an
+/// indexed model is skipped). A process id two of them define stays with the first, by
+/// identifier; the other model's upload would now be refused, so it is only logged.
+pub async fn index_process_definitions(pool: &PgPool, cache: &ModelCache) -> Result<()> {
+    let mut conn = pool.acquire().await?;
+    for (identifier, version) in store::models::without_process_definitions(&mut conn).await? {
+        let spec = cache.spec(&mut conn, &identifier, &version).await?;
+        let mut tx = pool.begin().await?;
+        let ids: Vec<&str> = spec.processes.keys().map(String::as_str).collect();
+        let taken = store::models::process_owners(&mut tx, &ids, &identifier).await?;
+        let free: Vec<&str> = ids
+            .into_iter()
+            .filter(|id| !taken.iter().any(|(taken, _)| taken == id))
+            .collect();
+        for (process_id, owner) in &taken {
+            tracing::warn!(%identifier, %process_id, %owner, "a process id defined by two models stays with the first");
+        }
+        store::models::replace_process_definitions(&mut tx, &identifier, &free).await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// Process ids are looked up service-wide (a call activity finds a process of another model by
+/// its id), so two models may not define the same one.
+fn process_id_conflict(identifier: &str, process_id: &str, owner: &str) -> Error {
+    Error::bad_request(
+        "process_id_conflict",
+        format!(
+            "process '{process_id}' is already defined by process model '{owner}'; process ids are unique across models (call activities find processes by id), so '{identifier}' cannot define it too"
+        ),
+    )
+    .with_extra(json!({ "process_id": process_id, "process_model_identifier": owner }))
 }
 
 /// The version's timer start events get their next occurrence (an unchanged timer keeps the

@@ -28,6 +28,8 @@ pub struct LockedInstance {
     pub row: InstanceRow,
     /// The engine's live tasks (a JSON array of task rows), current as of the lock.
     pub live_tasks: Json<Value>,
+    /// The model versions of the processes it called from other models.
+    pub callees: Json<Value>,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -74,11 +76,21 @@ pub async fn started_by(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option
         .map(Option::flatten)
 }
 
+/// The model versions of the processes the instance calls from other models.
+pub async fn set_callees(conn: &mut PgConnection, id: i64, callees: &Value) -> sqlx::Result<()> {
+    sqlx::query("UPDATE process_instances SET callees = $2 WHERE id = $1")
+        .bind(id)
+        .bind(Json(callees))
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
 /// `SELECT ... FOR UPDATE`: every step of an instance holds its row lock.
 pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(
         "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
-         error, model_version, created_at, updated_at, live_tasks \
+         error, model_version, created_at, updated_at, live_tasks, callees \
          FROM process_instances WHERE id = $1 FOR UPDATE",
     )
     .bind(id)

@@ -169,7 +169,7 @@ pub async fn lock_oldest_waiting_receive(
         "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
              pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
              pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
-             pi.updated_at, pi.live_tasks \
+             pi.updated_at, pi.live_tasks, pi.callees \
          FROM unnest($2::text[]) AS k(key) \
          CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid FROM message_instances \
              WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \

@@ -325,3 +325,71 @@ pub async fn versions_in_use(
     .fetch_all(conn)
     .await
 }
+
+/// The process ids among `process_ids` that another model defines, with that model.
+pub async fn process_owners(
+    conn: &mut PgConnection,
+    process_ids: &[&str],
+    except_identifier: &str,
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT process_id, process_model_identifier FROM process_definitions \
+         WHERE process_id = ANY($1) AND process_model_identifier <> $2 ORDER BY process_id",
+    )
+    .bind(process_ids)
+    .bind(except_identifier)
+    .fetch_all(conn)
+    .await
+}
+
+/// The processes a model defines become `process_ids` (its current version's). A process id
+/// another model took in the meantime is a unique violation.
+pub async fn replace_process_definitions(
+    conn: &mut PgConnection,
+    identifier: &str,
+    process_ids: &[&str],
+) -> sqlx::Result<()> {
+    // two statements: within one, the unique index would still see the rows being deleted
+    sqlx::query("DELETE FROM process_definitions WHERE process_model_identifier = $1")
+        .bind(identifier)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "INSERT INTO process_definitions (process_id, process_model_identifier) \
+         SELECT unnest($2::text[]), $1",
+    )
+    .bind(identifier)
+    .bind(process_ids)
+    .execute(conn)
+    .await
+    .map(|_| ())
+}
+
+/// The model defining a process, at its current version.
+pub async fn process_definer(
+    conn: &mut PgConnection,
+    process_id: &str,
+) -> sqlx::Result<Option<(String, String)>> {
+    sqlx::query_as(
+        "SELECT pm.identifier, pm.version_sha FROM process_definitions d \
+         JOIN process_models pm ON pm.identifier = d.process_model_identifier \
+         WHERE d.process_id = $1",
+    )
+    .bind(process_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Models whose processes are not indexed yet (stored before `process_definitions` existed).
+pub async fn without_process_definitions(
+    conn: &mut PgConnection,
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT pm.identifier, pm.version_sha FROM process_models pm \
+         WHERE NOT EXISTS (SELECT 1 FROM process_definitions d \
+                           WHERE d.process_model_identifier = pm.identifier) \
+         ORDER BY pm.identifier",
+    )
+    .fetch_all(conn)
+    .await
+}

@@ -513,7 +513,7 @@ async fn a_version_without_the_timer_start_drops_its_schedule() {
     );
     assert_eq!(instance_count(&app).await, 0);
     // a timer that cannot be scheduled refuses the upload, naming the element
-    let (status, body) = upload(&app, "timers/bad", "b.bpmn", &hourly("\"every hour\"")).await;
+    let (status, body) = upload(&app, "timers/hourly", "h.bpmn", &hourly("\"every hour\"")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["element_id"], "tick", "{body}");
 }

@@ -203,3 +203,152 @@ async fn a_call_activity_runs_a_process_uploaded_after_its_caller() {
     assert_eq!(sent["process_instance"]["status"], "complete", "{sent}");
     assert_eq!(sent["task_data"]["shipment"]["carrier"], "x", "{sent}");
 }
+
+/// `order` calls `shipping`, a process of another model: a receive inside it takes a message,
+/// and its script's result comes back to the caller.
+fn caller_of(called: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:process id="order" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="ship" />
+    <bpmn:callActivity id="ship" calledElement="{called}" />
+    <bpmn:sequenceFlow id="f1" sourceRef="ship" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
+
+fn shipping(label: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:correlationProperty id="order_id" name="order id">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_shipped"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_shipped" name="shipped" />
+  <bpmn:process id="shipping" isExecutable="true">
+    <bpmn:startEvent id="s_start" />
+    <bpmn:sequenceFlow id="s0" sourceRef="s_start" targetRef="wait" />
+    <bpmn:receiveTask id="wait" messageRef="m_shipped">
+      <bpmn:extensionElements>
+        <spiffworkflow:messageVariable>shipment</spiffworkflow:messageVariable>
+        <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>order_id</spiffworkflow:propertyId><spiffworkflow:expression>order_id</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
+      </bpmn:extensionElements>
+    </bpmn:receiveTask>
+    <bpmn:sequenceFlow id="s1" sourceRef="wait" targetRef="label" />
+    <bpmn:scriptTask id="label"><bpmn:script>label = "{label}"</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="s2" sourceRef="label" targetRef="s_end" />
+    <bpmn:endEvent id="s_end" />
+  </bpmn:process>"#
+    ))
+}
+
+async fn ship(app: &crate::helpers::TestApp, order_id: &str) -> serde_json::Value {
+    let (status, sent) = send(app, "shipped", &json!({"order_id": order_id}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    sent
+}
+
+/// A call activity finds its process in another model (uploaded after the caller): until then
+/// the call fails the instance when reached; then each instance runs the callee's version
+/// current when it first called it, whatever is uploaded meanwhile.
+#[tokio::test]
+async fn a_call_activity_runs_a_process_of_another_model_on_the_version_it_started_with() {
+    let app = spawn_app().await;
+    upload_ok(&app, "calls/order", "order.bpmn", &caller_of("shipping")).await;
+    let (status, body) = start(&app, "calls/order", &json!({"order_id": "o1"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let error = &body["process_instance"]["error"];
+    assert_eq!(body["process_instance"]["status"], "error", "{body}");
+    assert_eq!(error["element_id"], "ship", "{body}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("The called process 'shipping' was not found"),
+        "{body}"
+    );
+
+    upload_ok(&app, "calls/shipping", "shipping.bpmn", &shipping("v1")).await;
+    let first = start_ok(&app, "calls/order", &json!({"order_id": "o2"})).await;
+    let shown = show(&app, first).await;
+    assert_eq!(shown["status"], "waiting", "{shown}");
+    let waiting: Vec<&str> = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["state"] == "WAITING")
+        .map(|t| t["element_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, ["ship/wait"], "{shown}");
+
+    // a new version of the callee: the waiting instance keeps the one it started with
+    upload_ok(&app, "calls/shipping", "shipping.bpmn", &shipping("v2")).await;
+    let second = start_ok(&app, "calls/order", &json!({"order_id": "o3"})).await;
+    let sent = ship(&app, "o2").await;
+    assert_eq!(sent["process_instance"]["id"], first, "{sent}");
+    assert_eq!(sent["process_instance"]["status"], "complete", "{sent}");
+    assert_eq!(sent["task_data"]["label"], "v1", "{sent}");
+    let sent = ship(&app, "o3").await;
+    assert_eq!(sent["process_instance"]["id"], second, "{sent}");
+    assert_eq!(sent["task_data"]["label"], "v2", "{sent}");
+}
+
+/// Process ids are looked up across models, so a second model defining one is refused, with
+/// both names.
+#[tokio::test]
+async fn two_models_may_not_define_the_same_process_id() {
+    let app = spawn_app().await;
+    upload_ok(&app, "calls/shipping", "shipping.bpmn", &shipping("v1")).await;
+    let (status, body) = upload(&app, "calls/other", "shipping.bpmn", &shipping("v1")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "process_id_conflict", "{body}");
+    assert_eq!(body["process_id"], "shipping", "{body}");
+    assert_eq!(body["process_model_identifier"], "calls/shipping", "{body}");
+    let detail = body["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("calls/shipping") && detail.contains("calls/other"),
+        "{body}"
+    );
+    // the model itself may define it again (a new version)
+    upload_ok(&app, "calls/shipping", "shipping.bpmn", &shipping("v2")).await;
+}
+
+/// An error thrown inside a process of another model reaches the call activity's boundary.
+#[tokio::test]
+async fn an_error_in_a_called_process_of_another_model_reaches_the_call_activity() {
+    let app = spawn_app().await;
+    let caller = definitions(
+        r#"<bpmn:process id="order" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="ship" />
+    <bpmn:callActivity id="ship" calledElement="failing" />
+    <bpmn:sequenceFlow id="f1" sourceRef="ship" targetRef="done" />
+    <bpmn:endEvent id="done" />
+    <bpmn:boundaryEvent id="failed" attachedToRef="ship"><bpmn:errorEventDefinition /></bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="failed" targetRef="handled" />
+    <bpmn:endEvent id="handled" />
+  </bpmn:process>"#,
+    );
+    let callee = definitions(
+        r#"<bpmn:error id="e_out" errorCode="out_of_stock" />
+  <bpmn:process id="failing" isExecutable="true">
+    <bpmn:startEvent id="s_start" />
+    <bpmn:sequenceFlow id="s0" sourceRef="s_start" targetRef="s_end" />
+    <bpmn:endEvent id="s_end"><bpmn:errorEventDefinition errorRef="e_out" /></bpmn:endEvent>
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "calls/failing", "failing.bpmn", &callee).await;
+    upload_ok(&app, "calls/order", "order.bpmn", &caller).await;
+    let id = start_ok(&app, "calls/order", &json!({})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(
+        shown["data"]["error"]["error_code"], "out_of_stock",
+        "{shown}"
+    );
+    let handled = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["element_id"] == "handled" && t["state"] == "COMPLETED");
+    assert!(handled, "{shown}");
+}

@@ -45,6 +45,7 @@ pub fn build_model(
         uses_secrets: false,
         uses_initiator: false,
         uses_task_lookup: false,
+        unavailable_callees: Default::default(),
     };
     let sources = spec.python_sources();
     let needs_python = sources.iter().any(|s| s.needs_python);

@@ -136,3 +136,46 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
     }
     Ok(())
 }
+
+impl ModelSpec {
+    /// This model linked with the processes of other models its call activities call: each
+    /// callee model's processes are added (a process id this model defines stays its own),
+    /// and every call activity that can now be resolved gets a copy of its callee, as at load.
+    /// `unavailable` names called processes that cannot be run, with the reason.
+    pub fn with_callees(
+        &self,
+        callees: &[&ModelSpec],
+        unavailable: BTreeMap<String, String>,
+    ) -> Result<ModelSpec, ModelError> {
+        let mut linked = self.clone();
+        let mut processes = Processes {
+            by_id: std::mem::take(&mut linked.processes),
+            order: vec![],
+        };
+        for callee in callees {
+            for (id, process) in &callee.processes {
+                processes
+                    .by_id
+                    .entry(id.clone())
+                    .or_insert_with(|| process.clone());
+            }
+            for property in &callee.correlation_properties {
+                if !linked
+                    .correlation_properties
+                    .iter()
+                    .any(|own| own.id == property.id)
+                {
+                    linked.correlation_properties.push(property.clone());
+                }
+            }
+            linked.needs_python |= callee.needs_python;
+            linked.uses_secrets |= callee.uses_secrets;
+            linked.uses_initiator |= callee.uses_initiator;
+            linked.uses_task_lookup |= callee.uses_task_lookup;
+        }
+        inline_call_activities(&mut processes)?;
+        linked.processes = processes.by_id;
+        linked.unavailable_callees = unavailable;
+        Ok(linked)
+    }
+}

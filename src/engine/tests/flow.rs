@@ -348,12 +348,64 @@ fn an_error_in_the_called_process_reaches_the_call_activitys_boundary() {
 }
 
 /// A called process that is not in the model fails the instance when the call is reached.
+fn unavailable(process: &str, reason: &str) -> std::collections::BTreeMap<String, String> {
+    [(process.to_string(), reason.to_string())].into()
+}
+
+/// A process of another model, linked in: it runs inside the caller, its ids prefixed with
+/// the call activity's.
+#[test]
+fn a_call_runs_a_process_of_another_model_once_linked() {
+    let caller = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="other"/><bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "call", "e"]),
+    ));
+    let callee = build_model(
+        &[(
+            "other.bpmn".to_string(),
+            format!(
+                r#"<bpmn:definitions xmlns:bpmn="{BPMN_NS}" id="D"><bpmn:process id="other" isExecutable="true">
+                <bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}</bpmn:process></bpmn:definitions>"#,
+                script("work", "done = True"),
+                chain(&["s", "work", "e"])
+            ),
+        )],
+        None,
+    )
+    .unwrap();
+    let linked = caller.with_callees(&[&callee], Default::default()).unwrap();
+    let (st, _) = start_with(&linked, json!({}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(st.data["done"], json!(true));
+    assert_eq!(task(&st, "call/work").state, TaskState::Completed);
+}
+
 #[test]
 fn a_call_to_a_process_that_is_not_there_fails_when_reached() {
     let m = model(&format!(
         r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="nowhere"/><bpmn:endEvent id="e"/>{}"#,
         chain(&["s", "call", "e"]),
     ));
+    // the step asks for the process first, and nothing happens
+    let event = Event::Start {
+        start_event_id: None,
+        data: Map::new(),
+        message: None,
+    };
+    let asked = start(&m, "P", event).expect_err("the step needs the process");
+    assert_eq!(
+        asked,
+        EngineError::CalleeNeeded {
+            process_id: "nowhere".into()
+        }
+    );
+    // no model has it
+    let m = m
+        .with_callees(
+            &[],
+            unavailable("nowhere", "The called process 'nowhere' was not found"),
+        )
+        .unwrap();
     let (st, _) = start_with(&m, json!({}));
     assert_eq!(st.status, InstanceStatus::Error);
     let error = st.error.unwrap();

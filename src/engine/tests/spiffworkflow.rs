@@ -520,6 +520,15 @@ fn a_cancel_boundary_outside_a_transaction_is_refused() {
 #[test]
 fn a_call_activity_without_its_process_fails_as_spiffworkflow_says() {
     let m = spiffworkflow_models(&["bpmn/data/call_activity_with_error.bpmn"], "ErroringBPMN");
+    // no model defines it (as the shell finds when the step asks for it)
+    let reason =
+        "The called process 'Call_Activity_Get_Data' was not found: no process model defines it";
+    let m = m
+        .with_callees(
+            &[],
+            [("Call_Activity_Get_Data".to_string(), reason.to_string())].into(),
+        )
+        .unwrap();
     let state = start_process(&m, "ErroringBPMN", json!({}));
     assert_eq!(state.status, InstanceStatus::Error);
     let error = state.error.clone().unwrap();

@@ -10,6 +10,7 @@
 //! other rows a use case reads or writes in the same transaction, each by what it does).
 //! Nothing hands out the transaction itself.
 
+mod callees;
 mod persistence;
 mod records;
 mod routing;
@@ -59,7 +60,9 @@ struct Loaded {
     model_version: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    /// The version's spec, linked with the processes it called from other models.
     spec: Arc<ModelSpec>,
+    callees: callees::Callees,
     state: InstanceState,
     /// Stepped since the last flush.
     dirty: bool,
@@ -194,16 +197,17 @@ impl<'c> UnitOfWork<'c> {
 
     /// Takes an instance this transaction has just locked into the unit.
     async fn insert_locked(&mut self, locked: store::instances::LockedInstance) -> Result<()> {
-        let spec = self
-            .cache
-            .spec(
-                &mut self.tx,
-                &locked.row.process_model_identifier,
-                &locked.row.model_version,
-            )
-            .await?;
+        let callees = callees::Callees::from_stored(&locked.callees.0)?;
+        let spec = callees::linked_spec(
+            &mut self.tx,
+            self.cache,
+            &locked.row.process_model_identifier,
+            &locked.row.model_version,
+            &callees,
+        )
+        .await?;
         let state = persistence::state_from_rows(&locked.row, locked.live_tasks.0)?;
-        self.insert_loaded(locked.row.id, locked.row, spec, state);
+        self.insert_loaded(locked.row.id, locked.row, spec, callees, state);
         Ok(())
     }
 
@@ -212,6 +216,7 @@ impl<'c> UnitOfWork<'c> {
         id: i64,
         row: InstanceRow,
         spec: Arc<ModelSpec>,
+        callees: callees::Callees,
         state: InstanceState,
     ) {
         self.order.push(id);
@@ -223,6 +228,7 @@ impl<'c> UnitOfWork<'c> {
                 created_at: row.created_at,
                 updated_at: row.updated_at,
                 spec,
+                callees,
                 state,
                 dirty: false,
                 changed_tasks: Vec::new(),

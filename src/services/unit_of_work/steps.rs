@@ -4,6 +4,7 @@
 
 use super::super::clock::{expr_context, step_context};
 use super::super::{Error, Result};
+use super::callees::{Callees, MAX_CALLEE_LOOKUPS};
 use super::persistence::task_row_json;
 use super::{Applied, OutgoingMessage, UnitOfWork, Unmatched, Work, MAX_STEPS};
 use crate::bpmn::ModelSpec;
@@ -13,7 +14,7 @@ use crate::engine::{
 use crate::expr::ScriptEnv;
 use crate::store;
 use anyhow::anyhow;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -90,14 +91,40 @@ impl<'c> UnitOfWork<'c> {
             message,
         };
         let env = self.script_env(id, &model.identifier, &spec).await?;
-        let (state, effects) = self
-            .start_engine(spec.clone(), process_id, start, env)
-            .await?
-            .map_err(|e| match e {
-                EngineError::Unavailable(why) => Error::ScriptsUnavailable(why),
-                other => Error::bad_request("process_instance_cannot_start", other.to_string()),
-            })?;
-        self.insert_loaded(id, row, spec, state);
+        let mut callees = Callees::default();
+        let mut spec = spec;
+        let (state, effects) = loop {
+            if callees.pins.len() + callees.unavailable.len() > MAX_CALLEE_LOOKUPS {
+                return Err(too_many_callees(id));
+            }
+            match self
+                .start_engine(spec.clone(), process_id.clone(), start.clone(), env.clone())
+                .await?
+            {
+                Err(EngineError::CalleeNeeded { process_id: callee }) => {
+                    spec = self
+                        .provide_callee(
+                            &model.identifier,
+                            &model.version_sha,
+                            &mut callees,
+                            &callee,
+                        )
+                        .await?;
+                }
+                Err(EngineError::Unavailable(why)) => return Err(Error::ScriptsUnavailable(why)),
+                Err(other) => {
+                    return Err(Error::bad_request(
+                        "process_instance_cannot_start",
+                        other.to_string(),
+                    ))
+                }
+                Ok(started) => break started,
+            }
+        };
+        if !callees.pins.is_empty() {
+            store::instances::set_callees(&mut self.tx, id, &json!(callees.pins)).await?;
+        }
+        self.insert_loaded(id, row, spec, callees, state);
         self.mark_stepped(id)?;
         self.queue.push_back(Work::Effects(id, effects));
         Ok(id)
@@ -162,6 +189,18 @@ impl<'c> UnitOfWork<'c> {
         spec: Arc<ModelSpec>,
     ) -> Result<()> {
         let updated_at = store::instances::set_model_version(&mut self.tx, id, version_sha).await?;
+        // the processes it pinned from other models stay as they were
+        let spec = match self.instances.get(&id) {
+            Some(loaded) if !loaded.callees.pins.is_empty() => {
+                let (model, callees) = (
+                    loaded.process_model_identifier.clone(),
+                    loaded.callees.clone(),
+                );
+                super::callees::linked_spec(&mut self.tx, self.cache, &model, version_sha, &callees)
+                    .await?
+            }
+            _ => spec,
+        };
         if let Some(loaded) = self.instances.get_mut(&id) {
             loaded.model_version = version_sha.to_string();
             loaded.spec = spec;
@@ -433,9 +472,40 @@ impl<'c> UnitOfWork<'c> {
         .await
     }
 
+    /// `engine::step` on a held instance; a process it calls from another model is found,
+    /// pinned and linked, and the step run again.
+    async fn step_engine(
+        &mut self,
+        id: i64,
+        event: Event,
+    ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
+        for _ in 0..=MAX_CALLEE_LOOKUPS {
+            let callee = match self.step_engine_once(id, event.clone()).await? {
+                Err(EngineError::CalleeNeeded { process_id }) => process_id,
+                other => return Ok(other),
+            };
+            let loaded = &self.instances[&id];
+            let (model, version) = (
+                loaded.process_model_identifier.clone(),
+                loaded.model_version.clone(),
+            );
+            let mut callees = loaded.callees.clone();
+            let spec = self
+                .provide_callee(&model, &version, &mut callees, &callee)
+                .await?;
+            if callees.pins != self.instances[&id].callees.pins {
+                store::instances::set_callees(&mut self.tx, id, &json!(callees.pins)).await?;
+            }
+            let loaded = self.instances.get_mut(&id).expect("held");
+            loaded.spec = spec;
+            loaded.callees = callees;
+        }
+        Err(too_many_callees(id))
+    }
+
     /// `engine::step` on a held instance, where its scripts may run (see
     /// [`off_async_threads`]).
-    async fn step_engine(
+    async fn step_engine_once(
         &mut self,
         id: i64,
         event: Event,
@@ -475,4 +545,10 @@ async fn off_async_threads<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| Error::Internal(anyhow!("an engine step's thread failed: {e}")))
+}
+
+fn too_many_callees(id: i64) -> Error {
+    Error::Internal(anyhow!(
+        "instance {id} asked for more than {MAX_CALLEE_LOOKUPS} called processes in one step"
+    ))
 }

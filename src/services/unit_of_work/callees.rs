@@ -1,0 +1,131 @@
+//! Processes of other models: a call activity whose process is not in the instance's model
+//! stops its step (`EngineError::CalleeNeeded`); the unit finds the model that defines the
+//! process (`process_definitions`), pins that model's current version on the instance (the
+//! version it runs on for the instance's life), links it into the spec the instance steps
+//! against, and runs the step again. A process no model defines, or that cannot be linked,
+//! is marked unavailable and the step fails the instance with the reason.
+
+use super::super::{ModelCache, Result};
+use super::UnitOfWork;
+use crate::bpmn::ModelSpec;
+use crate::store;
+use anyhow::anyhow;
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// More callee lookups than this for one step means something is wrong with the models.
+pub(super) const MAX_CALLEE_LOOKUPS: usize = 64;
+
+/// The model version a called process runs on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    pub model: String,
+    pub version: String,
+}
+
+/// What an instance knows of the processes it calls from other models.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Callees {
+    /// Pinned when first called, stored on the instance (`process_instances.callees`).
+    pub pins: BTreeMap<String, Pin>,
+    /// Found not runnable in this unit (the step then fails the instance), with the reason.
+    pub unavailable: BTreeMap<String, String>,
+}
+
+impl Callees {
+    pub fn from_stored(stored: &serde_json::Value) -> Result<Callees> {
+        Ok(Callees {
+            pins: serde_json::from_value(stored.clone())
+                .map_err(|e| anyhow!("stored callees are unreadable: {e}"))?,
+            unavailable: BTreeMap::new(),
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pins.is_empty() && self.unavailable.is_empty()
+    }
+
+    /// The key of the linked spec in the model cache.
+    fn cache_key(&self, version: &str) -> String {
+        let pins: Vec<String> = self
+            .pins
+            .iter()
+            .map(|(process, pin)| format!("{process}={}@{}", pin.model, pin.version))
+            .collect();
+        format!("{version}+{}", pins.join(","))
+    }
+}
+
+/// The spec an instance of `identifier` at `version` steps against: the version's, linked
+/// with the processes it calls from other models.
+pub(super) async fn linked_spec(
+    conn: &mut PgConnection,
+    cache: &ModelCache,
+    identifier: &str,
+    version: &str,
+    callees: &Callees,
+) -> Result<Arc<ModelSpec>> {
+    let base = cache.spec(conn, identifier, version).await?;
+    if callees.is_empty() {
+        return Ok(base);
+    }
+    let key = callees.cache_key(version);
+    if callees.unavailable.is_empty() {
+        if let Some(spec) = cache.cached(&key) {
+            return Ok(spec);
+        }
+    }
+    let mut specs = Vec::with_capacity(callees.pins.len());
+    for pin in callees.pins.values() {
+        specs.push(cache.spec(conn, &pin.model, &pin.version).await?);
+    }
+    let specs: Vec<&ModelSpec> = specs.iter().map(Arc::as_ref).collect();
+    let linked = base
+        .with_callees(&specs, callees.unavailable.clone())
+        .map_err(|e| anyhow!("linking the processes {identifier} calls: {e}"))?;
+    let linked = Arc::new(linked);
+    if callees.unavailable.is_empty() {
+        cache.insert(&key, linked.clone());
+    }
+    Ok(linked)
+}
+
+impl<'c> UnitOfWork<'c> {
+    /// A step of an instance of `identifier` at `version` needs `process_id`: pins the current
+    /// version of the model defining it, or marks it unavailable; the spec to step again with.
+    pub(super) async fn provide_callee(
+        &mut self,
+        identifier: &str,
+        version: &str,
+        callees: &mut Callees,
+        process_id: &str,
+    ) -> Result<Arc<ModelSpec>> {
+        match store::models::process_definer(&mut self.tx, process_id).await? {
+            None => {
+                callees.unavailable.insert(
+                    process_id.to_string(),
+                    format!("The called process '{process_id}' was not found: no process model defines it"),
+                );
+            }
+            Some((model, version)) => {
+                callees
+                    .pins
+                    .insert(process_id.to_string(), Pin { model, version });
+            }
+        }
+        match linked_spec(&mut self.tx, self.cache, identifier, version, callees).await {
+            Ok(spec) => Ok(spec),
+            Err(error) => {
+                // e.g. the callee calls back into its caller: a model error of the instance
+                callees.pins.remove(process_id);
+                callees.unavailable.insert(
+                    process_id.to_string(),
+                    format!("The called process '{process_id}' cannot be run: {error}"),
+                );
+                linked_spec(&mut self.tx, self.cache, identifier, version, callees).await
+            }
+        }
+    }
+}
