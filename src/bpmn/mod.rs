@@ -199,6 +199,9 @@ pub struct ElementSpec {
     pub kind: ElementKind,
     /// Enclosing embedded subprocess (element id), None at process level.
     pub parent: Option<String>,
+    /// The process it is defined in (for a called process copied under a call activity, the
+    /// called process).
+    pub process: String,
     /// Sequence flow ids, in the document order of the `bpmn:sequenceFlow` elements.
     pub incoming: Vec<String>,
     pub outgoing: Vec<String>,

@@ -200,6 +200,7 @@ fn task_json(task: &TaskRow) -> Value {
         "name": task.name,
         "state": task.state,
         "scope": task.scope,
+        "process_id": task.process_id,
         "data": task.data.as_ref().map(|d| &d.0),
         "retries_attempted": task.retries_attempted,
         "retry_at": task.retry_at,

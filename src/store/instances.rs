@@ -45,6 +45,8 @@ pub struct TaskRow {
     pub retry_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The process its element belongs to (NULL for tasks written before it was recorded).
+    pub process_id: Option<String>,
 }
 
 pub async fn insert(
@@ -116,7 +118,7 @@ pub struct InstanceUpdate<'a> {
     pub internal: &'a Value,
     pub error: Option<&'a Value>,
     /// Tasks to insert or update: a JSON array of objects with the columns of `tasks`
-    /// (guid, element_id, element_type, name, state, scope, data).
+    /// (guid, element_id, element_type, name, state, scope, data, process_id).
     pub tasks: &'a Value,
     /// The live tasks after the step, in the same form.
     pub live_tasks: &'a Value,
@@ -129,10 +131,10 @@ pub async fn update(
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
         "WITH written_tasks AS ( \
-             INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data) \
-             SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data \
+             INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data, process_id) \
+             SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data, t.process_id \
              FROM jsonb_to_recordset($7) AS t(guid uuid, element_id text, element_type text, \
-                  name text, state text, scope uuid, data jsonb) \
+                  name text, state text, scope uuid, data jsonb, process_id text) \
              ON CONFLICT (guid) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data, \
                   updated_at = now()) \
          UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
@@ -153,7 +155,8 @@ pub async fn update(
 pub async fn all_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
-         retry_at, created_at, updated_at FROM tasks WHERE process_instance_id = $1 ORDER BY seq",
+         retry_at, created_at, updated_at, process_id FROM tasks WHERE process_instance_id = $1 \
+         ORDER BY seq",
     )
     .bind(instance_id)
     .fetch_all(conn)
@@ -167,7 +170,8 @@ pub async fn task(
 ) -> sqlx::Result<Option<TaskRow>> {
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
-         retry_at, created_at, updated_at FROM tasks WHERE process_instance_id = $1 AND guid = $2",
+         retry_at, created_at, updated_at, process_id FROM tasks \
+         WHERE process_instance_id = $1 AND guid = $2",
     )
     .bind(instance_id)
     .bind(guid)

@@ -279,6 +279,18 @@ async fn a_call_activity_runs_a_process_of_another_model_on_the_version_it_start
         .map(|t| t["element_id"].as_str().unwrap())
         .collect();
     assert_eq!(waiting, ["ship/wait"], "{shown}");
+    // the tree: which process each task belongs to
+    let process_of = |element: &str| {
+        shown["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["element_id"] == element)
+            .map(|t| t["process_id"].clone())
+            .unwrap()
+    };
+    assert_eq!(process_of("ship"), "order", "{shown}");
+    assert_eq!(process_of("ship/wait"), "shipping", "{shown}");
 
     // a new version of the callee: the waiting instance keeps the one it started with
     upload_ok(&app, "calls/shipping", "shipping.bpmn", &shipping("v2")).await;

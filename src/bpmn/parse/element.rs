@@ -27,6 +27,7 @@ impl Parser<'_> {
             element_type,
             kind,
             parent: parent.map(str::to_string),
+            process: String::new(), // set when the process is walked
             incoming: vec![],
             outgoing: vec![],
             default_flow: nonempty_attr(node, "default"),

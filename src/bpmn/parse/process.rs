@@ -78,6 +78,9 @@ impl Parser<'_> {
         self.check_defaults_and_attach_boundaries(&mut contents)?;
         self.resolve_links(&mut contents)?;
         let start_events = self.assign_start_events(&id, &mut contents)?;
+        for element in contents.elements.values_mut() {
+            element.process = id.clone();
+        }
         Ok(ProcessSpec {
             name: nonempty_attr(node, "name"),
             file: self.file.to_string(),

@@ -110,6 +110,19 @@ pub(super) fn task_row_json(task: &Task) -> Value {
     })
 }
 
+impl Loaded {
+    /// A task as its `tasks` row is written: with the process its element belongs to.
+    pub(super) fn task_record(&self, task: &Task) -> Value {
+        let mut row = task_row_json(task);
+        row["process_id"] = self
+            .spec
+            .process(&self.state.process_id)
+            .and_then(|process| process.elements.get(&task.element_id))
+            .map_or(Value::Null, |element| Value::String(element.process.clone()));
+        row
+    }
+}
+
 /// Rebuilds the engine's state of an instance from its row and live tasks.
 pub(super) fn state_from_rows(row: &InstanceRow, live_tasks: Value) -> Result<InstanceState> {
     let tasks: Vec<Task> = serde_json::from_value(live_tasks)

@@ -5,7 +5,6 @@
 use super::super::clock::{expr_context, step_context};
 use super::super::{Error, Result};
 use super::callees::{Callees, MAX_CALLEE_LOOKUPS};
-use super::persistence::task_row_json;
 use super::{Applied, OutgoingMessage, UnitOfWork, Unmatched, Work, MAX_STEPS};
 use crate::bpmn::ModelSpec;
 use crate::engine::{
@@ -173,7 +172,8 @@ impl<'c> UnitOfWork<'c> {
         if let Some(loaded) = self.instances.get_mut(&id) {
             if let Some(task) = loaded.state.tasks.iter_mut().find(|t| t.guid == task_guid) {
                 task.state = TaskState::Ready;
-                let row = task_row_json(task);
+                let task = task.clone();
+                let row = loaded.task_record(&task);
                 loaded.remember(row);
                 loaded.dirty = true;
             }
@@ -225,7 +225,11 @@ impl<'c> UnitOfWork<'c> {
         }
         if let Some(loaded) = self.instances.get_mut(&id) {
             loaded.dirty = true;
-            let dirty: Vec<Value> = loaded.state.dirty_tasks().map(task_row_json).collect();
+            let dirty: Vec<Value> = loaded
+                .state
+                .dirty_tasks()
+                .map(|task| loaded.task_record(task))
+                .collect();
             for row in dirty {
                 loaded.remember(row);
             }
