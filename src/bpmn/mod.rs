@@ -179,6 +179,8 @@ pub struct ProcessSpec {
     pub flows: BTreeMap<String, FlowSpec>,
     /// Top-level start events, document order.
     pub start_events: Vec<String>,
+    /// Its `ioSpecification` (what a call activity passes in and takes back).
+    pub io: Option<IoSpec>,
 }
 
 #[derive(Debug, Clone)]
@@ -242,6 +244,13 @@ pub struct MultiInstance {
     /// `spiffworkflow:scriptsOnInstances`: the pre- and post-scripts run on every instance,
     /// not once before and after them all.
     pub scripts_on_instances: bool,
+}
+
+/// A process's `ioSpecification`: the ids of its data inputs and data outputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IoSpec {
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
 }
 
 /// What a multi-instance activity runs over.
@@ -317,6 +326,9 @@ pub enum ElementKind {
     Boundary(BoundarySpec),
     SubProcess {
         start_events: Vec<String>,
+        /// A called process's `ioSpecification`: only its inputs go in (the child works on
+        /// a data map of its own), only its outputs come back.
+        io: Option<IoSpec>,
     },
     /// A call activity whose called process is not in the model (those that are become
     /// `SubProcess`es with the callee's elements, at load): it fails when reached.

@@ -326,7 +326,7 @@ fn parses_each_supported_element() {
                 let p = &m.processes["P"];
                 assert_eq!(p.start_events, vec!["s"]);
                 assert!(
-                    matches!(&p.elements["sub"].kind, ElementKind::SubProcess { start_events } if start_events == &vec!["ss".to_string()])
+                    matches!(&p.elements["sub"].kind, ElementKind::SubProcess { start_events, .. } if start_events == &vec!["ss".to_string()])
                 );
                 assert_eq!(p.elements["ss"].parent.as_deref(), Some("sub"));
                 assert_eq!(p.elements["se"].incoming, vec!["fi"]);

@@ -133,8 +133,8 @@ impl<'m> Interpreter<'m> {
             ElementKind::MessageCatch(message) => {
                 self.wait_for_message(guid, element, message, scope)
             }
-            ElementKind::SubProcess { start_events } => {
-                self.start_subprocess(guid, element, start_events, scope)
+            ElementKind::SubProcess { start_events, io } => {
+                self.start_subprocess(guid, element, start_events, io.as_ref(), scope)
             }
             ElementKind::CallActivity { called_element } => {
                 Err(self.callee_missing(element, called_element))

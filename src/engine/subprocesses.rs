@@ -3,9 +3,9 @@
 //! cancelled or a terminate end event ends its scope.
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome, Token};
+use super::Map;
 use super::TaskState;
-use crate::bpmn::BoundaryTrigger;
-use crate::bpmn::ElementSpec;
+use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, IoSpec};
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
@@ -14,9 +14,13 @@ impl<'m> Interpreter<'m> {
         guid: Uuid,
         element: &'m ElementSpec,
         start_events: &'m [String],
+        io: Option<&'m IoSpec>,
         scope: Option<Uuid>,
     ) -> Outcome {
         self.set_state(guid, TaskState::Started);
+        if let Some(io) = io {
+            self.pass_inputs(guid, element, io)?;
+        }
         if element.element_type == "transaction" {
             // what a cancel end event undoes
             let before = self.data().clone();
@@ -64,8 +68,56 @@ impl<'m> Interpreter<'m> {
         self.cancel_children(subprocess);
         self.state.internal.transactions.remove(&subprocess);
         self.clear_joins(subprocess);
+        if let ElementKind::SubProcess { io: Some(io), .. } = &self.element_of(subprocess).kind {
+            self.take_outputs(subprocess, io)?;
+        }
         self.current = Some(subprocess);
         self.complete_activity(subprocess)
+    }
+
+    /// A called process with an ioSpecification starts on its data inputs only (each must be
+    /// in the caller's data), in a data map of its own.
+    fn pass_inputs(&mut self, guid: Uuid, element: &ElementSpec, io: &IoSpec) -> Outcome {
+        let data = self.data();
+        let mut inputs = Map::new();
+        for input in &io.inputs {
+            let value = data.get(input).ok_or_else(|| {
+                ModelFailure::new(
+                    &element.id,
+                    format!(
+                        "the called process's data input '{input}' is missing from the task data"
+                    ),
+                )
+            })?;
+            inputs.insert(input.clone(), value.clone());
+        }
+        self.state.internal.local_data.insert(guid, inputs);
+        Ok(())
+    }
+
+    /// A called process with an ioSpecification completed: its data outputs (each must be
+    /// set) go into the caller's data, and nothing else of its data does.
+    fn take_outputs(&mut self, subprocess: Uuid, io: &IoSpec) -> Outcome {
+        let own = self
+            .state
+            .internal
+            .local_data
+            .remove(&subprocess)
+            .unwrap_or_default();
+        let element_id = self.task(subprocess).element_id.clone();
+        let owner = self.state.data_owner(Some(subprocess));
+        for output in &io.outputs {
+            let value = own.get(output).ok_or_else(|| {
+                ModelFailure::new(
+                    &element_id,
+                    format!("the called process did not set its data output '{output}'"),
+                )
+            })?;
+            self.state
+                .data_of_mut(owner)
+                .insert(output.clone(), value.clone());
+        }
+        Ok(())
     }
 
     /// Cancel every live task inside a subprocess, and the tokens and joins still there.

@@ -94,6 +94,21 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
             format!("the called process '{}' has no none start event", callee.id),
         ));
     }
+    let multi = process
+        .elements
+        .get(call)
+        .is_some_and(|element| element.multi_instance.is_some());
+    if multi && callee.io.is_some() {
+        // each instance already works on a copy of the data, which its inputs would replace
+        return Err(ModelError::new(
+            &process.file,
+            Some(call),
+            format!(
+                "a multi-instance call activity calling a process with an ioSpecification ('{}') is not supported",
+                callee.id
+            ),
+        ));
+    }
     for element in callee.elements.values() {
         let mut copy = element.clone();
         copy.id = prefixed(&element.id);
@@ -111,7 +126,7 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
             ElementKind::Boundary(boundary) => {
                 boundary.attached_to = prefixed(&boundary.attached_to)
             }
-            ElementKind::SubProcess { start_events } => {
+            ElementKind::SubProcess { start_events, .. } => {
                 for id in start_events.iter_mut() {
                     *id = prefixed(id);
                 }
@@ -132,6 +147,7 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
     if let Some(element) = process.elements.get_mut(call) {
         element.kind = ElementKind::SubProcess {
             start_events: starts,
+            io: callee.io.clone(),
         };
     }
     Ok(())

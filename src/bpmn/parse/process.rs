@@ -88,7 +88,23 @@ impl Parser<'_> {
             elements: contents.elements,
             flows,
             start_events,
+            io: self.io_specification(node),
             id,
+        })
+    }
+
+    /// The process's `ioSpecification`: the ids of its data inputs and outputs.
+    fn io_specification(&self, node: Node) -> Option<IoSpec> {
+        let io = bpmn_child(node, "ioSpecification")?;
+        let ids = |name: &str| {
+            bpmn_children(io)
+                .filter(|c| c.tag_name().name() == name)
+                .filter_map(|c| nonempty_attr(c, "id"))
+                .collect()
+        };
+        Some(IoSpec {
+            inputs: ids("dataInput"),
+            outputs: ids("dataOutput"),
         })
     }
 

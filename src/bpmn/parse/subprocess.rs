@@ -23,6 +23,7 @@ impl Parser<'_> {
         }
         Ok(ElementKind::SubProcess {
             start_events: vec![],
+            io: None,
         })
     }
 
@@ -66,7 +67,7 @@ impl Parser<'_> {
             }
         }
         if let Some(ElementSpec {
-            kind: ElementKind::SubProcess { start_events },
+            kind: ElementKind::SubProcess { start_events, .. },
             ..
         }) = elements.get_mut(subprocess_id)
         {
@@ -115,7 +116,7 @@ impl Parser<'_> {
         elements: &BTreeMap<String, ElementSpec>,
     ) -> Result<(), ModelError> {
         for element in elements.values() {
-            if let ElementKind::SubProcess { start_events } = &element.kind {
+            if let ElementKind::SubProcess { start_events, .. } = &element.kind {
                 if start_events.is_empty() {
                     return Err(self.err(Some(&element.id), "the subprocess has no start event"));
                 }

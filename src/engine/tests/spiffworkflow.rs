@@ -565,3 +565,69 @@ fn an_error_inside_a_called_process_names_the_task_inside_the_call() {
     );
     assert_eq!(task(&state, "Activity_12zat0d").scope, None);
 }
+
+/// SpiffWorkflow's io_spec models (IOSpecTest.CallActivityDataTest), the caller's set_data
+/// script changed as each test changes it.
+fn io_spec_model(set_data: &str, transform: &str) -> ModelSpec {
+    let (parent_name, parent) = conformance_file("bpmn/data/io_spec_parent.bpmn");
+    let (callee_name, callee) = conformance_file("bpmn/data/io_spec.bpmn");
+    let original = r#"in_1, in_2, unused = 1, "hello world", True"#;
+    let transform_original = "out_1, out_2, unused = in_1 * 2, in_2.upper(), False";
+    assert!(parent.contains(original) && callee.contains(transform_original));
+    let files = [
+        (parent_name, parent.replace(original, set_data)),
+        (callee_name, callee.replace(transform_original, transform)),
+    ];
+    build_model(&files, Some("parent")).unwrap()
+}
+
+/// testCallActivityWithIOSpec: only the inputs go in, only the outputs come back; the
+/// caller's own variables are untouched.
+#[test]
+fn a_called_process_with_an_io_specification_passes_only_its_inputs_and_outputs() {
+    let m = io_spec_model(
+        r#"in_1, in_2, unused = 1, "hello world", True"#,
+        "out_1, out_2, unused = in_1 * 2, in_2.upper(), False",
+    );
+    let state = start_process(&m, "parent", json!({}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(
+        Value::Object(state.data.clone()),
+        json!({"in_1": 1, "in_2": "hello world", "unused": true, "out_1": 2, "out_2": "HELLO WORLD"})
+    );
+    // what is not an input is not there
+    let m = io_spec_model(
+        r#"in_1, in_2, unused = 1, "hello world", True"#,
+        "out_1, out_2 = in_1 * 2, unused",
+    );
+    let state = start_process(&m, "parent", json!({}));
+    let error = state.error.expect("the callee cannot see 'unused'");
+    assert!(
+        error.message.starts_with("NameError: name 'unused'"),
+        "{error}"
+    );
+}
+
+/// testCallActivityMissingInput: the call fails naming the missing input.
+#[test]
+fn a_called_process_missing_an_input_fails() {
+    let m = io_spec_model(
+        "in_1, unused = 1, True",
+        "out_1, out_2, unused = in_1 * 2, in_2.upper(), False",
+    );
+    let state = start_process(&m, "parent", json!({}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    assert!(state.error.unwrap().message.contains("data input 'in_2'"));
+}
+
+/// testCallActivityMissingOutput: the call fails naming the output not set.
+#[test]
+fn a_called_process_missing_an_output_fails() {
+    let m = io_spec_model(
+        r#"in_1, in_2, unused = 1, "hello world", True"#,
+        "out_1, unused = in_1 * 2, False",
+    );
+    let state = start_process(&m, "parent", json!({}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    assert!(state.error.unwrap().message.contains("data output 'out_2'"));
+}

@@ -118,7 +118,9 @@ impl Loaded {
             .spec
             .process(&self.state.process_id)
             .and_then(|process| process.elements.get(&task.element_id))
-            .map_or(Value::Null, |element| Value::String(element.process.clone()));
+            .map_or(Value::Null, |element| {
+                Value::String(element.process.clone())
+            });
         row
     }
 }
