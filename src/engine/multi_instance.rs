@@ -245,13 +245,18 @@ impl<'m> Interpreter<'m> {
         element: &ElementSpec,
         multi: &MultiInstance,
     ) -> Outcome {
-        let local = &self.state.internal.local_data[&instance];
+        let local = self
+            .state
+            .internal
+            .local_data
+            .get(&instance)
+            .cloned()
+            .unwrap_or_default();
         let run = &self.state.internal.multi[&activity];
         let index = run.started[&instance];
         let key = run.items[index].key.clone();
         let owner = self.state.data_owner(Some(activity));
         let (Some(output), Some(output_item)) = (&multi.output, &multi.output_item) else {
-            let local = local.clone();
             deep_merge(self.state.data_of_mut(owner), local);
             self.count_completed(activity, None, index);
             return Ok(());

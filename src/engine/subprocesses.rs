@@ -20,6 +20,11 @@ impl<'m> Interpreter<'m> {
         self.set_state(guid, TaskState::Started);
         if let Some(io) = io {
             self.pass_inputs(guid, element, io)?;
+        } else if self.copies_data(guid, element) {
+            // SpiffWorkflow's rule for a call: the child starts on a copy of the caller's
+            // data, which becomes the caller's when it completes
+            let copy = self.data().clone();
+            self.state.internal.local_data.insert(guid, copy);
         }
         if element.element_type == "transaction" {
             // what a cancel end event undoes
@@ -68,11 +73,22 @@ impl<'m> Interpreter<'m> {
         self.cancel_children(subprocess);
         self.state.internal.transactions.remove(&subprocess);
         self.clear_joins(subprocess);
-        if let ElementKind::SubProcess { io: Some(io), .. } = &self.element_of(subprocess).kind {
+        let element = self.element_of(subprocess);
+        if let ElementKind::SubProcess { io: Some(io), .. } = &element.kind {
             self.take_outputs(subprocess, io)?;
+        } else if self.copies_data(subprocess, element) {
+            let own = self.state.internal.local_data.remove(&subprocess);
+            let owner = self.state.data_owner(Some(subprocess));
+            *self.state.data_of_mut(owner) = own.unwrap_or_default();
         }
         self.current = Some(subprocess);
         self.complete_activity(subprocess)
+    }
+
+    /// A call without an ioSpecification works on a copy of its caller's data (unless it is an
+    /// instance of a multi-instance call activity, which has a copy already).
+    fn copies_data(&self, guid: Uuid, element: &ElementSpec) -> bool {
+        element.element_type == "callActivity" && !self.is_instance(guid)
     }
 
     /// A called process with an ioSpecification starts on its data inputs only (each must be

@@ -418,3 +418,43 @@ fn a_call_to_a_process_that_is_not_there_fails_when_reached() {
         error.message
     );
 }
+
+/// A call works on a copy of its caller's data, which becomes the caller's when it completes:
+/// what the callee sets comes back, what it deletes is gone (SpiffWorkflow's
+/// test_call_activity_allows_removal_of_data).
+#[test]
+fn a_call_copies_the_data_in_and_merges_it_back() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="Q"/><bpmn:endEvent id="e"/>{}
+        </bpmn:process><bpmn:process id="Q" isExecutable="true"><bpmn:startEvent id="qs"/>{}<bpmn:endEvent id="qe"/>{}"#,
+        chain(&["s", "call", "e"]),
+        script("work", "del keep\nadded = seen + 1"),
+        chain(&["qs", "work", "qe"])
+    ));
+    let (st, _) = start_with(&m, json!({"keep": 1, "seen": 41}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(Value::Object(st.data), json!({"seen": 41, "added": 42}));
+}
+
+/// A multi-instance call activity: each instance runs the called process on its own item.
+#[test]
+fn a_multi_instance_call_runs_the_process_once_per_item() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="Q">
+          <bpmn:multiInstanceLoopCharacteristics isSequential="true">
+            <bpmn:loopDataInputRef>items</bpmn:loopDataInputRef>
+            <bpmn:loopDataOutputRef>doubled</bpmn:loopDataOutputRef>
+            <bpmn:inputDataItem id="item"/><bpmn:outputDataItem id="twice"/>
+          </bpmn:multiInstanceLoopCharacteristics></bpmn:callActivity><bpmn:endEvent id="e"/>{}
+        </bpmn:process><bpmn:process id="Q" isExecutable="true"><bpmn:startEvent id="qs"/>{}<bpmn:endEvent id="qe"/>{}"#,
+        chain(&["s", "call", "e"]),
+        script("work", "twice = item * 2"),
+        chain(&["qs", "work", "qe"])
+    ));
+    let (st, _) = start_with(&m, json!({"items": [1, 2, 3]}));
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
+    assert_eq!(
+        Value::Object(st.data),
+        json!({"items": [1, 2, 3], "doubled": [2, 4, 6]})
+    );
+}

@@ -631,3 +631,25 @@ fn a_called_process_missing_an_output_fails() {
     assert_eq!(state.status, InstanceStatus::Error);
     assert!(state.error.unwrap().message.contains("data output 'out_2'"));
 }
+
+/// CallActivityTest.test_data_persists_through_call_activity and
+/// test_call_activity_allows_removal_of_data: the called process's data comes back, and a
+/// variable it deleted is gone. (Its last script prints, and `print` is not among SpiffArena's
+/// script globals: the prints are replaced by `pass`.)
+#[test]
+fn data_persists_through_a_call_activity_and_a_deleted_variable_is_gone() {
+    let (caller_name, caller) = conformance_file("bpmn/data/call_activity_end_event.bpmn");
+    let prints = "print(pre_var)\nprint(my_var)\nprint(my_other_var)";
+    assert!(caller.contains(prints));
+    let files = [
+        (caller_name, caller.replace(prints, "pass")),
+        conformance_file("bpmn/data/call_activity_call_activity.bpmn"),
+    ];
+    let m = build_model(&files, Some("Process_8200379")).unwrap();
+    let state = start_process(&m, "Process_8200379", json!({}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(
+        Value::Object(state.data.clone()),
+        json!({"pre_var": "some string", "my_var": "World", "my_other_var": "Mike"})
+    );
+}
