@@ -217,6 +217,9 @@ pub struct ElementSpec {
     pub standard_loop: Option<StandardLoop>,
     /// `multiInstanceLoopCharacteristics`: the activity runs once per item.
     pub multi_instance: Option<MultiInstance>,
+    /// A task's own `ioSpecification`: it runs on its data inputs only, and only its data
+    /// outputs go on (SpiffWorkflow's rule: they replace the data).
+    pub io: Option<IoSpec>,
 }
 
 /// A standard loop: the activity runs again while `condition` holds, at most `maximum` times;

@@ -52,6 +52,9 @@ impl<'m> Interpreter<'m> {
             self.state.internal.races.insert(guid, race);
         }
         self.current = Some(guid);
+        if let Some(io) = &element.io {
+            self.pass_inputs(guid, element, io)?;
+        }
         if self.runs_scripts_of(guid, element) {
             self.pre_script(element)?;
         }
@@ -181,6 +184,9 @@ impl<'m> Interpreter<'m> {
         let scope = self.task(guid).scope;
         if self.runs_scripts_of(guid, element) {
             self.post_script(element)?;
+        }
+        if let Some(io) = &element.io {
+            self.hand_on_outputs(guid, io)?;
         }
         self.set_state(guid, TaskState::Completed);
         self.cancel_boundaries(guid);

@@ -91,18 +91,16 @@ impl<'m> Interpreter<'m> {
         element.element_type == "callActivity" && !self.is_instance(guid)
     }
 
-    /// A called process with an ioSpecification starts on its data inputs only (each must be
-    /// in the caller's data), in a data map of its own.
-    fn pass_inputs(&mut self, guid: Uuid, element: &ElementSpec, io: &IoSpec) -> Outcome {
+    /// A task, or a called process, with an ioSpecification runs on its data inputs only
+    /// (each must be in the data around it), in a data map of its own.
+    pub fn pass_inputs(&mut self, guid: Uuid, element: &ElementSpec, io: &IoSpec) -> Outcome {
         let data = self.data();
         let mut inputs = Map::new();
         for input in &io.inputs {
             let value = data.get(input).ok_or_else(|| {
                 ModelFailure::new(
                     &element.id,
-                    format!(
-                        "the called process's data input '{input}' is missing from the task data"
-                    ),
+                    format!("the data input '{input}' is missing from the task data"),
                 )
             })?;
             inputs.insert(input.clone(), value.clone());
@@ -114,26 +112,40 @@ impl<'m> Interpreter<'m> {
     /// A called process with an ioSpecification completed: its data outputs (each must be
     /// set) go into the caller's data, and nothing else of its data does.
     fn take_outputs(&mut self, subprocess: Uuid, io: &IoSpec) -> Outcome {
-        let own = self
+        let outputs = self.outputs_of(subprocess, io)?;
+        let owner = self.state.data_owner(Some(subprocess));
+        self.state.data_of_mut(owner).extend(outputs);
+        Ok(())
+    }
+
+    /// A task with an ioSpecification completed: its data outputs (each must be set) are the
+    /// data that goes on, replacing what was there (SpiffWorkflow's rule).
+    pub fn hand_on_outputs(&mut self, guid: Uuid, io: &IoSpec) -> Outcome {
+        let outputs = self.outputs_of(guid, io)?;
+        let owner = self.state.data_owner(Some(guid));
+        *self.state.data_of_mut(owner) = outputs;
+        Ok(())
+    }
+
+    /// The data outputs of a task or call with a data map of its own (the map goes).
+    fn outputs_of(&mut self, guid: Uuid, io: &IoSpec) -> Result<Map, ModelFailure> {
+        let mut own = self
             .state
             .internal
             .local_data
-            .remove(&subprocess)
+            .remove(&guid)
             .unwrap_or_default();
-        let element_id = self.task(subprocess).element_id.clone();
-        let owner = self.state.data_owner(Some(subprocess));
+        let mut outputs = Map::new();
         for output in &io.outputs {
-            let value = own.get(output).ok_or_else(|| {
+            let value = own.remove(output).ok_or_else(|| {
                 ModelFailure::new(
-                    &element_id,
-                    format!("the called process did not set its data output '{output}'"),
+                    &self.task(guid).element_id,
+                    format!("the data output '{output}' was not set"),
                 )
             })?;
-            self.state
-                .data_of_mut(owner)
-                .insert(output.clone(), value.clone());
+            outputs.insert(output.clone(), value);
         }
-        Ok(())
+        Ok(outputs)
     }
 
     /// Cancel every live task inside a subprocess, and the tokens and joins still there.

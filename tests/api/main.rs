@@ -2,6 +2,7 @@
 
 mod auth;
 mod cli;
+mod data;
 mod domain;
 mod errors;
 mod events;

@@ -18,6 +18,8 @@ impl Parser<'_> {
         }
         let standard_loop = self.standard_loop(node, &id)?;
         let multi_instance = self.multi_instance(node, &id)?;
+        let io = self.task_io(node, &id, &element_type, multi_instance.is_some())?;
+        self.refuse_data_associations(node, &id)?;
         let pre_script = self.opt_script(&id, "preScript", spiff_ext(node, "preScript").next())?;
         let post_script =
             self.opt_script(&id, "postScript", spiff_ext(node, "postScript").next())?;
@@ -36,8 +38,54 @@ impl Parser<'_> {
             post_script,
             standard_loop,
             multi_instance,
+            io,
             id,
         })
+    }
+
+    /// A task's `ioSpecification` (a process's is read with the process).
+    fn task_io(
+        &self,
+        node: Node,
+        id: &str,
+        element_type: &str,
+        multi_instance: bool,
+    ) -> Result<Option<IoSpec>, ModelError> {
+        let Some(io) = self.io_specification(node) else {
+            return Ok(None);
+        };
+        if matches!(element_type, "subProcess" | "transaction" | "callActivity") {
+            return Err(self.err(
+                Some(id),
+                "an ioSpecification on a subprocess or call activity is not supported (declare it on the called process)",
+            ));
+        }
+        if multi_instance {
+            return Err(self.err(
+                Some(id),
+                "an ioSpecification on a multi-instance task is not supported",
+            ));
+        }
+        Ok(Some(io))
+    }
+
+    /// Data objects and data stores are read and written through data associations; the
+    /// engine does not honour them yet, and a model relying on them must not run without.
+    fn refuse_data_associations(&self, node: Node, id: &str) -> Result<(), ModelError> {
+        let associated = node.children().any(|c| {
+            c.is_element()
+                && matches!(
+                    c.tag_name().name(),
+                    "dataInputAssociation" | "dataOutputAssociation"
+                )
+        });
+        if associated {
+            return Err(self.err(
+                Some(id),
+                "data input/output associations (data objects and data stores) are not supported yet",
+            ));
+        }
+        Ok(())
     }
 
     fn kind(&self, node: Node, id: &str, element_type: &str) -> Result<ElementKind, ModelError> {

@@ -94,7 +94,7 @@ impl Parser<'_> {
     }
 
     /// The process's `ioSpecification`: the ids of its data inputs and outputs.
-    fn io_specification(&self, node: Node) -> Option<IoSpec> {
+    pub(super) fn io_specification(&self, node: Node) -> Option<IoSpec> {
         let io = bpmn_child(node, "ioSpecification")?;
         let ids = |name: &str| {
             bpmn_children(io)

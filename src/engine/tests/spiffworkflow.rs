@@ -653,3 +653,47 @@ fn data_persists_through_a_call_activity_and_a_deleted_variable_is_gone() {
         json!({"pre_var": "some string", "my_var": "World", "my_other_var": "Mike"})
     );
 }
+
+fn io_spec_on_task(set_data: &str) -> ModelSpec {
+    let (name, xml) = conformance_file("bpmn/data/io_spec_on_task.bpmn");
+    let original = r#"in_1, in_2, unused = 1, "hello world", True"#;
+    assert!(xml.contains(original));
+    build_model(&[(name, xml.replace(original, set_data))], Some("main")).unwrap()
+}
+
+/// IOSpecOnTaskTest.testIOSpecOnTask: the task sees its inputs only; only its outputs go on.
+#[test]
+fn a_task_with_an_io_specification_sees_its_inputs_and_hands_on_its_outputs() {
+    let m = io_spec_on_task(r#"in_1, in_2, unused = 1, "hello world", True"#);
+    let mut state = start_process(&m, "main", json!({}));
+    let guid = task(&state, "any_task").guid;
+    assert_eq!(
+        Value::Object(state.internal.local_data[&guid].clone()),
+        json!({"in_1": 1, "in_2": "hello world"})
+    );
+    complete_guid(
+        &m,
+        &mut state,
+        guid,
+        json!({"out_1": 1, "out_2": "bye", "extra": true}),
+    );
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(
+        Value::Object(state.data.clone()),
+        json!({"out_1": 1, "out_2": "bye"})
+    );
+}
+
+/// testIOSpecOnTaskMissingInput and testIOSpecOnTaskMissingOutput.
+#[test]
+fn a_task_missing_an_input_or_an_output_fails() {
+    let m = io_spec_on_task("in_1, unused = 1, True");
+    let state = start_process(&m, "main", json!({}));
+    assert!(state.error.unwrap().message.contains("data input 'in_2'"));
+    let m = io_spec_on_task(r#"in_1, in_2, unused = 1, "hello world", True"#);
+    let mut state = start_process(&m, "main", json!({}));
+    let guid = task(&state, "any_task").guid;
+    complete_guid(&m, &mut state, guid, json!({"out_1": 1}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    assert!(state.error.unwrap().message.contains("data output 'out_2'"));
+}
