@@ -81,7 +81,7 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     }
 }
 
-/// Show an instance: status, data, every task (guid, element, type, state, `scope`: the
+/// Show an instance: status, data, its data objects (`data_objects`, by id), every task (guid, element, type, state, `scope`: the
 /// subprocess, call or multi-instance activity it runs in, `process_id`: the process its
 /// element belongs to, so a called process's tasks show the tree of calls), its error, and
 /// its pending timers (`pending_timers: [{task_guid, element_id, due_at}]`, soonest first).

@@ -220,6 +220,11 @@ pub struct ElementSpec {
     /// A task's own `ioSpecification`: it runs on its data inputs only, and only its data
     /// outputs go on (SpiffWorkflow's rule: they replace the data).
     pub io: Option<IoSpec>,
+    /// Data objects it reads (`dataInputAssociation`): copied into the data before it runs.
+    pub reads: Vec<String>,
+    /// Data objects it writes (`dataOutputAssociation`): taken out of the data when it
+    /// completes.
+    pub writes: Vec<String>,
 }
 
 /// A standard loop: the activity runs again while `condition` holds, at most `maximum` times;

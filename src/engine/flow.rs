@@ -55,6 +55,7 @@ impl<'m> Interpreter<'m> {
         if let Some(io) = &element.io {
             self.pass_inputs(guid, element, io)?;
         }
+        self.read_data_objects(guid, element);
         if self.runs_scripts_of(guid, element) {
             self.pre_script(element)?;
         }
@@ -188,6 +189,7 @@ impl<'m> Interpreter<'m> {
         if let Some(io) = &element.io {
             self.hand_on_outputs(guid, io)?;
         }
+        self.write_data_objects(guid, element)?;
         self.set_state(guid, TaskState::Completed);
         self.cancel_boundaries(guid);
         self.win_race(guid);

@@ -17,6 +17,7 @@ mod boundaries;
 mod commands;
 mod conditions;
 mod context;
+mod data_objects;
 mod event_subprocesses;
 mod events;
 mod flow;

@@ -22,7 +22,12 @@ impl Interpreter<'_> {
             task.state == TaskState::Waiting && process.elements[&task.element_id].is_human_task()
         });
         self.state.status = if live.is_empty() {
-            self.state.internal = EngineInternal::default();
+            // bookkeeping of what ran goes; the data objects are data and stay
+            let data_objects = std::mem::take(&mut self.state.internal.data_objects);
+            self.state.internal = EngineInternal {
+                data_objects,
+                ..EngineInternal::default()
+            };
             InstanceStatus::Complete
         } else if waits_for_person {
             InstanceStatus::UserInputRequired

@@ -210,6 +210,11 @@ pub struct EngineInternal {
     /// the code of everything inside it) reads and writes this copy, not the data around it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub local_data: BTreeMap<Uuid, super::Map>,
+    /// Data objects written so far, by id (one map for the instance: a subprocess's tasks
+    /// see their parent's). Kept out of the task data but while a task that reads or writes
+    /// one runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub data_objects: BTreeMap<String, Value>,
 }
 
 /// A multi-instance activity under way.

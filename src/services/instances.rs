@@ -242,6 +242,12 @@ pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
     let timers = store::timers::of_instance(&mut conn, id).await?;
     conn.commit().await?;
     let mut shown = instance_json(&row);
+    shown["data_objects"] = row
+        .internal
+        .0
+        .get("data_objects")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     shown["tasks"] = Value::Array(tasks.iter().map(task_json).collect());
     shown["pending_timers"] = json!(timers);
     Ok(shown)

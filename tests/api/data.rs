@@ -1,5 +1,5 @@
-//! Data over HTTP: a task's ioSpecification, and the data features not honoured yet (data
-//! objects and data stores through data associations), refused at upload.
+//! Data over HTTP: a task's ioSpecification, data objects across a subprocess, and data
+//! stores (not honoured yet) refused at upload.
 
 use crate::domain::*;
 use crate::helpers::spawn_app;
@@ -58,27 +58,67 @@ async fn a_task_with_an_io_specification_passes_on_its_outputs_only() {
     assert!(message.contains("data output 'approved'"), "{shown}");
 }
 
-/// Data objects and data stores are read and written through data associations, which the
-/// engine does not honour yet: such a model is refused, naming the element, instead of
-/// running without them.
+/// A data object written by one task is read and changed inside a subprocess; it stays out
+/// of the task data, and the instance shows it.
 #[tokio::test]
-async fn data_associations_are_refused_at_upload() {
+async fn data_objects_are_shared_with_a_subprocess_and_kept_out_of_the_task_data() {
     let app = spawn_app().await;
     let xml = definitions(
         r#"<bpmn:process id="objects" isExecutable="true">
-    <bpmn:dataObject id="obj_1" />
-    <bpmn:dataObjectReference id="ref_1" dataObjectRef="obj_1" />
+    <bpmn:dataObject id="total" />
+    <bpmn:dataObjectReference id="ref_write" dataObjectRef="total" />
+    <bpmn:dataObjectReference id="ref_sub" dataObjectRef="total" />
     <bpmn:startEvent id="start" />
     <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="write" />
     <bpmn:scriptTask id="write">
-      <bpmn:dataOutputAssociation id="out_1"><bpmn:targetRef>ref_1</bpmn:targetRef></bpmn:dataOutputAssociation>
-      <bpmn:script>obj_1 = 1</bpmn:script>
+      <bpmn:dataOutputAssociation id="out_1"><bpmn:targetRef>ref_write</bpmn:targetRef></bpmn:dataOutputAssociation>
+      <bpmn:script>total = 40</bpmn:script>
+    </bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f1" sourceRef="write" targetRef="sub" />
+    <bpmn:subProcess id="sub">
+      <bpmn:startEvent id="s_start" />
+      <bpmn:sequenceFlow id="s0" sourceRef="s_start" targetRef="add" />
+      <bpmn:scriptTask id="add">
+        <bpmn:dataInputAssociation id="in_2"><bpmn:sourceRef>ref_sub</bpmn:sourceRef></bpmn:dataInputAssociation>
+        <bpmn:dataOutputAssociation id="out_2"><bpmn:targetRef>ref_sub</bpmn:targetRef></bpmn:dataOutputAssociation>
+        <bpmn:script>total = total + 2
+seen = total</bpmn:script>
+      </bpmn:scriptTask>
+      <bpmn:sequenceFlow id="s1" sourceRef="add" targetRef="s_end" />
+      <bpmn:endEvent id="s_end" />
+    </bpmn:subProcess>
+    <bpmn:sequenceFlow id="f2" sourceRef="sub" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "data/objects", "objects.bpmn", &xml).await;
+    let id = start_ok(&app, "data/objects", &json!({})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(shown["data"], json!({"seen": 42}), "{shown}");
+    assert_eq!(shown["data_objects"], json!({"total": 42}), "{shown}");
+}
+
+/// Data stores are not honoured yet: a model using one is refused, naming the element,
+/// instead of running without it.
+#[tokio::test]
+async fn data_stores_are_refused_at_upload() {
+    let app = spawn_app().await;
+    let xml = definitions(
+        r#"<bpmn:dataStore id="store" name="Store" />
+  <bpmn:process id="stores" isExecutable="true">
+    <bpmn:dataStoreReference id="store_ref" dataStoreRef="store" />
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="write" />
+    <bpmn:scriptTask id="write">
+      <bpmn:dataOutputAssociation id="out_1"><bpmn:targetRef>store_ref</bpmn:targetRef></bpmn:dataOutputAssociation>
+      <bpmn:script>store = 1</bpmn:script>
     </bpmn:scriptTask>
     <bpmn:sequenceFlow id="f1" sourceRef="write" targetRef="done" />
     <bpmn:endEvent id="done" />
   </bpmn:process>"#,
     );
-    let (status, body) = upload(&app, "data/objects", "objects.bpmn", &xml).await;
+    let (status, body) = upload(&app, "data/stores", "stores.bpmn", &xml).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error_code"], "invalid_process_model", "{body}");
     assert_eq!(body["element_id"], "write", "{body}");
@@ -86,7 +126,7 @@ async fn data_associations_are_refused_at_upload() {
         body["reason"]
             .as_str()
             .unwrap_or_default()
-            .contains("data input/output associations"),
+            .contains("data stores are not supported yet"),
         "{body}"
     );
 }

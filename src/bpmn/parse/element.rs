@@ -19,7 +19,7 @@ impl Parser<'_> {
         let standard_loop = self.standard_loop(node, &id)?;
         let multi_instance = self.multi_instance(node, &id)?;
         let io = self.task_io(node, &id, &element_type, multi_instance.is_some())?;
-        self.refuse_data_associations(node, &id)?;
+        let (reads, writes) = data_associations(node);
         let pre_script = self.opt_script(&id, "preScript", spiff_ext(node, "preScript").next())?;
         let post_script =
             self.opt_script(&id, "postScript", spiff_ext(node, "postScript").next())?;
@@ -39,6 +39,8 @@ impl Parser<'_> {
             standard_loop,
             multi_instance,
             io,
+            reads,
+            writes,
             id,
         })
     }
@@ -67,25 +69,6 @@ impl Parser<'_> {
             ));
         }
         Ok(Some(io))
-    }
-
-    /// Data objects and data stores are read and written through data associations; the
-    /// engine does not honour them yet, and a model relying on them must not run without.
-    fn refuse_data_associations(&self, node: Node, id: &str) -> Result<(), ModelError> {
-        let associated = node.children().any(|c| {
-            c.is_element()
-                && matches!(
-                    c.tag_name().name(),
-                    "dataInputAssociation" | "dataOutputAssociation"
-                )
-        });
-        if associated {
-            return Err(self.err(
-                Some(id),
-                "data input/output associations (data objects and data stores) are not supported yet",
-            ));
-        }
-        Ok(())
     }
 
     fn kind(&self, node: Node, id: &str, element_type: &str) -> Result<ElementKind, ModelError> {
@@ -165,5 +148,25 @@ pub(super) fn is_activity(element_type: &str) -> bool {
             | "subProcess"
             | "transaction"
             | "callActivity"
+    )
+}
+
+/// The references a flow node reads (`dataInputAssociation/sourceRef`) and writes
+/// (`dataOutputAssociation/targetRef`): data object or data store reference ids, resolved
+/// with the process.
+fn data_associations(node: Node) -> (Vec<String>, Vec<String>) {
+    let refs = |association: &str, end: &str| -> Vec<String> {
+        node.children()
+            .filter(|c| c.is_element() && c.tag_name().name() == association)
+            .flat_map(|a| {
+                a.children()
+                    .filter(move |c| c.is_element() && c.tag_name().name() == end)
+            })
+            .filter_map(super::nodes::nonempty_text)
+            .collect()
+    };
+    (
+        refs("dataInputAssociation", "sourceRef"),
+        refs("dataOutputAssociation", "targetRef"),
     )
 }

@@ -67,6 +67,10 @@ pub(super) struct ProcessContents {
     pub(super) starts: BTreeMap<Option<String>, Vec<String>>,
     /// Element ids in document order (for boundary resolution order).
     pub(super) order: Vec<String>,
+    /// `dataObject` ids, document order.
+    pub(super) data_objects: Vec<String>,
+    /// Data references: id -> the data object it names (None: a data store reference).
+    pub(super) data_references: BTreeMap<String, Option<String>>,
 }
 
 impl Parser<'_> {
@@ -78,6 +82,7 @@ impl Parser<'_> {
         self.check_defaults_and_attach_boundaries(&mut contents)?;
         self.resolve_links(&mut contents)?;
         let start_events = self.assign_start_events(&id, &mut contents)?;
+        self.resolve_data_references(&mut contents)?;
         for element in contents.elements.values_mut() {
             element.process = id.clone();
         }
@@ -91,6 +96,41 @@ impl Parser<'_> {
             io: self.io_specification(node),
             id,
         })
+    }
+
+    /// Each element's data associations name data objects (through their references); data
+    /// stores are not supported yet, and refused rather than ignored.
+    fn resolve_data_references(&self, contents: &mut ProcessContents) -> Result<(), ModelError> {
+        for element in contents.elements.values_mut() {
+            for list in [&mut element.reads, &mut element.writes] {
+                for reference in list.iter_mut() {
+                    match contents.data_references.get(reference.as_str()) {
+                        Some(Some(object)) if contents.data_objects.contains(object) => {
+                            *reference = object.clone()
+                        }
+                        Some(Some(object)) => {
+                            return Err(self.err(
+                                Some(&element.id),
+                                format!("data object reference '{reference}' names '{object}', which is no data object of this process"),
+                            ))
+                        }
+                        Some(None) => {
+                            return Err(self.err(
+                                Some(&element.id),
+                                format!("'{reference}' is a data store reference: data stores are not supported yet"),
+                            ))
+                        }
+                        None => {
+                            return Err(self.err(
+                                Some(&element.id),
+                                format!("a data association names '{reference}', which is neither a data object reference nor a data store reference of this process"),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The process's `ioSpecification`: the ids of its data inputs and outputs.
@@ -122,6 +162,14 @@ impl Parser<'_> {
                 contents.flows.push((flow, parent.map(str::to_string)));
             } else if FLOW_NODES.contains(&name) {
                 self.add_flow_node(child, parent, contents)?;
+            } else if let Some(id) = nonempty_attr(child, "id").filter(|_| name == "dataObject") {
+                contents.data_objects.push(id);
+            } else if let (Some(id), "dataObjectReference" | "dataStoreReference") =
+                (nonempty_attr(child, "id"), name)
+            {
+                let object =
+                    nonempty_attr(child, "dataObjectRef").filter(|_| name == "dataObjectReference");
+                contents.data_references.insert(id, object);
             } else if !IGNORED_IN_PROCESS.contains(&name) {
                 let id = nonempty_attr(child, "id");
                 return Err(self.err(id.as_deref(), unsupported_reason(name)));

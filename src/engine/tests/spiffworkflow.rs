@@ -697,3 +697,60 @@ fn a_task_missing_an_input_or_an_output_fails() {
     assert_eq!(state.status, InstanceStatus::Error);
     assert!(state.error.unwrap().message.contains("data output 'out_2'"));
 }
+
+/// DataObjectTest.actual_test on data_object.bpmn (its `bpmn:task` run as a user task, as
+/// SpiffWorkflow runs it): a data object is written from a task's data and leaves it; a task
+/// that reads it sees the object's value, not what its data held; one that only reads it does
+/// not change it; a task inside a subprocess reads and writes its parent's data object.
+#[test]
+fn data_objects_are_read_and_written_through_associations_only() {
+    let (name, xml) = conformance_file("bpmn/data/data_object.bpmn");
+    let xml = xml
+        .replace("<bpmn:task ", "<bpmn:userTask ")
+        .replace("</bpmn:task>", "</bpmn:userTask>");
+    let m = build_model(&[(name, xml)], Some("Process")).unwrap();
+    let mut state = start_process(&m, "Process", json!({}));
+    let complete_with = |state: &mut InstanceState, element: &str, data: Value| {
+        let guid = task(state, element).guid;
+        complete_guid(&m, state, guid, data);
+    };
+    complete_with(&mut state, "generate_data", json!({"obj_1": "hello"}));
+    assert_eq!(state.internal.data_objects["obj_1"], json!("hello"));
+    assert!(
+        !state.data.contains_key("obj_1"),
+        "copied out of the task data"
+    );
+
+    complete_with(&mut state, "task_1", json!({"obj_1": "hello again"}));
+    assert_eq!(
+        state.data["obj_1"],
+        json!("hello"),
+        "read_data sees the data object"
+    );
+    complete_with(&mut state, "read_data", json!({"obj_1": "hello again"}));
+    assert_eq!(
+        state.internal.data_objects["obj_1"],
+        json!("hello"),
+        "unchanged"
+    );
+    // the subprocess's task reads it now (its data is the instance's): the object's value,
+    // not what read_data left
+    assert_eq!(state.data["obj_1"], json!("hello"));
+    complete_with(&mut state, "placeholder", json!({"obj_1": "hello again"}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert!(!state.data.contains_key("obj_1"));
+    assert_eq!(state.internal.data_objects["obj_1"], json!("hello again"));
+}
+
+/// DataObjectTest.testMissingDataOutput: a task that writes a data object its data does not
+/// hold fails.
+#[test]
+fn a_data_object_missing_from_the_writers_data_fails() {
+    let (name, xml) = conformance_file("bpmn/data/data_object.bpmn");
+    let m = build_model(&[(name, xml)], Some("Process")).unwrap();
+    let mut state = start_process(&m, "Process", json!({}));
+    let guid = task(&state, "generate_data").guid;
+    complete_guid(&m, &mut state, guid, json!({}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    assert!(state.error.unwrap().message.contains("data object 'obj_1'"));
+}
