@@ -242,7 +242,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<Value, ModelFailure> {
         let cx = self.context_for(expression);
         expression
-            .eval(self.data(), &cx)
+            .eval(&self.expression_data(), &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, &format!("the {what}")))
     }
 
@@ -254,7 +254,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<bool, ModelFailure> {
         let cx = self.context_for(expression);
         expression
-            .eval_bool(self.data(), &cx)
+            .eval_bool(&self.expression_data(), &cx)
             .map_err(|e| ModelFailure::of_expression(&element.id, e, what))
     }
 
@@ -265,6 +265,21 @@ impl<'m> Interpreter<'m> {
         } else {
             std::borrow::Cow::Borrowed(&self.expr_context)
         }
+    }
+
+    /// What an expression sees: the current task's data, and the data objects it does not
+    /// hold (SpiffWorkflow's script engine shows expressions the workflow's data objects, so a
+    /// gateway can decide on one).
+    fn expression_data(&self) -> std::borrow::Cow<'_, crate::engine::Map> {
+        let objects = &self.state.internal.data_objects;
+        if objects.is_empty() {
+            return std::borrow::Cow::Borrowed(self.data());
+        }
+        let mut data = self.data().clone();
+        for (id, value) in objects {
+            data.entry(id.clone()).or_insert_with(|| value.clone());
+        }
+        std::borrow::Cow::Owned(data)
     }
 
     /// The task data the current task's code works on.

@@ -754,3 +754,21 @@ fn a_data_object_missing_from_the_writers_data_fails() {
     assert_eq!(state.status, InstanceStatus::Error);
     assert!(state.error.unwrap().message.contains("data object 'obj_1'"));
 }
+
+/// DataObjectGatewayTest.testExpression: the gateway decides on the data object the task
+/// wrote, which is not left in the data.
+#[test]
+fn a_gateway_decides_on_a_data_object() {
+    let (name, xml) = conformance_file("bpmn/data/data_object_gateway.bpmn");
+    let xml = xml
+        .replace("<bpmn:task ", "<bpmn:userTask ")
+        .replace("</bpmn:task>", "</bpmn:userTask>");
+    let m = build_model(&[(name, xml)], Some("main")).unwrap();
+    let mut state = start_process(&m, "main", json!({}));
+    let guid = task(&state, "set_data").guid;
+    complete_guid(&m, &mut state, guid, json!({"val": true}));
+    assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
+    assert_eq!(task(&state, "yes").state, TaskState::Completed);
+    assert_eq!(count(&state, "no"), 0);
+    assert!(!state.data.contains_key("val"));
+}
