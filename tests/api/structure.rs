@@ -142,15 +142,7 @@ async fn a_cancel_end_event_undoes_its_transaction() {
 #[tokio::test]
 async fn a_call_activity_runs_a_process_uploaded_after_its_caller() {
     let app = spawn_app().await;
-    let caller = definitions(
-        r#"<bpmn:process id="order" isExecutable="true">
-    <bpmn:startEvent id="start" />
-    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="ship" />
-    <bpmn:callActivity id="ship" calledElement="shipping" />
-    <bpmn:sequenceFlow id="f1" sourceRef="ship" targetRef="done" />
-    <bpmn:endEvent id="done" />
-  </bpmn:process>"#,
-    );
+    let caller = caller_of("shipping");
     upload_ok(&app, "calls/order", "a_order.bpmn", &caller).await;
     let (status, body) = start(&app, "calls/order", &json!({"order_id": "o1"})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -160,24 +152,7 @@ async fn a_call_activity_runs_a_process_uploaded_after_its_caller() {
         "{body}"
     );
 
-    let callee = definitions(
-        r#"<bpmn:correlationProperty id="order_id" name="order id">
-    <bpmn:correlationPropertyRetrievalExpression messageRef="m_shipped"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
-  </bpmn:correlationProperty>
-  <bpmn:message id="m_shipped" name="shipped" />
-  <bpmn:process id="shipping" isExecutable="true">
-    <bpmn:startEvent id="s_start" />
-    <bpmn:sequenceFlow id="s0" sourceRef="s_start" targetRef="wait" />
-    <bpmn:receiveTask id="wait" messageRef="m_shipped">
-      <bpmn:extensionElements>
-        <spiffworkflow:messageVariable>shipment</spiffworkflow:messageVariable>
-        <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>order_id</spiffworkflow:propertyId><spiffworkflow:expression>order_id</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
-      </bpmn:extensionElements>
-    </bpmn:receiveTask>
-    <bpmn:sequenceFlow id="s1" sourceRef="wait" targetRef="s_end" />
-    <bpmn:endEvent id="s_end" />
-  </bpmn:process>"#,
-    );
+    let callee = shipping("v1");
     upload_ok(&app, "calls/order", "b_shipping.bpmn", &callee).await;
     let id = start_ok(&app, "calls/order", &json!({"order_id": "o2"})).await;
     let shown = show(&app, id).await;

@@ -238,18 +238,17 @@ fn parallel_completion_condition_cancels_the_other_instances() {
     assert_eq!(cancelled, 2);
 }
 
+/// The output is the input itself: each item is replaced in place (parallel, sequential).
 #[test]
-fn parallel_update_in_place() {
-    let m = changed_model(PARALLEL, "main", &[in_place()]);
-    let state = run(&m, "main", json!({"input_data": [1, 2, 3]}), 3);
-    completed_with(&state, json!({"input_data": [2, 4, 6]}));
-    let state = run(
-        &m,
-        "main",
-        json!({"input_data": {"a": 1, "b": 2, "c": 3}}),
-        3,
-    );
-    completed_with(&state, json!({"input_data": {"a": 2, "b": 4, "c": 6}}));
+fn update_in_place() {
+    for (path, at_once) in [(PARALLEL, 3), (SEQUENTIAL, 1)] {
+        let m = changed_model(path, "main", &[in_place()]);
+        let state = run(&m, "main", json!({"input_data": [1, 2, 3]}), at_once);
+        completed_with(&state, json!({"input_data": [2, 4, 6]}));
+        let data = json!({"input_data": {"a": 1, "b": 2, "c": 3}});
+        let state = run(&m, "main", data, at_once);
+        completed_with(&state, json!({"input_data": {"a": 2, "b": 4, "c": 6}}));
+    }
 }
 
 #[test]
@@ -337,20 +336,6 @@ fn sequential_completion_condition_stops_after_the_instance_that_meets_it() {
         3,
         "the activity and two instances"
     );
-}
-
-#[test]
-fn sequential_update_in_place() {
-    let m = changed_model(SEQUENTIAL, "main", &[in_place()]);
-    let state = run(&m, "main", json!({"input_data": [1, 2, 3]}), 1);
-    completed_with(&state, json!({"input_data": [2, 4, 6]}));
-    let state = run(
-        &m,
-        "main",
-        json!({"input_data": {"a": 1, "b": 2, "c": 3}}),
-        1,
-    );
-    completed_with(&state, json!({"input_data": {"a": 2, "b": 4, "c": 6}}));
 }
 
 #[test]
