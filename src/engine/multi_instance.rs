@@ -13,6 +13,11 @@ use crate::bpmn::{ElementSpec, MultiInstance, MultiItems};
 use serde_json::Value;
 use uuid::Uuid;
 
+/// More instances than this for one activity is the model's error (checked before any is
+/// made: a cardinality is a number, and could ask for billions). A step runs at most
+/// `MAX_EXECUTIONS_PER_STEP` elements, so a parallel activity's instances must fit in it.
+const MAX_INSTANCES: usize = 5_000;
+
 impl<'m> Interpreter<'m> {
     /// The activity's task started (its pre-script has run unless the scripts run on the
     /// instances): the items are read, the output prepared, and the first instances started.
@@ -70,7 +75,7 @@ impl<'m> Interpreter<'m> {
             key: Value::from(index),
             value,
         };
-        Ok(match &multi.items {
+        let items: Vec<MultiItem> = match &multi.items {
             MultiItems::Cardinality(expression) => {
                 let value = self.eval(element, expression, "loopCardinality")?;
                 let count = value.as_i64().ok_or_else(|| {
@@ -79,6 +84,11 @@ impl<'m> Interpreter<'m> {
                     ))
                 })?;
                 let count = usize::try_from(count).unwrap_or(0);
+                if count > MAX_INSTANCES {
+                    return Err(fail(format!(
+                        "the loopCardinality {count} is more than {MAX_INSTANCES} instances"
+                    )));
+                }
                 (0..count).map(|i| indexed(i, Value::from(i))).collect()
             }
             MultiItems::Collection(input) => match self.data().get(input) {
@@ -111,7 +121,14 @@ impl<'m> Interpreter<'m> {
                     )))
                 }
             },
-        })
+        };
+        if items.len() > MAX_INSTANCES {
+            return Err(fail(format!(
+                "{} items are more than {MAX_INSTANCES} instances",
+                items.len()
+            )));
+        }
+        Ok(items)
     }
 
     /// The output starts as an empty collection of the input's kind (a list for a

@@ -674,3 +674,24 @@ fn receive_instances_expect_their_own_correlation() {
         .collect();
     assert_eq!(expected, [json!(11), json!(12)]);
 }
+
+/// A cardinality beyond the limit fails before any instance is made.
+#[test]
+fn a_cardinality_beyond_the_limit_fails_at_once() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>
+        <bpmn:userTask id="mi"><bpmn:multiInstanceLoopCharacteristics isSequential="true">
+          <bpmn:loopCardinality>n</bpmn:loopCardinality></bpmn:multiInstanceLoopCharacteristics></bpmn:userTask>
+        <bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "mi", "e"])
+    ));
+    let (state, _) = start_with(&m, json!({"n": 1_000_000_000}));
+    assert_eq!(state.status, InstanceStatus::Error);
+    assert!(state
+        .error
+        .unwrap()
+        .message
+        .contains("more than 5000 instances"));
+    let (state, _) = start_with(&m, json!({"n": 5_000}));
+    assert_eq!(state.status, InstanceStatus::UserInputRequired);
+}
