@@ -161,6 +161,8 @@ pub struct ModelSpec {
     /// Some code calls `get_last_user_completing_task` or `get_url_for_task_with_bpmn_identifier`:
     /// its steps record who completed each human task and show scripts the instance's tasks.
     pub uses_task_lookup: bool,
+    /// Some call activity calls a process that is not in the model: a step may ask for it.
+    pub calls_elsewhere: bool,
     /// Called processes that cannot be run, with the reason (set by `with_callees`: no model
     /// defines it, or linking it failed): a call activity calling one fails the instance
     /// instead of asking for it.

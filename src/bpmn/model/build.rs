@@ -45,6 +45,7 @@ pub fn build_model(
         uses_secrets: false,
         uses_initiator: false,
         uses_task_lookup: false,
+        calls_elsewhere: false,
         unavailable_callees: Default::default(),
     };
     let sources = spec.python_sources();
@@ -58,6 +59,7 @@ pub fn build_model(
     spec.uses_secrets = uses_secrets;
     spec.uses_initiator = uses_initiator;
     spec.uses_task_lookup = uses_task_lookup;
+    spec.calls_elsewhere = spec.has_unresolved_calls();
     Ok(spec)
 }
 

@@ -192,6 +192,17 @@ impl ModelSpec {
         inline_call_activities(&mut processes)?;
         linked.processes = processes.by_id;
         linked.unavailable_callees = unavailable;
+        linked.calls_elsewhere = linked.has_unresolved_calls();
         Ok(linked)
+    }
+
+    /// Some call activity's process is still not in the model.
+    pub(crate) fn has_unresolved_calls(&self) -> bool {
+        self.processes.values().any(|process| {
+            process
+                .elements
+                .values()
+                .any(|element| matches!(element.kind, ElementKind::CallActivity { .. }))
+        })
     }
 }

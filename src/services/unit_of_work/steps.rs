@@ -483,6 +483,10 @@ impl<'c> UnitOfWork<'c> {
         id: i64,
         event: Event,
     ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
+        if !self.instances[&id].spec.calls_elsewhere {
+            // it cannot ask for a process: no copy of the event to keep
+            return self.step_engine_once(id, event).await;
+        }
         for _ in 0..=MAX_CALLEE_LOOKUPS {
             let callee = match self.step_engine_once(id, event.clone()).await? {
                 Err(EngineError::CalleeNeeded { process_id }) => process_id,
