@@ -339,3 +339,31 @@ async fn an_error_in_a_called_process_of_another_model_reaches_the_call_activity
         .any(|t| t["element_id"] == "handled" && t["state"] == "COMPLETED");
     assert!(handled, "{shown}");
 }
+
+/// Models stored before process ids were indexed are indexed at startup, and their process
+/// ids are then taken: another model defining one is refused.
+#[tokio::test]
+async fn the_processes_of_models_stored_before_the_index_are_indexed() {
+    let app = spawn_app().await;
+    upload_ok(&app, "calls/shipping", "shipping.bpmn", &shipping("v1")).await;
+    // as a database migrated from before the index holds it
+    sqlx::query("DELETE FROM process_definitions")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    workflow_backend::services::models::index_process_definitions(&app.pool, &app.state.models)
+        .await
+        .unwrap();
+    let indexed: Vec<(String, String)> =
+        sqlx::query_as("SELECT process_id, process_model_identifier FROM process_definitions")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        indexed,
+        [("shipping".to_string(), "calls/shipping".to_string())]
+    );
+    let (status, body) = upload(&app, "calls/other", "shipping.bpmn", &shipping("v1")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "process_id_conflict", "{body}");
+}

@@ -16,15 +16,12 @@
 //! anyway) and MultiInstanceTaskTest.py (scripts on the activity, scripts on the instances).
 //! Not run: the `set` inputs (JSON has no sets).
 
-use super::spiffworkflow::conformance_file;
+use super::spiffworkflow::{conformance_file, user_tasks_of};
 use super::*;
 
 /// A SpiffWorkflow model with the test's changes made to its text.
 fn changed_model(path: &str, process_id: &str, changes: &[(&str, String)]) -> ModelSpec {
-    let (name, mut xml) = conformance_file(path);
-    xml = xml
-        .replace("<bpmn:task ", "<bpmn:userTask ")
-        .replace("</bpmn:task>", "</bpmn:userTask>");
+    let (name, mut xml) = user_tasks_of(path);
     for (from, to) in changes {
         assert!(xml.contains(from), "{path} has no {from}");
         xml = xml.replace(from, to.as_str());

@@ -24,6 +24,21 @@ fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
     build_model(&files, Some(process_id)).unwrap_or_else(|e| panic!("{paths:?}: {e}"))
 }
 
+/// The text of a SpiffWorkflow model whose `bpmn:task`s are user tasks: SpiffWorkflow runs a
+/// task without a type as a manual task (its tests complete it with data), this engine passes
+/// through it.
+pub(super) fn user_tasks_of(path: &str) -> (String, String) {
+    let (name, xml) = conformance_file(path);
+    let xml = xml
+        .replace("<bpmn:task ", "<bpmn:userTask ")
+        .replace("</bpmn:task>", "</bpmn:userTask>");
+    (name, xml)
+}
+
+fn with_user_tasks(path: &str, process_id: &str) -> ModelSpec {
+    build_model(&[user_tasks_of(path)], Some(process_id)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
     spiffworkflow_models(&[path], process_id)
 }
@@ -704,11 +719,7 @@ fn a_task_missing_an_input_or_an_output_fails() {
 /// not change it; a task inside a subprocess reads and writes its parent's data object.
 #[test]
 fn data_objects_are_read_and_written_through_associations_only() {
-    let (name, xml) = conformance_file("bpmn/data/data_object.bpmn");
-    let xml = xml
-        .replace("<bpmn:task ", "<bpmn:userTask ")
-        .replace("</bpmn:task>", "</bpmn:userTask>");
-    let m = build_model(&[(name, xml)], Some("Process")).unwrap();
+    let m = with_user_tasks("bpmn/data/data_object.bpmn", "Process");
     let mut state = start_process(&m, "Process", json!({}));
     let complete_with = |state: &mut InstanceState, element: &str, data: Value| {
         let guid = task(state, element).guid;
@@ -759,11 +770,7 @@ fn a_data_object_missing_from_the_writers_data_fails() {
 /// wrote, which is not left in the data.
 #[test]
 fn a_gateway_decides_on_a_data_object() {
-    let (name, xml) = conformance_file("bpmn/data/data_object_gateway.bpmn");
-    let xml = xml
-        .replace("<bpmn:task ", "<bpmn:userTask ")
-        .replace("</bpmn:task>", "</bpmn:userTask>");
-    let m = build_model(&[(name, xml)], Some("main")).unwrap();
+    let m = with_user_tasks("bpmn/data/data_object_gateway.bpmn", "main");
     let mut state = start_process(&m, "main", json!({}));
     let guid = task(&state, "set_data").guid;
     complete_guid(&m, &mut state, guid, json!({"val": true}));
