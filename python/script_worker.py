@@ -351,6 +351,36 @@ def failure(error):
     }
 
 
+def edit_distance(a, b):
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def did_you_mean(error, names):
+    """SpiffWorkflow's hint on a NameError: the (at most three) closest names the data holds,
+    compared without regard to case first (then with it, then by name: the order does not
+    depend on the order of the data's keys)."""
+    match = re.match(r"name '(.+)' is not defined", str(error))
+    if not match:
+        return ""
+    wanted = match.group(1)
+    limit = max(2, len(wanted) // 2)
+    scored = sorted(
+        (edit_distance(wanted.lower(), name.lower()), edit_distance(wanted, name), name) for name in names
+    )
+    close = [name for distance, _, name in scored if distance <= limit][:3]
+    if len(close) == 1:
+        return f" Did you mean '{close[0]}'?"
+    if len(close) > 1:
+        return f" Did you mean one of '{close}'?"
+    return ""
+
+
 def handle(request):
     op = request["op"]
     source = request["source"]
@@ -368,7 +398,10 @@ def handle(request):
         return {"ok": False, "error": {"class": "RuntimeError", "message": f"unknown op {op}", "line": None,
                                         "column": None}, "fatal": False}
     except BaseException as error:  # noqa: B902  (SystemExit from a script is its failure too)
-        return failure(error)
+        answer = failure(error)
+        if isinstance(error, NameError):
+            answer["error"]["message"] += did_you_mean(error, [k for k in data if isinstance(k, str)])
+        return answer
 
 
 def limit_memory():

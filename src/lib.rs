@@ -5,6 +5,7 @@ pub mod bpmn;
 pub mod config;
 pub mod connector;
 pub mod correlation;
+pub mod dmn;
 pub mod engine;
 pub mod expr;
 pub mod python;
@@ -12,5 +13,7 @@ pub mod services;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+#[cfg(test)]
+mod test_support;
 pub mod tokens;
 pub mod workers;

@@ -20,7 +20,7 @@ use utoipa::IntoParams;
     tag = "process models",
     params(
         ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model` (the model's path with `/` written `:`)"),
-        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,94}\\.bpmn$", description = "NAME.bpmn"),
+        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\\.(bpmn|dmn)$", description = "NAME.bpmn, or NAME.dmn for DMN decision tables"),
     ),
     request_body(content = String, description = "BPMN 2.0 XML", content_type = "application/xml"),
     responses(

@@ -21,6 +21,8 @@ pub use python_sources::PythonSource;
 
 pub const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
 pub const SPIFF_NS: &str = "http://spiffworkflow.org/bpmn/schema/1.0/core";
+/// Camunda's extension attributes (read only where SpiffWorkflow's Camunda parser reads one).
+pub const CAMUNDA_NS: &str = "http://camunda.org/schema/1.0/bpmn";
 
 /// A model the engine cannot load, with what a modeler needs to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +169,43 @@ pub struct ModelSpec {
     /// defines it, or linking it failed): a call activity calling one fails the instance
     /// instead of asking for it.
     pub unavailable_callees: BTreeMap<String, String>,
+    /// The DMN decisions of the model's `.dmn` files (and, linked, of other models' the
+    /// instance uses), by decision id.
+    pub decisions: BTreeMap<String, std::sync::Arc<crate::dmn::Decision>>,
+}
+
+/// What a model may need from another model: a process one of its call activities calls, or
+/// a decision one of its business rule tasks evaluates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Callee {
+    Process(String),
+    Decision(String),
+}
+
+impl Callee {
+    /// The key it is pinned and known under: the process id, or `decision:` and the decision
+    /// id (process ids are XML NCNames, which hold no colon: the two cannot collide).
+    pub fn key(&self) -> String {
+        match self {
+            Callee::Process(id) => id.clone(),
+            Callee::Decision(id) => format!("decision:{id}"),
+        }
+    }
+
+    pub fn from_key(key: &str) -> Callee {
+        match key.strip_prefix("decision:") {
+            Some(id) => Callee::Decision(id.to_string()),
+            None => Callee::Process(key.to_string()),
+        }
+    }
+
+    /// "the called process 'x'", "the decision 'x'".
+    pub fn described(&self) -> String {
+        match self {
+            Callee::Process(id) => format!("the called process '{id}'"),
+            Callee::Decision(id) => format!("the decision '{id}'"),
+        }
+    }
 }
 
 /// One `bpmn:process`. Elements of embedded subprocesses are in the same flat map, with
@@ -323,6 +362,12 @@ pub enum ElementKind {
     InclusiveGateway,
     ScriptTask {
         script: Option<Script>,
+    },
+    /// Evaluates a DMN decision table (`spiffworkflow:calledDecisionId`, or Camunda's
+    /// `decisionRef`) and merges its result into the task data. The decision is the model's
+    /// own (`ModelSpec::decisions`) or, if not, another model's, found when reached.
+    BusinessRuleTask {
+        decision_id: String,
     },
     UserTask,
     ManualTask,

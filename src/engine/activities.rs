@@ -1,10 +1,11 @@
-//! Tasks: script tasks run at once; user and manual tasks wait for a person; service tasks ask
+//! Tasks: script tasks and business rule tasks run at once; user and manual tasks wait for a person; service tasks ask
 //! the shell for a connector call and wait for its result. Also what the dispatcher needs to
 //! make that call (`service_call`).
 
-use super::interpreter::{Interpreter, Outcome};
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::multi_instance::deep_merge;
 use super::{Effect, InstanceError, InstanceState, Map, ServiceCall, TaskState};
-use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ServiceTaskSpec};
+use crate::bpmn::{Callee, ElementKind, ElementSpec, ModelSpec, ServiceTaskSpec};
 use crate::expr::{self, ErrorKind, Script};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -19,6 +20,28 @@ impl<'m> Interpreter<'m> {
         if let Some(script) = script {
             self.run_script(element, script, "script")?;
         }
+        self.complete_activity(guid)
+    }
+
+    /// Evaluates the decision with what an expression of the task sees, and merges the
+    /// result into the task data (SpiffWorkflow's deep merge).
+    pub fn run_business_rule_task(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        decision_id: &str,
+    ) -> Outcome {
+        let Some(decision) = self.model.decisions.get(decision_id) else {
+            return Err(self.callee_missing(element, Callee::Decision(decision_id.to_string())));
+        };
+        let cx = self.context_of_current_task();
+        let evaluation =
+            crate::dmn::evaluate(decision, &self.expression_data(), &cx).map_err(|e| {
+                let what = format!("the decision '{decision_id}'");
+                ModelFailure::of_expression(&element.id, e, &what)
+            })?;
+        let owner = self.state.data_owner(self.current);
+        deep_merge(self.state.data_of_mut(owner), evaluation.result);
         self.complete_activity(guid)
     }
 

@@ -137,9 +137,7 @@ fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
             ..
         }) => Err(match abort {
             Abort::ScriptsUnavailable => EngineError::Unavailable(message.clone()),
-            Abort::CalleeNeeded(process_id) => EngineError::CalleeNeeded {
-                process_id: process_id.clone(),
-            },
+            Abort::CalleeNeeded(callee) => EngineError::CalleeNeeded(callee.clone()),
         }),
         _ => Ok(()),
     }

@@ -4,7 +4,7 @@
 
 use super::interpreter::{Abort, Interpreter, ModelFailure, Outcome, Token};
 use super::TaskState;
-use crate::bpmn::{ElementKind, ElementSpec};
+use crate::bpmn::{Callee, ElementKind, ElementSpec};
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
@@ -141,7 +141,10 @@ impl<'m> Interpreter<'m> {
                 self.start_subprocess(guid, element, start_events, io.as_ref(), scope)
             }
             ElementKind::CallActivity { called_element } => {
-                Err(self.callee_missing(element, called_element))
+                Err(self.callee_missing(element, Callee::Process(called_element.clone())))
+            }
+            ElementKind::BusinessRuleTask { decision_id } => {
+                self.run_business_rule_task(guid, element, decision_id)
             }
             // never entered by a token: they start from their triggers
             ElementKind::EventSubProcess { .. } | ElementKind::EventSubProcessStart { .. } => {
@@ -153,15 +156,16 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    /// A call activity whose process is not in the model: the step is given it and run again
-    /// (`EngineError::CalleeNeeded`), unless it is known not to be runnable.
-    fn callee_missing(&self, element: &ElementSpec, called: &str) -> ModelFailure {
-        match self.model.unavailable_callees.get(called) {
+    /// A call activity whose process, or a business rule task whose decision, is not in the
+    /// model: the step is given it and run again (`EngineError::CalleeNeeded`), unless it is
+    /// known not to be usable.
+    pub(super) fn callee_missing(&self, element: &ElementSpec, callee: Callee) -> ModelFailure {
+        match self.model.unavailable_callees.get(&callee.key()) {
             Some(reason) => ModelFailure::new(&element.id, reason.clone()),
             None => {
-                let mut failure =
-                    ModelFailure::new(&element.id, format!("process '{called}' is needed"));
-                failure.abort = Some(Abort::CalleeNeeded(called.to_string()));
+                let needed = format!("{} is needed", callee.described());
+                let mut failure = ModelFailure::new(&element.id, needed);
+                failure.abort = Some(Abort::CalleeNeeded(callee));
                 failure
             }
         }

@@ -5,7 +5,7 @@
 
 use super::context::StepContext;
 use super::{Effect, InstanceState, Task, TaskState, MAX_EXECUTIONS_PER_STEP};
-use crate::bpmn::{ElementSpec, ModelSpec, ProcessSpec};
+use crate::bpmn::{Callee, ElementSpec, ModelSpec, ProcessSpec};
 use crate::expr::{self, ErrorKind, ExprError, Expression, Script, TaskRef};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -28,7 +28,7 @@ pub(super) enum Abort {
     /// No Python could run a script.
     ScriptsUnavailable,
     /// A call activity calls a process that is in no model the step was given.
-    CalleeNeeded(String),
+    CalleeNeeded(Callee),
 }
 
 impl ModelFailure {
@@ -188,7 +188,7 @@ impl<'m> Interpreter<'m> {
     }
 
     /// The expression context for code of the current task (`get_current_task_info()`).
-    fn context_of_current_task(&self) -> expr::Context {
+    pub(super) fn context_of_current_task(&self) -> expr::Context {
         let task = self
             .current
             .filter(|guid| self.has_task(*guid))
@@ -270,7 +270,7 @@ impl<'m> Interpreter<'m> {
     /// What an expression sees: the current task's data, and the data objects it does not
     /// hold (SpiffWorkflow's script engine shows expressions the workflow's data objects, so a
     /// gateway can decide on one).
-    fn expression_data(&self) -> std::borrow::Cow<'_, crate::engine::Map> {
+    pub(super) fn expression_data(&self) -> std::borrow::Cow<'_, crate::engine::Map> {
         let objects = &self.state.internal.data_objects;
         if objects.is_empty() {
             return std::borrow::Cow::Borrowed(self.data());

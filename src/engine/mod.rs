@@ -36,6 +36,7 @@ mod subprocesses;
 mod tests;
 mod timers;
 
+use crate::bpmn::Callee;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -186,12 +187,11 @@ pub enum EngineError {
     /// No Python could run the step's scripts (every worker busy, or broken): nothing
     /// happened, and the same event may be tried again.
     Unavailable(String),
-    /// A call activity reached a process that is in no model the step was given: nothing
-    /// happened; the caller finds the process (`ModelSpec::with_callees`) and steps again, or
-    /// marks it missing, and the step then fails the instance.
-    CalleeNeeded {
-        process_id: String,
-    },
+    /// A call activity reached a process, or a business rule task a decision, that is in no
+    /// model the step was given: nothing happened; the caller finds it
+    /// (`ModelSpec::with_callees`) and steps again, or marks it missing, and the step then
+    /// fails the instance.
+    CalleeNeeded(Callee),
 }
 
 impl fmt::Display for EngineError {
@@ -200,8 +200,8 @@ impl fmt::Display for EngineError {
             EngineError::NotWaiting { task_guid } => write!(f, "task {task_guid} is not waiting"),
             EngineError::UnknownTask { task_guid } => write!(f, "task {task_guid} does not exist"),
             EngineError::Invalid(m) | EngineError::Unavailable(m) => f.write_str(m),
-            EngineError::CalleeNeeded { process_id } => {
-                write!(f, "the called process '{process_id}' is not loaded")
+            EngineError::CalleeNeeded(callee) => {
+                write!(f, "{} is not loaded", callee.described())
             }
         }
     }

@@ -349,7 +349,7 @@ impl<'m> Interpreter<'m> {
 /// SpiffWorkflow's merge of an instance's data into the data around it: maps merge key by
 /// key, lists element by element (then cut to the instance's length), anything else is
 /// replaced.
-fn deep_merge(into: &mut Map, from: Map) {
+pub(super) fn deep_merge(into: &mut Map, from: Map) {
     for (key, value) in from {
         match (into.get_mut(&key), value) {
             (Some(Value::Object(mine)), Value::Object(theirs)) => deep_merge(mine, theirs),

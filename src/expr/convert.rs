@@ -38,7 +38,7 @@ pub(super) fn tag(value: &Value) -> Option<&str> {
 }
 
 /// Python truthiness of a (possibly tagged) JSON value.
-pub(super) fn is_truthy(value: &Value) -> bool {
+pub fn is_truthy(value: &Value) -> bool {
     match (tag(value), value) {
         (Some("timedelta"), _) => ["days", "seconds", "microseconds"]
             .iter()

@@ -13,7 +13,7 @@ mod scan;
 mod tests;
 
 use chrono::{DateTime, Utc};
-use convert::is_truthy;
+pub use convert::is_truthy;
 use fast::FastExpr;
 use serde::Serialize;
 use serde_json::{Map as JsonMap, Value};

@@ -44,19 +44,21 @@ pub fn identifier_from_url(modified: &str) -> Result<String> {
     Ok(identifier)
 }
 
-/// A BPMN file name: a plain name (see [`is_plain_name`]) ending in `.bpmn`.
+/// A model file name: a plain name (see [`is_plain_name`]) ending in `.bpmn` or `.dmn`.
 pub fn check_file_name(file_name: &str) -> Result<()> {
-    let valid = file_name
-        .strip_suffix(".bpmn")
-        .is_some_and(|stem| !stem.is_empty() && is_plain_name(file_name));
+    let valid = [".bpmn", ".dmn"].iter().any(|suffix| {
+        file_name
+            .strip_suffix(suffix)
+            .is_some_and(|stem| !stem.is_empty() && is_plain_name(file_name))
+    });
     if valid {
         Ok(())
     } else {
         Err(Error::bad_request(
             "invalid_file_name",
             format!(
-                "'{}' is not a BPMN file name: a letter or digit, then letters, digits, '-', \
-                 '_' and '.', ending in .bpmn (at most {MAX_SEGMENT_BYTES} bytes)",
+                "'{}' is not a model file name: a letter or digit, then letters, digits, '-', \
+                 '_' and '.', ending in .bpmn or .dmn (at most {MAX_SEGMENT_BYTES} bytes)",
                 cut(file_name)
             ),
         ))
@@ -107,6 +109,9 @@ fn invalid_model(error: ModelError) -> Error {
 async fn check_python(files: Vec<(String, String)>, scripts: Arc<dyn ScriptHost>) -> Result<()> {
     let refused = tokio::task::spawn_blocking(move || {
         files.iter().find_map(|(name, xml)| {
+            if name.ends_with(".dmn") {
+                return refused_decision_python(name, xml, scripts.as_ref());
+            }
             let definitions = crate::bpmn::parse_file(name, xml).ok()?;
             definitions
                 .python_sources()
@@ -127,6 +132,29 @@ async fn check_python(files: Vec<(String, String)>, scripts: Arc<dyn ScriptHost>
         Some((error, ErrorKind::Python)) => Err(invalid_model(error)),
         Some((error, _)) => Err(Error::ScriptsUnavailable(error.reason)),
     }
+}
+
+/// The first piece of Python in a `.dmn` file that CPython does not compile (each rule's
+/// tests, as SpiffWorkflow would run them, and its outputs).
+fn refused_decision_python(
+    name: &str,
+    xml: &str,
+    scripts: &dyn ScriptHost,
+) -> Option<(ModelError, ErrorKind)> {
+    let decisions = crate::dmn::parse_dmn_file(name, xml).ok()?;
+    decisions.iter().find_map(|decision| {
+        decision
+            .python_sources()
+            .into_iter()
+            .find_map(|(what, source)| {
+                let error = scripts.check(source, false).err()?;
+                let reason = format!("{what}: {}", error.message);
+                Some((
+                    ModelError::new(name, Some(&decision.id), reason),
+                    error.kind,
+                ))
+            })
+    })
 }
 
 /// What `process_model.json` may say about a model (as SpiffArena writes it).
@@ -242,6 +270,8 @@ async fn save_model(
             }
             other => other.into(),
         })?;
+    let decision_ids: Vec<&str> = spec.decisions.keys().map(String::as_str).collect();
+    store::models::replace_decision_definitions(conn, identifier, &decision_ids).await?;
     schedule_starts(conn, cache, identifier, &spec).await?;
     let spec = Arc::new(spec);
     cache.insert(&sha, spec.clone());
@@ -389,8 +419,8 @@ pub async fn put_file(
     Ok((existing.is_none(), show(pool, identifier).await?))
 }
 
-/// Loads every model under `root` (a folder holding `.bpmn` files is a model; its path
-/// below `root` is its identifier). A model that does not load is logged and skipped.
+/// Loads every model under `root` (a folder holding `.bpmn` files is a model, with its
+/// `.dmn` files; its path below `root` is its identifier). A model that does not load is logged and skipped.
 pub async fn load_directory(
     pool: &PgPool,
     cache: &ModelCache,
@@ -449,7 +479,7 @@ async fn load_folder(
     let mut files = Vec::new();
     for entry in std::fs::read_dir(folder).map_err(anyhow::Error::from)? {
         let path = entry.map_err(anyhow::Error::from)?.path();
-        if path.extension().is_some_and(|e| e == "bpmn") {
+        if path.extension().is_some_and(|e| e == "bpmn" || e == "dmn") {
             let name = path
                 .file_name()
                 .unwrap_or_default()
@@ -555,7 +585,7 @@ mod tests {
 
     #[test]
     fn file_names_are_plain() {
-        for good in ["a.bpmn", "Order-Flow_2.v1.bpmn"] {
+        for good in ["a.bpmn", "Order-Flow_2.v1.bpmn", "rules.dmn"] {
             assert!(check_file_name(good).is_ok(), "{good}");
         }
         for bad in [
@@ -564,6 +594,7 @@ mod tests {
             "a\n.bpmn",
             "a b.bpmn",
             "a.xml",
+            ".dmn",
             "a/b.bpmn",
         ] {
             assert!(check_file_name(bad).is_err(), "{bad}");

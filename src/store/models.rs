@@ -380,6 +380,42 @@ pub async fn process_definer(
     .await
 }
 
+/// The decisions a model defines become `decision_ids` (its current version's).
+pub async fn replace_decision_definitions(
+    conn: &mut PgConnection,
+    identifier: &str,
+    decision_ids: &[&str],
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM decision_definitions WHERE process_model_identifier = $1")
+        .bind(identifier)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "INSERT INTO decision_definitions (decision_id, process_model_identifier) \
+         SELECT unnest($2::text[]), $1",
+    )
+    .bind(identifier)
+    .bind(decision_ids)
+    .execute(conn)
+    .await
+    .map(|_| ())
+}
+
+/// The models defining a decision, at their current versions, by identifier.
+pub async fn decision_definers(
+    conn: &mut PgConnection,
+    decision_id: &str,
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT pm.identifier, pm.version_sha FROM decision_definitions d \
+         JOIN process_models pm ON pm.identifier = d.process_model_identifier \
+         WHERE d.decision_id = $1 ORDER BY pm.identifier",
+    )
+    .bind(decision_id)
+    .fetch_all(conn)
+    .await
+}
+
 /// Models whose processes are not indexed yet (stored before `process_definitions` existed).
 pub async fn without_process_definitions(
     conn: &mut PgConnection,

@@ -13,7 +13,12 @@ pub fn build_model(
     files: &[(String, String)],
     primary_process_id: Option<&str>,
 ) -> Result<ModelSpec, ModelError> {
-    let definitions = parse_in_name_order(files)?;
+    let (dmn_files, bpmn_files): (Vec<_>, Vec<_>) = files
+        .iter()
+        .cloned()
+        .partition(|(name, _)| name.ends_with(".dmn"));
+    let decisions = decisions_of(&dmn_files)?;
+    let definitions = parse_in_name_order(&bpmn_files)?;
     let shared = SharedDefinitions::merge(&definitions)?;
     let correlation_properties = merge_correlation_properties(&definitions, &shared.messages)?;
     let correlation_keys = merge_correlation_keys(&definitions);
@@ -41,6 +46,7 @@ pub fn build_model(
         timer_starts,
         signal_starts,
         files: definitions.iter().map(|d| d.file.clone()).collect(),
+        decisions,
         needs_python: false,
         uses_secrets: false,
         uses_initiator: false,
@@ -61,6 +67,29 @@ pub fn build_model(
     spec.uses_task_lookup = uses_task_lookup;
     spec.calls_elsewhere = spec.has_unresolved_calls();
     Ok(spec)
+}
+
+/// The decisions of the model's `.dmn` files; a decision id is defined once in a model.
+fn decisions_of(
+    files: &[(String, String)],
+) -> Result<BTreeMap<String, std::sync::Arc<crate::dmn::Decision>>, ModelError> {
+    let mut decisions = BTreeMap::new();
+    let mut sorted: Vec<&(String, String)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, xml) in sorted {
+        for decision in crate::dmn::parse_dmn_file(name, xml)? {
+            if let Some(other) = decisions.get(&decision.id) {
+                let other: &std::sync::Arc<crate::dmn::Decision> = other;
+                return Err(ModelError::new(
+                    name,
+                    Some(&decision.id),
+                    format!("the decision id is also defined in {}", other.file),
+                ));
+            }
+            decisions.insert(decision.id.clone(), std::sync::Arc::new(decision));
+        }
+    }
+    Ok(decisions)
 }
 
 /// Name order makes the result independent of the order the files were uploaded in.

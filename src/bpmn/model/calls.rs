@@ -154,13 +154,14 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
 }
 
 impl ModelSpec {
-    /// This model linked with the processes of other models its call activities call: each
-    /// callee model's processes are added (a process id this model defines stays its own),
-    /// and every call activity that can now be resolved gets a copy of its callee, as at load.
-    /// `unavailable` names called processes that cannot be run, with the reason.
+    /// This model linked with what it uses of other models: for a called process, the
+    /// callee model's processes (and decisions, for its business rule tasks) are added (an id
+    /// this model defines stays its own), and every call activity that can now be resolved
+    /// gets a copy of its callee, as at load; for a decision, that decision. `unavailable`
+    /// names (by `Callee::key`) what cannot be used, with the reason.
     pub fn with_callees(
         &self,
-        callees: &[&ModelSpec],
+        callees: &[(Callee, &ModelSpec)],
         unavailable: BTreeMap<String, String>,
     ) -> Result<ModelSpec, ModelError> {
         let mut linked = self.clone();
@@ -168,7 +169,22 @@ impl ModelSpec {
             by_id: std::mem::take(&mut linked.processes),
             order: vec![],
         };
-        for callee in callees {
+        for (what, callee) in callees {
+            if let Callee::Decision(id) = what {
+                if let Some(decision) = callee.decisions.get(id) {
+                    linked
+                        .decisions
+                        .entry(id.clone())
+                        .or_insert_with(|| decision.clone());
+                }
+                continue;
+            }
+            for (id, decision) in &callee.decisions {
+                linked
+                    .decisions
+                    .entry(id.clone())
+                    .or_insert_with(|| decision.clone());
+            }
             for (id, process) in &callee.processes {
                 processes
                     .by_id
@@ -196,13 +212,20 @@ impl ModelSpec {
         Ok(linked)
     }
 
-    /// Some call activity's process is still not in the model.
+    /// Some call activity's process, or some business rule task's decision, is still not in
+    /// the model.
     pub(crate) fn has_unresolved_calls(&self) -> bool {
         self.processes.values().any(|process| {
             process
                 .elements
                 .values()
-                .any(|element| matches!(element.kind, ElementKind::CallActivity { .. }))
+                .any(|element| match &element.kind {
+                    ElementKind::CallActivity { .. } => true,
+                    ElementKind::BusinessRuleTask { decision_id } => {
+                        !self.decisions.contains_key(decision_id)
+                    }
+                    _ => false,
+                })
         })
     }
 }

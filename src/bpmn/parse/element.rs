@@ -96,6 +96,7 @@ impl Parser<'_> {
         Ok(match element_type {
             "task" => ElementKind::PassThrough,
             "scriptTask" => self.script_task(node, id)?,
+            "businessRuleTask" => self.business_rule_task(node, id)?,
             "userTask" => ElementKind::UserTask,
             "manualTask" => ElementKind::ManualTask,
             "serviceTask" => ElementKind::ServiceTask(self.service_task(node, id)?),
@@ -123,7 +124,6 @@ impl Parser<'_> {
 pub(super) fn unsupported_reason(name: &str) -> String {
     let what = match name {
         "complexGateway" => "complex gateways are not supported",
-        "businessRuleTask" => "business rule (DMN) tasks are not supported",
         "adHocSubProcess" => "ad-hoc subprocesses are not supported",
         _ => "",
     };
@@ -140,6 +140,7 @@ pub(super) fn is_activity(element_type: &str) -> bool {
         element_type,
         "task"
             | "scriptTask"
+            | "businessRuleTask"
             | "userTask"
             | "manualTask"
             | "serviceTask"

@@ -16,6 +16,7 @@ const FLOW_NODES: &[&str] = &[
     "boundaryEvent",
     "task",
     "scriptTask",
+    "businessRuleTask",
     "userTask",
     "manualTask",
     "serviceTask",

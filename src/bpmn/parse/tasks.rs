@@ -3,6 +3,7 @@
 //! `messages`; user, manual and plain tasks need nothing more.
 use super::nodes::{bpmn_child, is_spiff, nonempty_attr, spiff_ext};
 use super::*;
+use crate::bpmn::CAMUNDA_NS;
 
 /// Retry policy when the model says nothing: no retry; doubling delays if retries are set.
 const DEFAULT_RETRIES: u32 = 0;
@@ -14,6 +15,32 @@ impl Parser<'_> {
         Ok(ElementKind::ScriptTask {
             script: self.opt_script(id, "script", bpmn_child(node, "script"))?,
         })
+    }
+
+    /// The decision comes from `spiffworkflow:calledDecisionId` (SpiffArena's modeler) or
+    /// Camunda's `decisionRef` attribute.
+    pub(super) fn business_rule_task(
+        &self,
+        node: Node,
+        id: &str,
+    ) -> Result<ElementKind, ModelError> {
+        let spiff = spiff_ext(node, "calledDecisionId")
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .find(|t| !t.is_empty())
+            .map(str::to_string);
+        let camunda = node
+            .attributes()
+            .find(|a| a.name() == "decisionRef" && a.namespace() == Some(CAMUNDA_NS))
+            .map(|a| a.value().trim().to_string())
+            .filter(|v| !v.is_empty());
+        let decision_id = spiff.or(camunda).ok_or_else(|| {
+            self.err(
+                Some(id),
+                "a business rule task needs spiffworkflow:calledDecisionId (the decision it evaluates)",
+            )
+        })?;
+        Ok(ElementKind::BusinessRuleTask { decision_id })
     }
 
     pub(super) fn service_task(&self, node: Node, id: &str) -> Result<ServiceTaskSpec, ModelError> {

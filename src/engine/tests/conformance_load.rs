@@ -1,5 +1,5 @@
-//! Every BPMN model of SpiffWorkflow's test suite, loaded alone: each loads, or is refused
-//! for the reason listed here. A model that starts loading (or is refused for another reason)
+//! Every BPMN model (and every DMN decision file) of SpiffWorkflow's test suite, loaded
+//! alone: each loads, or is refused for the reason listed here. A model that starts loading (or is refused for another reason)
 //! fails the test, so the list stays the measured state of compatibility.
 
 use super::*;
@@ -37,6 +37,10 @@ const REFUSED: &[(&str, &str)] = &[
         "camunda/data/parallel_multiinstance_collection.bpmn",
         "must specify a loopCardinality or a loopDataInputRef",
     ),
+    (
+        "camunda/data/DMNMultiInstance.bpmn",
+        "must specify a loopCardinality or a loopDataInputRef",
+    ),
     // A data association naming a data object reference of another process: SpiffWorkflow's
     // parser refuses it too.
     (
@@ -56,21 +60,6 @@ const REFUSED: &[(&str, &str)] = &[
         "bpmn/data/data_store_write.bpmn",
         "data stores are not supported yet",
     ),
-    // Business rule (DMN) tasks: issue 13.
-    (
-        "bpmn/data/call_activity_nested/call_activity_nested.bpmn",
-        "business rule (DMN)",
-    ),
-    ("camunda/data/DMNMultiInstance.bpmn", "business rule (DMN)"),
-    (
-        "camunda/data/ExclusiveGatewayIfElseAndDecision.bpmn",
-        "business rule (DMN)",
-    ),
-    (
-        "camunda/data/invalid/InvalidDecision.bpmn",
-        "business rule (DMN)",
-    ),
-    ("spiff/data/business_rule_task.bpmn", "business rule (DMN)"),
 ];
 
 #[test]
@@ -108,13 +97,131 @@ fn every_spiffworkflow_model_loads_or_is_refused_for_its_listed_reason() {
     assert!(surprises.is_empty(), "{}", surprises.join("\n"));
 }
 
+/// The decision files refused at upload, with the reason: what SpiffWorkflow cannot run
+/// either (its `VersionTest` asserts those of `*_unsupported` fail to load).
+const REFUSED_DECISIONS: &[(&str, &str)] = &[
+    // FEEL, not Python: SpiffWorkflow evaluates entries as Python and would fail at run time
+    (
+        "dmn/data/dmn_version_test/v1_2_unsupported/chapter-11-example.dmn",
+        "has neither a name nor a label",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_unsupported/chapter-11-example.dmn",
+        "has neither a name nor a label",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_2_unsupported/diagram-interchange-dish-example.dmn",
+        "SyntaxError",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_unsupported/diagram-interchange-dish-example.dmn",
+        "SyntaxError",
+    ),
+    // decision services, literal expressions, tables inside business knowledge models, input
+    // data only: no decision table a business rule task can run
+    (
+        "dmn/data/dmn_version_test/v1_3_unsupported/recommended-loan-products.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_unsupported/loan-info.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_2_unsupported/chapter-11-example-financial.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_2_unsupported/diagram-interchange-decision-service.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_unsupported/diagram-interchange-decision-service.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_unsupported/financial.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_2_supported/diagram-interchange-decision-with-listed-input-data.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_2_supported/diagram-interchange-shape-with-label-text.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_supported/diagram-interchange-decision-with-listed-input-data.dmn",
+        "no decision table",
+    ),
+    (
+        "dmn/data/dmn_version_test/v1_3_supported/diagram-interchange-shape-with-label-text.dmn",
+        "no decision table",
+    ),
+    // `spam= 1`: SpiffWorkflow fails when the rule runs (InvalidBusinessRuleTaskParserTest);
+    // the upload's syntax check refuses it first
+    ("camunda/data/dmn/invalid_decision.dmn", "SyntaxError"),
+];
+
+/// Every decision file of the suite, checked as an upload checks it: it parses, and each
+/// rule's Python compiles.
+#[test]
+fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/spiffworkflow-tests");
+    let mut files = files_ending(&root, "dmn");
+    files.sort();
+    assert!(files.len() >= 40, "{} decision files found", files.len());
+    let host = crate::python::test_host();
+    let mut surprises = vec![];
+    for path in files {
+        let name = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let xml = std::fs::read_to_string(&path).unwrap();
+        let loaded = crate::dmn::parse_dmn_file(&name, &xml)
+            .map_err(|e| e.to_string())
+            .and_then(|decisions| {
+                decisions.iter().try_for_each(|decision| {
+                    decision
+                        .python_sources()
+                        .into_iter()
+                        .try_for_each(|(what, source)| {
+                            host.check(source, false)
+                                .map_err(|e| format!("{}: {what}: {}", decision.id, e.message))
+                        })
+                })
+            });
+        let expected = REFUSED_DECISIONS
+            .iter()
+            .find(|(file, _)| *file == name)
+            .map(|(_, reason)| *reason);
+        match (loaded, expected) {
+            (Ok(()), None) => {}
+            (Err(e), Some(reason)) if e.contains(reason) => {}
+            (Ok(()), Some(reason)) => {
+                surprises.push(format!("{name} loads (listed as refused: {reason})"))
+            }
+            (Err(e), _) => surprises.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(surprises.is_empty(), "{}", surprises.join("\n"));
+}
+
 fn bpmn_files(dir: &Path) -> Vec<PathBuf> {
+    files_ending(dir, "bpmn")
+}
+
+fn files_ending(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut found = vec![];
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            found.extend(bpmn_files(&path));
-        } else if path.extension().is_some_and(|ext| ext == "bpmn") {
+            found.extend(files_ending(&path, extension));
+        } else if path.extension().is_some_and(|ext| ext == extension) {
             found.push(path);
         }
     }

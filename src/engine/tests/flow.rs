@@ -373,7 +373,10 @@ fn a_call_runs_a_process_of_another_model_once_linked() {
         None,
     )
     .unwrap();
-    let linked = caller.with_callees(&[&callee], Default::default()).unwrap();
+    let called = Callee::Process("called".into());
+    let linked = caller
+        .with_callees(&[(called, &callee)], Default::default())
+        .unwrap();
     let (st, _) = start_with(&linked, json!({}));
     assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.error);
     assert_eq!(st.data["done"], json!(true));
@@ -395,9 +398,7 @@ fn a_call_to_a_process_that_is_not_there_fails_when_reached() {
     let asked = start(&m, "P", event).expect_err("the step needs the process");
     assert_eq!(
         asked,
-        EngineError::CalleeNeeded {
-            process_id: "nowhere".into()
-        }
+        EngineError::CalleeNeeded(Callee::Process("nowhere".into()))
     );
     // no model has it
     let m = m

@@ -1,13 +1,15 @@
-//! Processes of other models: a call activity whose process is not in the instance's model
-//! stops its step (`EngineError::CalleeNeeded`); the unit finds the model that defines the
-//! process (`process_definitions`), pins that model's current version on the instance (the
-//! version it runs on for the instance's life), links it into the spec the instance steps
-//! against, and runs the step again. A process no model defines, or that cannot be linked,
-//! is marked unavailable and the step fails the instance with the reason.
+//! Processes and decisions of other models: a call activity whose process, or a business
+//! rule task whose decision, is not in the instance's model stops its step
+//! (`EngineError::CalleeNeeded`); the unit finds the model that defines it
+//! (`process_definitions`, `decision_definitions`), pins that model's current version on the
+//! instance (the version used for the instance's life), links it into the spec the instance
+//! steps against, and runs the step again. What no model defines (or, for a decision, several
+//! do), or what cannot be linked, is marked unavailable and the step fails the instance with
+//! the reason.
 
 use super::super::{ModelCache, Result};
 use super::UnitOfWork;
-use crate::bpmn::ModelSpec;
+use crate::bpmn::{Callee, ModelSpec};
 use crate::store;
 use anyhow::anyhow;
 use serde::{Deserialize, Serialize};
@@ -28,7 +30,8 @@ pub struct Pin {
 /// What an instance knows of the processes it calls from other models.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Callees {
-    /// Pinned when first called, stored on the instance (`process_instances.callees`).
+    /// By `Callee::key`; pinned when first used, stored on the instance
+    /// (`process_instances.callees`).
     pub pins: BTreeMap<String, Pin>,
     /// Found not runnable in this unit (the step then fails the instance), with the reason.
     pub unavailable: BTreeMap<String, String>,
@@ -78,10 +81,14 @@ pub(super) async fn linked_spec(
         }
     }
     let mut specs = Vec::with_capacity(callees.pins.len());
-    for pin in callees.pins.values() {
-        specs.push(cache.spec(conn, &pin.model, &pin.version).await?);
+    for (key, pin) in &callees.pins {
+        let spec = cache.spec(conn, &pin.model, &pin.version).await?;
+        specs.push((Callee::from_key(key), spec));
     }
-    let specs: Vec<&ModelSpec> = specs.iter().map(Arc::as_ref).collect();
+    let specs: Vec<(Callee, &ModelSpec)> = specs
+        .iter()
+        .map(|(callee, spec)| (callee.clone(), spec.as_ref()))
+        .collect();
     let linked = base
         .with_callees(&specs, callees.unavailable.clone())
         .map_err(|e| anyhow!("linking the processes {identifier} calls: {e}"))?;
@@ -93,39 +100,76 @@ pub(super) async fn linked_spec(
 }
 
 impl<'c> UnitOfWork<'c> {
-    /// A step of an instance of `identifier` at `version` needs `process_id`: pins the current
+    /// A step of an instance of `identifier` at `version` needs `callee`: pins the current
     /// version of the model defining it, or marks it unavailable; the spec to step again with.
     pub(super) async fn provide_callee(
         &mut self,
         identifier: &str,
         version: &str,
         callees: &mut Callees,
-        process_id: &str,
+        callee: &Callee,
     ) -> Result<Arc<ModelSpec>> {
-        match store::models::process_definer(&mut self.tx, process_id).await? {
-            None => {
-                callees.unavailable.insert(
-                    process_id.to_string(),
-                    format!("The called process '{process_id}' was not found: no process model defines it"),
-                );
+        let key = callee.key();
+        match self.definer(callee).await? {
+            Err(reason) => {
+                callees.unavailable.insert(key.clone(), reason);
             }
-            Some((model, version)) => {
-                callees
-                    .pins
-                    .insert(process_id.to_string(), Pin { model, version });
+            Ok((model, version)) => {
+                callees.pins.insert(key.clone(), Pin { model, version });
             }
         }
         match linked_spec(&mut self.tx, self.cache, identifier, version, callees).await {
             Ok(spec) => Ok(spec),
             Err(error) => {
                 // e.g. the callee calls back into its caller: a model error of the instance
-                callees.pins.remove(process_id);
+                callees.pins.remove(&key);
                 callees.unavailable.insert(
-                    process_id.to_string(),
-                    format!("The called process '{process_id}' cannot be run: {error}"),
+                    key,
+                    format!(
+                        "{} cannot be run: {error}",
+                        capitalized(&callee.described())
+                    ),
                 );
                 linked_spec(&mut self.tx, self.cache, identifier, version, callees).await
             }
         }
+    }
+
+    /// The model (and its current version) that defines `callee`, or why there is none.
+    async fn definer(
+        &mut self,
+        callee: &Callee,
+    ) -> Result<std::result::Result<(String, String), String>> {
+        Ok(match callee {
+            Callee::Process(id) => store::models::process_definer(&mut self.tx, id)
+                .await?
+                .ok_or_else(|| {
+                    format!("The called process '{id}' was not found: no process model defines it")
+                }),
+            Callee::Decision(id) => {
+                let mut definers = store::models::decision_definers(&mut self.tx, id).await?;
+                match definers.len() {
+                    0 => Err(format!(
+                        "The decision '{id}' was not found: no process model defines it (upload its .dmn file with a model)"
+                    )),
+                    1 => Ok(definers.remove(0)),
+                    _ => {
+                        let models: Vec<&str> = definers.iter().map(|(m, _)| m.as_str()).collect();
+                        Err(format!(
+                            "The decision '{id}' is defined by several process models ({}): keep the one to use in the calling model",
+                            models.join(", ")
+                        ))
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

@@ -100,7 +100,7 @@ impl<'c> UnitOfWork<'c> {
                 .start_engine(spec.clone(), process_id.clone(), start.clone(), env.clone())
                 .await?
             {
-                Err(EngineError::CalleeNeeded { process_id: callee }) => {
+                Err(EngineError::CalleeNeeded(callee)) => {
                     spec = self
                         .provide_callee(
                             &model.identifier,
@@ -489,7 +489,7 @@ impl<'c> UnitOfWork<'c> {
         }
         for _ in 0..=MAX_CALLEE_LOOKUPS {
             let callee = match self.step_engine_once(id, event.clone()).await? {
-                Err(EngineError::CalleeNeeded { process_id }) => process_id,
+                Err(EngineError::CalleeNeeded(callee)) => callee,
                 other => return Ok(other),
             };
             let loaded = &self.instances[&id];
