@@ -426,10 +426,10 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "complex gateways",
         ),
         (
-            "business rule task",
+            "business rule task without a decision",
             p(r#"<bpmn:startEvent id="s"/><bpmn:businessRuleTask id="br"/>"#),
             Some("br"),
-            "not supported",
+            "needs spiffworkflow:calledDecisionId",
         ),
         (
             "timer catch event",
