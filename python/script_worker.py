@@ -369,7 +369,7 @@ def did_you_mean(error, names):
     if not match:
         return ""
     wanted = match.group(1)
-    limit = max(2, len(wanted) // 2)
+    limit = len(wanted) // 3
     scored = sorted(
         (edit_distance(wanted.lower(), name.lower()), edit_distance(wanted, name), name) for name in names
     )

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod callbacks;
+pub mod decisions;
 pub mod display;
 pub mod error;
 pub mod guard;
@@ -47,10 +48,14 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         callbacks::connector_logs,
         secrets::put_secret, secrets::list_secrets, secrets::delete_secret,
         signals::send_signal,
+        decisions::show_decision, decisions::evaluate_decision,
     ),
     components(schemas(
         Problem, process_instances::MigrateRequest, secrets::SecretValueBody,
         secrets::SecretAnswer, secrets::SecretList, signals::SignalAnswer,
+        decisions::DecisionAnswer, decisions::DecisionInput, decisions::DecisionOutput,
+        decisions::DecisionRule, decisions::EvaluateRequest, decisions::EvaluationAnswer,
+        decisions::RuleRef,
     )),
     modifiers(&BearerSecurity),
     tags(
@@ -58,6 +63,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         (name = "meta", description = "This API's description"),
         (name = "messages", description = "BPMN messages: start, correlate, buffer, audit"),
         (name = "process models", description = "BPMN files and the models they make"),
+        (name = "decisions", description = "DMN decision tables of the models: show, try on data"),
         (name = "process instances", description = "Running processes and their user tasks"),
         (name = "service tasks", description = "Connector proxies and their callbacks"),
         (name = "signals", description = "BPMN signals sent from outside"),
@@ -198,6 +204,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/v1.0/signals/{signal_name}")
                 .route(web::post().to(signals::send_signal)),
+        )
+        .service(
+            web::resource("/v1.0/decisions/{decision_id}")
+                .route(web::get().to(decisions::show_decision)),
+        )
+        .service(
+            web::resource("/v1.0/decisions/{decision_id}/evaluate")
+                .route(web::post().to(decisions::evaluate_decision)),
         )
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));

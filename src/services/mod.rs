@@ -2,6 +2,7 @@
 //! Nothing here knows HTTP; `api` maps [`Error`] to responses.
 
 mod clock;
+pub mod decisions;
 pub mod input;
 pub mod instances;
 pub mod messages;

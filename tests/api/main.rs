@@ -3,6 +3,7 @@
 mod auth;
 mod cli;
 mod data;
+mod decisions;
 mod domain;
 mod errors;
 mod events;

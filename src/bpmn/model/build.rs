@@ -98,7 +98,7 @@ fn parse_in_name_order(files: &[(String, String)]) -> Result<Vec<Definitions>, M
         return Err(ModelError::new(
             "",
             None,
-            "a process model needs at least one .bpmn file",
+            "a process model needs at least one .bpmn file (upload it before the model's .dmn files)",
         ));
     }
     let mut sorted: Vec<&(String, String)> = files.iter().collect();
