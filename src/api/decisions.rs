@@ -67,6 +67,10 @@ pub struct EvaluateRequest {
     #[schema(value_type = Object)]
     data: Option<Map<String, Value>>,
     /// The model whose decision to use (`group/model`); needed only when several define it.
+    #[schema(
+        max_length = 255,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}([/:][A-Za-z0-9][A-Za-z0-9._-]{0,99})*$"
+    )]
     process_model_identifier: Option<String>,
 }
 
@@ -99,7 +103,10 @@ pub struct EvaluationAnswer {
 pub struct DecisionQuery {
     /// The model whose decision to show (`group/model` or `group:model`); needed only when
     /// several models define the id.
-    #[param(max_length = 255)]
+    #[param(
+        max_length = 255,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}([/:][A-Za-z0-9][A-Za-z0-9._-]{0,99})*$"
+    )]
     process_model_identifier: Option<String>,
 }
 
