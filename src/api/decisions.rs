@@ -150,7 +150,7 @@ pub async fn show_decision(
     path = "/v1.0/decisions/{decision_id}/evaluate",
     tag = "decisions",
     params(("decision_id" = String, Path, max_length = 255, description = "The decision's id in its `.dmn` file")),
-    request_body(content = EvaluateRequest, description = "The data the decision sees", content_type = "application/json"),
+    request_body(content = Option<EvaluateRequest>, description = "The data the decision sees (no body: no data)", content_type = "application/json"),
     responses(
         (status = 200, description = "What the decision gave", body = EvaluationAnswer),
         (status = 400, description = "`decision_failed` (a rule's Python failed, or the hit policy's rule was broken: the row and the error), `invalid_payload`, `invalid_json`, `invalid_decision_id`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
@@ -169,7 +169,13 @@ pub async fn evaluate_decision(
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
-    let request: EvaluateRequest = serde_json::from_slice(&body).map_err(|e| {
+    // no body: no data
+    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &body
+    };
+    let request: EvaluateRequest = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(
             "invalid_json",
             format!("the body is not an evaluation request: {e}"),

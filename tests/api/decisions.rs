@@ -244,6 +244,18 @@ async fn a_decision_table_can_be_shown_and_tried_without_a_process() {
         "by_priority row 1"
     );
 
+    // no body: no data (the decision's Python then fails on the missing name)
+    let response = app
+        .client
+        .post(format!("{}/v1.0/decisions/by_unique/evaluate", app.address))
+        .bearer_auth(app.token(ADMIN))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = problem(response).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error_code"], "decision_failed", "{body}");
+
     // nothing matches: nothing to merge
     let tried = evaluate_ok(&app, "by_first", -5).await;
     assert_eq!(tried["result"], json!({}));
