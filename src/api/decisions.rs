@@ -206,7 +206,7 @@ fn decision_answer(found: &FoundDecision) -> DecisionAnswer {
         process_model_identifier: found.process_model_identifier.clone(),
         file_name: decision.file.clone(),
         hit_policy: table.hit_policy.as_dmn().to_string(),
-        aggregation: table.aggregation.map(|a| format!("{a:?}").to_uppercase()),
+        aggregation: table.aggregation.map(|a| a.as_dmn().to_string()),
         inputs: table
             .inputs
             .iter()

@@ -42,8 +42,7 @@ pub struct DecisionTable {
     pub(crate) all_tests: Option<Expression>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HitPolicy {
     Unique,
     First,
@@ -77,13 +76,24 @@ impl HitPolicy {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Aggregation {
     Sum,
     Min,
     Max,
     Count,
+}
+
+impl Aggregation {
+    /// The attribute's value.
+    pub fn as_dmn(&self) -> &'static str {
+        match self {
+            Aggregation::Sum => "SUM",
+            Aggregation::Min => "MIN",
+            Aggregation::Max => "MAX",
+            Aggregation::Count => "COUNT",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -38,12 +38,7 @@ pub async fn find(
         Some(identifier) => {
             let row = store::models::find(&mut conn, identifier)
                 .await?
-                .ok_or_else(|| {
-                    Error::not_found(
-                        "process_model_not_found",
-                        format!("process model '{identifier}' does not exist"),
-                    )
-                })?;
+                .ok_or_else(|| super::models::model_not_found(identifier))?;
             (row.identifier, row.version_sha)
         }
         None => {

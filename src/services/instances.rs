@@ -102,12 +102,10 @@ async fn migrate_once(
     let from = uow.model_version(id).unwrap_or_default().to_string();
     let target = match target_version {
         Some(version) => version.to_string(),
-        None => uow.current_version(&model).await?.ok_or_else(|| {
-            Error::not_found(
-                "process_model_not_found",
-                format!("process model '{model}' does not exist"),
-            )
-        })?,
+        None => uow
+            .current_version(&model)
+            .await?
+            .ok_or_else(|| super::models::model_not_found(&model))?,
     };
     let target_spec = uow.version_spec(&model, &target).await?.ok_or_else(|| {
         Error::not_found(

@@ -515,16 +515,19 @@ fn model_json(row: &store::models::ModelRow) -> Value {
     })
 }
 
+/// 404 `process_model_not_found`.
+pub fn model_not_found(identifier: &str) -> Error {
+    Error::not_found(
+        "process_model_not_found",
+        format!("process model '{identifier}' does not exist"),
+    )
+}
+
 pub async fn show(pool: &PgPool, identifier: &str) -> Result<Value> {
     let mut conn = pool.acquire().await?;
     let row = store::models::find(&mut conn, identifier)
         .await?
-        .ok_or_else(|| {
-            Error::not_found(
-                "process_model_not_found",
-                format!("process model '{identifier}' does not exist"),
-            )
-        })?;
+        .ok_or_else(|| model_not_found(identifier))?;
     let files = store::models::files(&mut conn, identifier).await?;
     let in_use = store::models::versions_in_use(&mut conn, identifier).await?;
     let mut shown = model_json(&row);

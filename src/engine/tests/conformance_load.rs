@@ -64,37 +64,11 @@ const REFUSED: &[(&str, &str)] = &[
 
 #[test]
 fn every_spiffworkflow_model_loads_or_is_refused_for_its_listed_reason() {
-    let root =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/spiffworkflow-tests");
-    let mut files = bpmn_files(&root);
-    files.sort();
-    assert!(
-        files.len() >= 116,
-        "../shared must be beside the checkout: {} models found",
-        files.len()
-    );
-    let mut surprises = vec![];
-    for path in files {
-        let name = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let xml = std::fs::read_to_string(&path).unwrap();
-        let expected = REFUSED
-            .iter()
-            .find(|(file, _)| *file == name)
-            .map(|(_, reason)| *reason);
-        match (build_model(&[(name.clone(), xml)], None), expected) {
-            (Ok(_), None) => {}
-            (Err(e), Some(reason)) if e.to_string().contains(reason) => {}
-            (Ok(_), Some(reason)) => {
-                surprises.push(format!("{name} loads (listed as refused: {reason})"))
-            }
-            (Err(e), _) => surprises.push(format!("{name}: {e}")),
-        }
-    }
-    assert!(surprises.is_empty(), "{}", surprises.join("\n"));
+    check_suite("bpmn", 116, REFUSED, |name, xml| {
+        build_model(&[(name.to_string(), xml)], None)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
 }
 
 /// The decision files refused at upload, with the reason: what SpiffWorkflow cannot run
@@ -168,12 +142,38 @@ const REFUSED_DECISIONS: &[(&str, &str)] = &[
 /// rule's Python compiles.
 #[test]
 fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
+    let host = crate::python::test_host();
+    check_suite("dmn", 40, REFUSED_DECISIONS, |name, xml| {
+        let decisions = crate::dmn::parse_dmn_file(name, &xml).map_err(|e| e.to_string())?;
+        decisions.iter().try_for_each(|decision| {
+            decision
+                .python_sources()
+                .into_iter()
+                .try_for_each(|(what, source)| {
+                    host.check(source, false)
+                        .map_err(|e| format!("{}: {what}: {}", decision.id, e.message))
+                })
+        })
+    });
+}
+
+/// Loads every file of the suite with this extension (at least `minimum` of them): each
+/// must load, or be refused for its listed reason (a fragment of the error).
+fn check_suite(
+    extension: &str,
+    minimum: usize,
+    refused: &[(&str, &str)],
+    load: impl Fn(&str, String) -> Result<(), String>,
+) {
     let root =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/spiffworkflow-tests");
-    let mut files = files_ending(&root, "dmn");
+    let mut files = files_ending(&root, extension);
     files.sort();
-    assert!(files.len() >= 40, "{} decision files found", files.len());
-    let host = crate::python::test_host();
+    assert!(
+        files.len() >= minimum,
+        "../shared must be beside the checkout: {} .{extension} files found",
+        files.len()
+    );
     let mut surprises = vec![];
     for path in files {
         let name = path
@@ -182,24 +182,11 @@ fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
             .to_string_lossy()
             .replace('\\', "/");
         let xml = std::fs::read_to_string(&path).unwrap();
-        let loaded = crate::dmn::parse_dmn_file(&name, &xml)
-            .map_err(|e| e.to_string())
-            .and_then(|decisions| {
-                decisions.iter().try_for_each(|decision| {
-                    decision
-                        .python_sources()
-                        .into_iter()
-                        .try_for_each(|(what, source)| {
-                            host.check(source, false)
-                                .map_err(|e| format!("{}: {what}: {}", decision.id, e.message))
-                        })
-                })
-            });
-        let expected = REFUSED_DECISIONS
+        let expected = refused
             .iter()
             .find(|(file, _)| *file == name)
             .map(|(_, reason)| *reason);
-        match (loaded, expected) {
+        match (load(&name, xml), expected) {
             (Ok(()), None) => {}
             (Err(e), Some(reason)) if e.contains(reason) => {}
             (Ok(()), Some(reason)) => {
@@ -209,10 +196,6 @@ fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
         }
     }
     assert!(surprises.is_empty(), "{}", surprises.join("\n"));
-}
-
-fn bpmn_files(dir: &Path) -> Vec<PathBuf> {
-    files_ending(dir, "bpmn")
 }
 
 fn files_ending(dir: &Path, extension: &str) -> Vec<PathBuf> {
