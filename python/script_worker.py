@@ -294,6 +294,22 @@ def script_functions(env, data):
     return functions
 
 
+def kkv_getters(env):
+    """SpiffArena's KKV data store reads: `store(top_level_key, secondary_key)` is the value
+    (None when absent); `store(top_level_key)` (or a None secondary key) the dict of every
+    secondary key under it. The entries come loaded in the request's env."""
+    def getter_of(entries):
+        def getter(top_level_key, secondary_key=None):
+            under = entries.get(top_level_key) or {}
+            if secondary_key is not None:
+                return decode(under[secondary_key]) if secondary_key in under else None
+            return decode(dict(under))
+
+        return getter
+
+    return {name: getter_of(entries) for name, entries in (env.get("kkv") or {}).items()}
+
+
 def overwritten_globals(data, functions):
     clashes = set(GLOBALS).intersection(data) | set(functions).intersection(data)
     if clashes:
@@ -303,12 +319,14 @@ def overwritten_globals(data, functions):
         )
 
 
-def run_exec(source, data, functions):
+def run_exec(source, data, functions, getters):
     code = compile_checked(source, "exec")
     context = dict(data)
     overwritten_globals(context, functions)
     context.update(GLOBALS)
     context.update(functions)
+    # a getter is task data in SpiffArena: a script may replace it (to write the store)
+    context.update(getters)
     try:
         exec(code, context)
     finally:
@@ -319,12 +337,13 @@ def run_exec(source, data, functions):
     return context
 
 
-def run_eval(source, data, functions):
+def run_eval(source, data, functions, getters):
     # eval() of a string drops leading spaces and tabs (not newlines); so does this
     code = compile_checked(source.lstrip(" \t"), "eval")
     scope = dict(GLOBALS)
     scope.update(functions)
     scope.update(data)
+    scope.update(getters)
     return eval(code, scope)
 
 
@@ -386,11 +405,12 @@ def handle(request):
     source = request["source"]
     data = decode(request.get("data") or {})
     functions = script_functions(request.get("env") or {}, data)
+    getters = kkv_getters(request.get("env") or {})
     try:
         if op == "exec":
-            return {"ok": True, "data": encode(run_exec(source, data, functions))}
+            return {"ok": True, "data": encode(run_exec(source, data, functions, getters))}
         if op == "eval":
-            return {"ok": True, "value": encode(run_eval(source, data, functions))}
+            return {"ok": True, "value": encode(run_eval(source, data, functions, getters))}
         if op == "check":
             mode = request.get("mode", "exec")
             compile_checked(source if mode == "exec" else source.lstrip(" \t"), mode)

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod callbacks;
+pub mod data_stores;
 pub mod decisions;
 pub mod display;
 pub mod error;
@@ -49,13 +50,17 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         secrets::put_secret, secrets::list_secrets, secrets::delete_secret,
         signals::send_signal,
         decisions::show_decision, decisions::evaluate_decision,
+        data_stores::list_data_stores, data_stores::show_data_store,
+        data_stores::put_data_store, data_stores::delete_data_store,
     ),
     components(schemas(
         Problem, process_instances::MigrateRequest, secrets::SecretValueBody,
         secrets::SecretAnswer, secrets::SecretList, signals::SignalAnswer,
         decisions::DecisionAnswer, decisions::DecisionInput, decisions::DecisionOutput,
         decisions::DecisionRule, decisions::EvaluateRequest, decisions::EvaluationAnswer,
-        decisions::RuleRef,
+        decisions::RuleRef, data_stores::DataStoreAnswer, data_stores::DataStoreList,
+        data_stores::DataStoreDetail, data_stores::DataStoreBody, data_stores::KkvEntry,
+        data_stores::TypeaheadItem,
     )),
     modifiers(&BearerSecurity),
     tags(
@@ -64,6 +69,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         (name = "messages", description = "BPMN messages: start, correlate, buffer, audit"),
         (name = "process models", description = "BPMN files and the models they make"),
         (name = "decisions", description = "DMN decision tables of the models: show, try on data"),
+        (name = "data stores", description = "SpiffArena's data stores (JSON, JSON file, KKV, typeahead) that models read and write"),
         (name = "process instances", description = "Running processes and their user tasks"),
         (name = "service tasks", description = "Connector proxies and their callbacks"),
         (name = "signals", description = "BPMN signals sent from outside"),
@@ -196,6 +202,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/authentications").route(web::get().to(callbacks::authentications)),
         )
         .service(web::resource("/v1.0/secrets").route(web::get().to(secrets::list_secrets)))
+        .service(
+            web::resource("/v1.0/data-stores").route(web::get().to(data_stores::list_data_stores)),
+        )
+        .service(
+            web::resource("/v1.0/data-stores/{kind}/{identifier}")
+                .route(web::get().to(data_stores::show_data_store))
+                .route(web::put().to(data_stores::put_data_store))
+                .route(web::delete().to(data_stores::delete_data_store)),
+        )
         .service(
             web::resource("/v1.0/secrets/{name}")
                 .route(web::put().to(secrets::put_secret))

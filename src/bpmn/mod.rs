@@ -65,6 +65,61 @@ pub struct Definitions {
     pub escalations: Vec<EscalationSpec>,
     pub correlation_properties: Vec<RawCorrelationProperty>,
     pub correlation_keys: Vec<CorrelationKeySpec>,
+    /// `bpmn:dataStore` declarations: id -> kind.
+    pub data_stores: Vec<(String, DataStoreKind)>,
+}
+
+/// SpiffArena's data store kinds. SpiffWorkflow picks a store's class by the `name` of its
+/// `bpmn:dataStore` (`JSONDataStore`, ...); its `id` is the store's identifier and the task
+/// data variable it is read into and written from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DataStoreKind {
+    /// One JSON value (`JSONDataStore`).
+    Json,
+    /// One JSON value (`JSONFileDataStore`: a file beside the model in SpiffArena, a row
+    /// here).
+    JsonFile,
+    /// Values under two levels of keys (`KKVDataStore`): read through a getter function.
+    Kkv,
+    /// Search terms and results by category (`TypeaheadDataStore`): write only.
+    Typeahead,
+}
+
+impl DataStoreKind {
+    pub const ALL: [DataStoreKind; 4] = [
+        DataStoreKind::Json,
+        DataStoreKind::JsonFile,
+        DataStoreKind::Kkv,
+        DataStoreKind::Typeahead,
+    ];
+
+    /// The class name a model gives as the `bpmn:dataStore`'s name.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            DataStoreKind::Json => "JSONDataStore",
+            DataStoreKind::JsonFile => "JSONFileDataStore",
+            DataStoreKind::Kkv => "KKVDataStore",
+            DataStoreKind::Typeahead => "TypeaheadDataStore",
+        }
+    }
+
+    /// The name the API and the database use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataStoreKind::Json => "json",
+            DataStoreKind::JsonFile => "json_file",
+            DataStoreKind::Kkv => "kkv",
+            DataStoreKind::Typeahead => "typeahead",
+        }
+    }
+
+    pub fn from_class_name(name: &str) -> Option<DataStoreKind> {
+        Self::ALL.into_iter().find(|k| k.class_name() == name)
+    }
+
+    pub fn parse(name: &str) -> Option<DataStoreKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,6 +227,17 @@ pub struct ModelSpec {
     /// The DMN decisions of the model's `.dmn` files (and, linked, of other models' the
     /// instance uses), by decision id.
     pub decisions: BTreeMap<String, std::sync::Arc<crate::dmn::Decision>>,
+    /// The data stores its tasks read or write, by id (the `bpmn:dataStore` id).
+    pub data_stores: BTreeMap<String, DataStoreUse>,
+}
+
+/// A data store a model uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataStoreUse {
+    pub kind: DataStoreKind,
+    /// Some task writes it (its steps hold it locked, so that concurrent writers do not lose
+    /// each other's updates).
+    pub written: bool,
 }
 
 /// What a model may need from another model: a process one of its call activities calls, or
@@ -266,6 +332,11 @@ pub struct ElementSpec {
     /// Data objects it writes (`dataOutputAssociation`): taken out of the data when it
     /// completes.
     pub writes: Vec<String>,
+    /// Data stores (ids) it reads: their content is in its data (a KKV store: a getter for
+    /// its scripts) while it runs.
+    pub store_reads: Vec<String>,
+    /// Data stores it writes: the value is taken out of its data when it completes.
+    pub store_writes: Vec<String>,
 }
 
 /// A standard loop: the activity runs again while `condition` holds, at most `maximum` times;

@@ -3,6 +3,7 @@
 //! the same model, state, event and context always give the same outcome, and tests can pin
 //! ids and times.
 
+use super::data_stores::DataStoreContents;
 use crate::expr::{self, ErrorKind, ExprError, Map, ScriptEnv, ScriptHost};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -20,6 +21,8 @@ pub struct StepContext {
     pub scripts: Arc<dyn ScriptHost>,
     /// Where the step's code runs (instance, model, user), for the script functions.
     pub env: Arc<ScriptEnv>,
+    /// What the data stores of the model hold (loaded only for models that use stores).
+    pub data_stores: Arc<DataStoreContents>,
 }
 
 impl StepContext {
@@ -29,7 +32,13 @@ impl StepContext {
             task_ids,
             scripts,
             env: Arc::default(),
+            data_stores: Arc::default(),
         }
+    }
+
+    pub fn with_data_stores(mut self, contents: DataStoreContents) -> StepContext {
+        self.data_stores = Arc::new(contents);
+        self
     }
 
     pub fn with_env(mut self, env: ScriptEnv) -> StepContext {

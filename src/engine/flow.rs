@@ -56,6 +56,7 @@ impl<'m> Interpreter<'m> {
             self.pass_inputs(guid, element, io)?;
         }
         self.read_data_objects(guid, element);
+        self.read_data_stores(guid, element)?;
         if self.runs_scripts_of(guid, element) {
             self.pre_script(element)?;
         }
@@ -194,6 +195,7 @@ impl<'m> Interpreter<'m> {
             self.hand_on_outputs(guid, io)?;
         }
         self.write_data_objects(guid, element)?;
+        self.write_data_stores(guid, element)?;
         self.set_state(guid, TaskState::Completed);
         self.cancel_boundaries(guid);
         self.win_race(guid);

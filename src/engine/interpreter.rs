@@ -9,6 +9,7 @@ use crate::bpmn::{Callee, ElementSpec, ModelSpec, ProcessSpec};
 use crate::expr::{self, ErrorKind, ExprError, Expression, Script, TaskRef};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A failure inside the model: the step ends and the instance goes to `Error`.
@@ -80,7 +81,9 @@ pub(super) struct Interpreter<'m> {
     /// Live tasks when the step began (their waits are cancelled if the step fails).
     pub live_before: HashSet<Uuid>,
     expr_context: expr::Context,
-    context: &'m mut StepContext,
+    pub(super) context: &'m mut StepContext,
+    /// The data stores this step wrote, as they are now (reads see them).
+    pub(super) store_writes: std::collections::BTreeMap<String, super::StoreContent>,
     executions: usize,
     /// guid -> index in state.tasks (tasks are only appended during a step).
     index: HashMap<Uuid, usize>,
@@ -113,6 +116,7 @@ impl<'m> Interpreter<'m> {
             live_before,
             expr_context: context.expr(),
             context,
+            store_writes: Default::default(),
             executions: 0,
             index,
         }
@@ -201,12 +205,14 @@ impl<'m> Interpreter<'m> {
                     typename: task.element_type.clone(),
                 }
             });
-        let context = self.expr_context.for_task(task);
+        let mut context = self.expr_context.for_task(task);
         if self.model.uses_task_lookup {
-            context.with_lookup(self.task_lookup())
-        } else {
-            context
+            context = context.with_lookup(self.task_lookup());
         }
+        if !self.model.data_stores.is_empty() {
+            context.kkv = self.kkv_getters().map(Arc::new);
+        }
+        context
     }
 
     fn task_lookup(&self) -> expr::TaskLookup {

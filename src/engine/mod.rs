@@ -18,6 +18,7 @@ mod commands;
 mod conditions;
 mod context;
 mod data_objects;
+mod data_stores;
 mod event_subprocesses;
 mod events;
 mod flow;
@@ -36,7 +37,7 @@ mod subprocesses;
 mod tests;
 mod timers;
 
-use crate::bpmn::Callee;
+use crate::bpmn::{Callee, DataStoreKind};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -45,6 +46,7 @@ use uuid::Uuid;
 
 pub use activities::SCRIPTS_UNAVAILABLE;
 pub use context::{StepContext, TaskIds};
+pub use data_stores::{kkv_apply, DataStoreContents, StoreContent};
 pub use guard::{fail, service_call, start, step, ENGINE_PANIC};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
 pub use state::{
@@ -144,6 +146,15 @@ pub enum Effect {
         task_guid: Uuid,
         name: String,
     },
+    /// A task wrote a data store (the value is checked): the shell writes it in the step's
+    /// transaction. A JSON store takes the value; a KKV store applies it (see
+    /// [`kkv_apply`]); a typeahead store replaces the categories it names.
+    WriteDataStore {
+        task_guid: Uuid,
+        store: String,
+        kind: DataStoreKind,
+        value: Value,
+    },
 }
 
 impl Effect {
@@ -170,7 +181,8 @@ impl Effect {
             | Effect::CancelTimer { task_guid }
             | Effect::WaitForSignal { task_guid, .. }
             | Effect::CancelSignalWait { task_guid }
-            | Effect::ThrowSignal { task_guid, .. } => *task_guid,
+            | Effect::ThrowSignal { task_guid, .. }
+            | Effect::WriteDataStore { task_guid, .. } => *task_guid,
         }
     }
 }

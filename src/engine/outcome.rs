@@ -1,6 +1,7 @@
 //! How a step ends: on success the instance status follows from its live tasks; on a model
 //! failure the instance goes to `Error`, the failing task to ERROR, and the only effects kept
-//! are those that close the waits and calls the shell already knew about.
+//! are those that close the waits and calls the shell already knew about, and the data store
+//! writes of the tasks that completed.
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::{Effect, EngineInternal, InstanceError, InstanceState, InstanceStatus, TaskState};
@@ -55,12 +56,17 @@ impl Interpreter<'_> {
         (self.state, effects)
     }
 
-    /// Of this step's effects, the cancellations of waits that existed before it began.
+    /// Of this step's effects, the cancellations of waits that existed before it began, and
+    /// the data store writes of the tasks that completed before the failure (SpiffArena
+    /// commits each write as its task completes).
     fn cancellations_of_known_waits(&mut self) -> Vec<Effect> {
         let live_before = &self.live_before;
         self.effects
             .drain(..)
-            .filter(|effect| effect.is_cancellation() && live_before.contains(&effect.task_guid()))
+            .filter(|effect| {
+                matches!(effect, Effect::WriteDataStore { .. })
+                    || (effect.is_cancellation() && live_before.contains(&effect.task_guid()))
+            })
             .collect()
     }
 

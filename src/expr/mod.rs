@@ -157,6 +157,9 @@ pub struct Context {
     pub task: Option<TaskRef>,
     /// The instance's tasks, for models whose code looks tasks up.
     pub lookup: Option<Arc<TaskLookup>>,
+    /// The KKV stores the task reads (store id -> top-level key -> secondary key -> value):
+    /// its scripts call them as getters.
+    pub kkv: Option<Arc<JsonMap<String, Value>>>,
 }
 
 impl Context {
@@ -167,6 +170,7 @@ impl Context {
             env: Arc::default(),
             task: None,
             lookup: None,
+            kkv: None,
         }
     }
 

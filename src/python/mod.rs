@@ -65,6 +65,9 @@ fn env_of(source: &str, cx: &Context) -> Value {
     if let Some(lookup) = &cx.lookup {
         env["lookup"] = json!(lookup);
     }
+    if let Some(kkv) = &cx.kkv {
+        env["kkv"] = json!(kkv);
+    }
     env
 }
 

@@ -2,6 +2,7 @@
 //! Nothing here knows HTTP; `api` maps [`Error`] to responses.
 
 mod clock;
+pub mod data_stores;
 pub mod decisions;
 pub mod input;
 pub mod instances;

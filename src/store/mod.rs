@@ -2,6 +2,7 @@
 //! decides the transaction; nothing here knows HTTP.
 
 pub mod connector_logs;
+pub mod data_stores;
 pub mod instances;
 pub mod jobs;
 pub mod messages;

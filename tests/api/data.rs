@@ -1,5 +1,5 @@
-//! Data over HTTP: a task's ioSpecification, data objects across a subprocess, and data
-//! stores (not honoured yet) refused at upload.
+//! Data over HTTP: a task's ioSpecification and data objects across a subprocess (data
+//! stores: `data_stores`).
 
 use crate::domain::*;
 use crate::helpers::spawn_app;
@@ -97,36 +97,4 @@ seen = total</bpmn:script>
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(shown["data"], json!({"seen": 42}), "{shown}");
     assert_eq!(shown["data_objects"], json!({"total": 42}), "{shown}");
-}
-
-/// Data stores are not honoured yet: a model using one is refused, naming the element,
-/// instead of running without it.
-#[tokio::test]
-async fn data_stores_are_refused_at_upload() {
-    let app = spawn_app().await;
-    let xml = definitions(
-        r#"<bpmn:dataStore id="store" name="Store" />
-  <bpmn:process id="stores" isExecutable="true">
-    <bpmn:dataStoreReference id="store_ref" dataStoreRef="store" />
-    <bpmn:startEvent id="start" />
-    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="write" />
-    <bpmn:scriptTask id="write">
-      <bpmn:dataOutputAssociation id="out_1"><bpmn:targetRef>store_ref</bpmn:targetRef></bpmn:dataOutputAssociation>
-      <bpmn:script>store = 1</bpmn:script>
-    </bpmn:scriptTask>
-    <bpmn:sequenceFlow id="f1" sourceRef="write" targetRef="done" />
-    <bpmn:endEvent id="done" />
-  </bpmn:process>"#,
-    );
-    let (status, body) = upload(&app, "data/stores", "stores.bpmn", &xml).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error_code"], "invalid_process_model", "{body}");
-    assert_eq!(body["element_id"], "write", "{body}");
-    assert!(
-        body["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("data stores are not supported yet"),
-        "{body}"
-    );
 }

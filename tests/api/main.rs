@@ -3,6 +3,7 @@
 mod auth;
 mod cli;
 mod data;
+mod data_stores;
 mod decisions;
 mod domain;
 mod errors;

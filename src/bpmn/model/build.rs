@@ -31,6 +31,7 @@ pub fn build_model(
     let signal_starts = triggered_starts(&processes, |kind| {
         matches!(kind, ElementKind::SignalStart(_))
     });
+    let data_stores = data_stores_of(&definitions, &processes)?;
     let first_file = &definitions[0].file;
     let primary_process_id = primary_process(primary_process_id, &processes, first_file)?;
     let mut spec = ModelSpec {
@@ -47,6 +48,7 @@ pub fn build_model(
         signal_starts,
         files: definitions.iter().map(|d| d.file.clone()).collect(),
         decisions,
+        data_stores,
         needs_python: false,
         uses_secrets: false,
         uses_initiator: false,
@@ -90,6 +92,68 @@ fn decisions_of(
         }
     }
     Ok(decisions)
+}
+
+/// The data stores the model's tasks use. A store is declared once per id (a second
+/// declaration in another file must agree on the kind); every store a task names is declared;
+/// a typeahead store is only written (SpiffArena's cannot be read).
+fn data_stores_of(
+    definitions: &[Definitions],
+    processes: &Processes,
+) -> Result<BTreeMap<String, DataStoreUse>, ModelError> {
+    let mut declared: BTreeMap<String, (DataStoreKind, &str)> = BTreeMap::new();
+    for file in definitions {
+        for (id, kind) in &file.data_stores {
+            match declared.get(id) {
+                Some((other, other_file)) if other != kind => {
+                    return Err(ModelError::new(
+                        &file.file,
+                        Some(id),
+                        format!(
+                            "the data store is a {} here and a {} in {other_file}",
+                            kind.class_name(),
+                            other.class_name()
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    declared.insert(id.clone(), (*kind, &file.file));
+                }
+            }
+        }
+    }
+    let mut used: BTreeMap<String, DataStoreUse> = BTreeMap::new();
+    for process_id in &processes.order {
+        let process = &processes.by_id[process_id];
+        for element in process.elements.values() {
+            let reads = element.store_reads.iter().map(|s| (s, true));
+            for (store, read) in reads.chain(element.store_writes.iter().map(|s| (s, false))) {
+                let Some((kind, _)) = declared.get(store) else {
+                    return Err(ModelError::new(
+                        &process.file,
+                        Some(&element.id),
+                        format!("the data store reference names '{store}', which no bpmn:dataStore of the model declares"),
+                    ));
+                };
+                if read && *kind == DataStoreKind::Typeahead {
+                    return Err(ModelError::new(
+                        &process.file,
+                        Some(&element.id),
+                        format!("it reads the data store '{store}', a TypeaheadDataStore, which can only be written"),
+                    ));
+                }
+                let kind = *kind;
+                used.entry(store.clone())
+                    .or_insert(DataStoreUse {
+                        kind,
+                        written: false,
+                    })
+                    .written |= !read;
+            }
+        }
+    }
+    Ok(used)
 }
 
 /// Name order makes the result independent of the order the files were uploaded in.

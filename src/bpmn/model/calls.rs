@@ -200,6 +200,9 @@ impl ModelSpec {
                     linked.correlation_properties.push(property.clone());
                 }
             }
+            for (id, kind) in &callee.data_stores {
+                linked.data_stores.entry(id.clone()).or_insert(*kind);
+            }
             linked.needs_python |= callee.needs_python;
             linked.uses_secrets |= callee.uses_secrets;
             linked.uses_initiator |= callee.uses_initiator;

@@ -15,6 +15,7 @@ impl Parser<'_> {
             escalations: vec![],
             correlation_properties: vec![],
             correlation_keys: vec![],
+            data_stores: vec![],
         };
         for child in bpmn_children(root) {
             match child.tag_name().name() {
@@ -30,7 +31,8 @@ impl Parser<'_> {
                     .correlation_keys
                     .extend(collaboration_keys(child)),
                 "correlationKey" => definitions.correlation_keys.push(correlation_key(child)),
-                _ => {} // itemDefinition, dataStore, interface, ...: not executable
+                "dataStore" => definitions.data_stores.push(self.data_store(child)?),
+                _ => {} // itemDefinition, interface, ...: not executable
             }
         }
         Ok(definitions)
@@ -40,6 +42,31 @@ impl Parser<'_> {
         let id = self.required_id(node)?;
         let name = nonempty_attr(node, "name").unwrap_or_else(|| id.clone());
         Ok(MessageSpec { id, name })
+    }
+
+    /// A `bpmn:dataStore`: its name says its kind, as SpiffWorkflow picks the store's class.
+    fn data_store(&self, node: Node) -> Result<(String, DataStoreKind), ModelError> {
+        let id = self.required_id(node)?;
+        let known = || DataStoreKind::ALL.map(DataStoreKind::class_name).join(", ");
+        let Some(name) = nonempty_attr(node, "name") else {
+            return Err(self.err(
+                Some(&id),
+                format!(
+                    "the data store has no name: its name says its kind, one of {}",
+                    known()
+                ),
+            ));
+        };
+        match DataStoreKind::from_class_name(&name) {
+            Some(kind) => Ok((id, kind)),
+            None => Err(self.err(
+                Some(&id),
+                format!(
+                    "data store name '{name}' is no data store kind here (the kinds are {})",
+                    known()
+                ),
+            )),
+        }
     }
 
     fn error(&self, node: Node) -> Result<ErrorSpec, ModelError> {

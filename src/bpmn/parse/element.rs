@@ -41,6 +41,8 @@ impl Parser<'_> {
             io,
             reads,
             writes,
+            store_reads: vec![], // sorted out of reads and writes with the process
+            store_writes: vec![],
             id,
         })
     }

@@ -70,8 +70,14 @@ pub(super) struct ProcessContents {
     pub(super) order: Vec<String>,
     /// `dataObject` ids, document order.
     pub(super) data_objects: Vec<String>,
-    /// Data references: id -> the data object it names (None: a data store reference).
-    pub(super) data_references: BTreeMap<String, Option<String>>,
+    /// Data references by id.
+    pub(super) data_references: BTreeMap<String, DataReference>,
+}
+
+/// A `dataObjectReference` or `dataStoreReference`, with the object or store it names.
+pub(super) enum DataReference {
+    Object(Option<String>),
+    Store(Option<String>),
 }
 
 impl Parser<'_> {
@@ -99,39 +105,64 @@ impl Parser<'_> {
         })
     }
 
-    /// Each element's data associations name data objects (through their references); data
-    /// stores are not supported yet, and refused rather than ignored.
+    /// Each element's data associations name data objects or data stores (through their
+    /// references): data object ids stay in `reads`/`writes`, data store ids move to
+    /// `store_reads`/`store_writes` (the stores themselves are checked by `build_model`: they
+    /// may be declared in another file).
     fn resolve_data_references(&self, contents: &mut ProcessContents) -> Result<(), ModelError> {
+        let known = (&contents.data_references, &contents.data_objects);
         for element in contents.elements.values_mut() {
-            for list in [&mut element.reads, &mut element.writes] {
-                for reference in list.iter_mut() {
-                    match contents.data_references.get(reference.as_str()) {
-                        Some(Some(object)) if contents.data_objects.contains(object) => {
-                            *reference = object.clone()
-                        }
-                        Some(Some(object)) => {
-                            return Err(self.err(
-                                Some(&element.id),
-                                format!("data object reference '{reference}' names '{object}', which is no data object of this process"),
-                            ))
-                        }
-                        Some(None) => {
-                            return Err(self.err(
-                                Some(&element.id),
-                                format!("'{reference}' is a data store reference: data stores are not supported yet"),
-                            ))
-                        }
-                        None => {
-                            return Err(self.err(
-                                Some(&element.id),
-                                format!("a data association names '{reference}', which is neither a data object reference nor a data store reference of this process"),
-                            ))
-                        }
-                    }
+            let (objects, stores) = self.resolve_references(&element.id, &element.reads, known)?;
+            (element.reads, element.store_reads) = (objects, stores);
+            let (objects, stores) = self.resolve_references(&element.id, &element.writes, known)?;
+            (element.writes, element.store_writes) = (objects, stores);
+        }
+        Ok(())
+    }
+
+    /// (data object ids, data store ids) the references name.
+    fn resolve_references(
+        &self,
+        element_id: &str,
+        references: &[String],
+        (data_references, data_objects): (&BTreeMap<String, DataReference>, &Vec<String>),
+    ) -> Result<(Vec<String>, Vec<String>), ModelError> {
+        let (mut objects, mut stores) = (vec![], vec![]);
+        for reference in references {
+            match data_references.get(reference.as_str()) {
+                Some(DataReference::Object(Some(object)))
+                    if data_objects.contains(object) =>
+                {
+                    objects.push(object.clone())
+                }
+                Some(DataReference::Object(Some(object))) => {
+                    return Err(self.err(
+                        Some(element_id),
+                        format!("data object reference '{reference}' names '{object}', which is no data object of this process"),
+                    ))
+                }
+                Some(DataReference::Object(None)) => {
+                    return Err(self.err(
+                        Some(element_id),
+                        format!("data object reference '{reference}' has no dataObjectRef"),
+                    ))
+                }
+                Some(DataReference::Store(Some(store))) => stores.push(store.clone()),
+                Some(DataReference::Store(None)) => {
+                    return Err(self.err(
+                        Some(element_id),
+                        format!("data store reference '{reference}' has no dataStoreRef"),
+                    ))
+                }
+                None => {
+                    return Err(self.err(
+                        Some(element_id),
+                        format!("a data association names '{reference}', which is neither a data object reference nor a data store reference of this process"),
+                    ))
                 }
             }
         }
-        Ok(())
+        Ok((objects, stores))
     }
 
     /// The process's `ioSpecification`: the ids of its data inputs and outputs.
@@ -168,9 +199,12 @@ impl Parser<'_> {
             } else if let (Some(id), "dataObjectReference" | "dataStoreReference") =
                 (nonempty_attr(child, "id"), name)
             {
-                let object =
-                    nonempty_attr(child, "dataObjectRef").filter(|_| name == "dataObjectReference");
-                contents.data_references.insert(id, object);
+                let reference = if name == "dataObjectReference" {
+                    DataReference::Object(nonempty_attr(child, "dataObjectRef"))
+                } else {
+                    DataReference::Store(nonempty_attr(child, "dataStoreRef"))
+                };
+                contents.data_references.insert(id, reference);
             } else if !IGNORED_IN_PROCESS.contains(&name) {
                 let id = nonempty_attr(child, "id");
                 return Err(self.err(id.as_deref(), unsupported_reason(name)));

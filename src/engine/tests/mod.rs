@@ -6,6 +6,7 @@ mod activities;
 mod boundaries;
 mod conformance_load;
 mod context;
+mod data_stores;
 mod events;
 mod fixtures;
 mod flow;

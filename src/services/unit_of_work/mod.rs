@@ -11,6 +11,7 @@
 //! Nothing hands out the transaction itself.
 
 mod callees;
+mod data_stores;
 mod persistence;
 mod records;
 mod routing;

@@ -8,7 +8,8 @@ use super::callees::{Callees, MAX_CALLEE_LOOKUPS};
 use super::{Applied, OutgoingMessage, UnitOfWork, Unmatched, Work, MAX_STEPS};
 use crate::bpmn::ModelSpec;
 use crate::engine::{
-    self, Effect, EngineError, Event, InstanceError, InstanceState, ServiceCall, TaskState,
+    self, DataStoreContents, Effect, EngineError, Event, InstanceError, InstanceState, ServiceCall,
+    TaskState,
 };
 use crate::expr::ScriptEnv;
 use crate::store;
@@ -96,8 +97,15 @@ impl<'c> UnitOfWork<'c> {
             if callees.pins.len() + callees.unavailable.len() > MAX_CALLEE_LOOKUPS {
                 return Err(too_many_callees(id));
             }
+            let stores = self.data_store_contents(&model.identifier, &spec).await?;
             match self
-                .start_engine(spec.clone(), process_id.clone(), start.clone(), env.clone())
+                .start_engine(
+                    spec.clone(),
+                    process_id.clone(),
+                    start.clone(),
+                    env.clone(),
+                    stores,
+                )
                 .await?
             {
                 Err(EngineError::CalleeNeeded(callee)) => {
@@ -358,6 +366,11 @@ impl<'c> UnitOfWork<'c> {
             Effect::ThrowSignal { name, .. } => {
                 self.broadcast_signal(Some(id), &name).await?;
             }
+            Effect::WriteDataStore {
+                store, kind, value, ..
+            } => {
+                self.write_data_store(id, &store, kind, value).await?;
+            }
         }
         Ok(())
     }
@@ -468,8 +481,9 @@ impl<'c> UnitOfWork<'c> {
         process_id: String,
         start: Event,
         env: ScriptEnv,
+        stores: DataStoreContents,
     ) -> Result<std::result::Result<(InstanceState, Vec<Effect>), EngineError>> {
-        let mut context = step_context(self.cache, env);
+        let mut context = step_context(self.cache, env).with_data_stores(stores);
         off_async_threads(spec.needs_python, move || {
             engine::start(&spec, &process_id, start, &mut context)
         })
@@ -523,7 +537,8 @@ impl<'c> UnitOfWork<'c> {
             (loaded.process_model_identifier.clone(), loaded.spec.clone())
         };
         let env = self.script_env(id, &model, &spec).await?;
-        let mut context = step_context(self.cache, env);
+        let stores = self.data_store_contents(&model, &spec).await?;
+        let mut context = step_context(self.cache, env).with_data_stores(stores);
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
         if !spec.needs_python {
