@@ -12,6 +12,10 @@
 //! - a granted scope of two parts (`messages:send`) grants every third part
 //!   (`messages:send:<anything>`);
 //! - otherwise the granted scope must equal the needed one.
+//!
+//! A name inside a scope (`messages:send:<message name>`, `signals:send:<signal name>`) is
+//! written with `%` and whitespace percent-encoded ([`scope_part`]), since the claim separates
+//! scopes by spaces: the message `order paid` needs `messages:send:order%20paid`.
 
 use std::future::{ready, Ready};
 
@@ -63,6 +67,26 @@ impl Principal {
         ))
         .with_extra("required_scopes", needed.to_vec()))
     }
+}
+
+/// A name as a scope writes it: `%` and whitespace percent-encoded (UTF-8 bytes), everything
+/// else as it is (`order paid` -> `order%20paid`, `50%` -> `50%25`).
+pub fn scope_part(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(|c| c == '%' || c.is_whitespace()) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut encoded = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if c == '%' || c.is_whitespace() {
+            let mut bytes = [0; 4];
+            for byte in c.encode_utf8(&mut bytes).bytes() {
+                encoded.push_str(&format!("%{byte:02X}"));
+            }
+        } else {
+            encoded.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(encoded)
 }
 
 /// Whether the granted scope covers the needed one (see the module docs).
@@ -219,7 +243,12 @@ mod tests {
                 false,
             ),
             ("instances:*:group/m", "instances:update:group/m", true),
-            ("messages:send", "messages:send:order placed", true),
+            ("messages:send", "messages:send:order%20placed", true),
+            (
+                "messages:send:order%20*",
+                "messages:send:order%20placed",
+                true,
+            ),
             ("messages:send", "messages:send:a:b", true),
             ("messages:send", "messages:send", true),
             ("messages:send", "messages:sendx:a", false),
@@ -283,5 +312,13 @@ mod tests {
         assert_eq!(invalid.status().as_u16(), 401);
         assert_eq!(invalid.error_code(), "invalid_token");
         assert_eq!(invalid.detail(), "The bearer token is malformed.");
+    }
+
+    #[test]
+    fn names_with_spaces_are_written_percent_encoded_in_scopes() {
+        assert_eq!(scope_part("order_paid"), "order_paid");
+        assert_eq!(scope_part("order paid"), "order%20paid");
+        assert_eq!(scope_part("50% off"), "50%25%20off");
+        assert_eq!(scope_part("a\u{a0}b"), "a%C2%A0b");
     }
 }

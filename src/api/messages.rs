@@ -71,7 +71,7 @@ pub struct Object(#[allow(dead_code)] Value);
     responses(
         (status = 200, description = "Delivered to a waiting instance or started one", body = InstanceAnswer),
         (status = 202, description = "Buffered (or, on replay, buffered and since expired: status `cancelled`)", body = BufferedAnswer),
-        (status = 400, description = "`message_not_accepted`, `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`message_not_accepted` (with `reason`: `no_receiver` when nothing waits for the name and no model starts with it, `correlation_mismatch` when instances wait for it but none with this message's `correlation_values`, which the problem carries; the message is kept for audit with `failure_reason`, `expired` for a buffered one whose time ran out), `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `messages:send` or `messages:send:<name>`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`message_instance_uuid_conflict`: the uuid was used with another name or payload", body = Problem, content_type = "application/problem+json"),
@@ -96,7 +96,7 @@ pub async fn send_message(
         "the message name",
         input::MAX_NAME_BYTES,
     )?;
-    principal.require(&format!("messages:send:{name}"))?;
+    principal.require(&format!("messages:send:{}", super::auth::scope_part(&name)))?;
     let (ttl, uuid) = services::messages::validate_query(
         query.time_to_live_in_seconds.as_deref(),
         query.message_instance_uuid.as_deref(),

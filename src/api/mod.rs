@@ -12,6 +12,7 @@ pub mod error;
 pub mod guard;
 pub mod health;
 pub mod messages;
+pub mod openapi_examples;
 pub mod process_instances;
 pub mod process_models;
 pub mod secrets;
@@ -102,11 +103,12 @@ impl Modify for BearerSecurity {
     }
 }
 
-/// The document as served and as committed: pretty JSON with a trailing newline.
+/// The document as served and as committed: pretty JSON with a trailing newline; each error
+/// response with its own example (see [`openapi_examples`]).
 pub fn openapi_document() -> String {
-    let mut json = ApiDoc::openapi()
-        .to_pretty_json()
-        .expect("the OpenAPI document serialises");
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
+    openapi_examples::add_error_examples(&mut doc);
+    let mut json = serde_json::to_string_pretty(&doc).expect("the OpenAPI document serialises");
     json.push('\n');
     json
 }

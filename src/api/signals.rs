@@ -54,7 +54,7 @@ pub async fn send_signal(
         "the signal name",
         input::MAX_NAME_BYTES,
     )?;
-    principal.require(&format!("signals:send:{name}"))?;
+    principal.require(&format!("signals:send:{}", super::auth::scope_part(&name)))?;
     let answer =
         services::signals::send(&state.pool, &state.models, &name, &principal.subject).await?;
     Ok(HttpResponse::Ok().json(answer))

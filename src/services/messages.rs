@@ -163,7 +163,12 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
         Routed::NotAccepted { .. } => None,
     };
     match (routed, answer) {
-        (Routed::NotAccepted { cause }, _) => Err(not_accepted(cause, send_id)),
+        (Routed::NotAccepted { cause, reason }, _) => Err(not_accepted(
+            cause,
+            Some(reason.as_str()),
+            &json!(values),
+            send_id,
+        )),
         (_, Some(answer)) => Ok(answer),
         (_, None) => Err(Error::Internal(anyhow::anyhow!(
             "message {send_id} lost its answer"
@@ -171,9 +176,15 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     }
 }
 
-fn not_accepted(cause: String, message_id: i64) -> Error {
-    Error::bad_request("message_not_accepted", cause)
-        .with_extra(json!({ "message_instance_id": message_id }))
+/// The refusal of a send no receiver took: the cause in words, and as a code (`reason`); on a
+/// correlation mismatch, the values computed from this message's own payload (never another
+/// instance's data).
+fn not_accepted(cause: String, reason: Option<&str>, values: &Value, message_id: i64) -> Error {
+    let mut extra = json!({ "message_instance_id": message_id, "reason": reason });
+    if reason == Some("correlation_mismatch") {
+        extra["correlation_values"] = values.clone();
+    }
+    Error::bad_request("message_not_accepted", cause).with_extra(extra)
 }
 
 /// Answers a repeated uuid from the stored message's current state; never delivers again.
@@ -210,6 +221,8 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
         }
         ("not_accepted", _) => Err(not_accepted(
             row.failure_cause.clone().unwrap_or_default(),
+            row.failure_reason.as_deref(),
+            &row.correlation_keys.0,
             row.id,
         )),
         _ => Ok(SendAnswer::Buffered(
@@ -236,6 +249,7 @@ pub fn message_json(row: &MessageRow) -> Value {
         "expires_at_in_seconds": row.expires_at.map(|t| t.timestamp()),
         "counterpart_id": row.counterpart_id,
         "failure_cause": row.failure_cause,
+        "failure_reason": row.failure_reason,
         "created_by": row.created_by,
         "created_at": row.created_at,
         "updated_at": row.updated_at,

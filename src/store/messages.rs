@@ -22,6 +22,8 @@ pub struct MessageRow {
     pub expires_at: Option<DateTime<Utc>>,
     pub counterpart_id: Option<i64>,
     pub failure_cause: Option<String>,
+    /// `no_receiver`, `correlation_mismatch` or `expired`.
+    pub failure_reason: Option<String>,
     pub created_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -82,6 +84,7 @@ pub struct SendRecord<'a> {
     /// The receive it completed: both rows then point at each other.
     pub receive_id: Option<i64>,
     pub failure_cause: Option<&'a str>,
+    pub failure_reason: Option<&'a str>,
     pub ttl_seconds: Option<i64>,
     pub created_by: Option<&'a str>,
     /// A buffered send's lookup keys (see [`claim_buffered_send`]); empty otherwise.
@@ -96,10 +99,10 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
             "WITH sent AS ( \
                  INSERT INTO message_instances (name, message_type, status, payload, \
                      correlation_keys, correlation_key, process_instance_id, task_guid, \
-                     counterpart_id, failure_cause, expires_at, created_by) \
+                     counterpart_id, failure_cause, expires_at, created_by, failure_reason) \
                  VALUES ($1, 'send', $2, $3, $4, $5, $6, $7, $8, $10, \
                      CASE WHEN $9::bigint IS NULL THEN NULL \
-                          ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11) \
+                          ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11, $14) \
                  RETURNING id), \
              receive AS (UPDATE message_instances SET status = 'completed', \
                  counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
@@ -112,6 +115,7 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                  UPDATE message_instances SET status = $2, payload = $3, correlation_keys = $4, \
                      correlation_key = $5, process_instance_id = COALESCE(process_instance_id, $6), \
                      task_guid = COALESCE(task_guid, $7), counterpart_id = $8, failure_cause = $10, \
+                     failure_reason = $14, \
                      expires_at = CASE WHEN $9::bigint IS NULL THEN NULL \
                           ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, \
                      created_by = COALESCE(created_by, $11), updated_at = now() \
@@ -137,6 +141,7 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
         .bind(r.created_by)
         .bind(r.id.unwrap_or_default())
         .bind(r.buffer_keys)
+        .bind(r.failure_reason)
         .fetch_one(conn)
         .await
 }
@@ -330,7 +335,8 @@ pub async fn lock_name(conn: &mut PgConnection, name: &str, exclusive: bool) -> 
 const MESSAGE_COLUMNS: &str = "m.id, m.name, m.message_type, m.status, m.payload, \
      m.correlation_keys, m.correlation_key, m.process_instance_id, \
      pi.process_model_identifier, m.task_guid, m.message_instance_uuid, m.expires_at, \
-     m.counterpart_id, m.failure_cause, m.created_by, m.created_at, m.updated_at";
+     m.counterpart_id, m.failure_cause, m.failure_reason, m.created_by, m.created_at, \
+     m.updated_at";
 const MESSAGE_FROM: &str =
     " FROM message_instances m LEFT JOIN process_instances pi ON pi.id = m.process_instance_id";
 
@@ -402,7 +408,7 @@ pub async fn list(
              '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $7) AS correlation_key, \
              m.process_instance_id, pi.process_model_identifier, m.task_guid, \
              m.message_instance_uuid, m.expires_at, m.counterpart_id, \
-             left(m.failure_cause, $7) AS failure_cause, \
+             left(m.failure_cause, $7) AS failure_cause, m.failure_reason, \
              (length(m.correlation_key) > $7 OR coalesce(length(m.failure_cause), 0) > $7) \
                  AS truncated, \
              m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{LIST_WHERE} \
@@ -452,6 +458,7 @@ pub async fn expire_due(
     let expired: i64 = sqlx::query_scalar(
         "WITH expired AS ( \
              UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
+                 failure_reason = 'expired', \
                  updated_at = now() \
              WHERE id IN (SELECT id FROM message_instances \
                           WHERE status = 'ready' AND expires_at IS NOT NULL AND expires_at <= $1 \

@@ -2,7 +2,7 @@
 //! of the reference, over HTTP against a fresh database.
 
 use crate::domain::*;
-use crate::helpers::{spawn_app, spawn_app_with, TestApp};
+use crate::helpers::{problem, spawn_app, spawn_app_with, TestApp};
 use crate::models;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -83,6 +83,8 @@ async fn no_receiver_and_no_start_event_is_not_accepted_and_kept_for_audit() {
     let (status, body) = send(&app, "paid", &json!({"order_id": 1}), &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(code(&body), "message_not_accepted");
+    assert_eq!(body["reason"], "no_receiver", "{body}");
+    assert!(body.get("correlation_values").is_none(), "{body}");
     assert!(
         body["detail"]
             .as_str()
@@ -93,6 +95,7 @@ async fn no_receiver_and_no_start_event_is_not_accepted_and_kept_for_audit() {
 
     let kept = messages(&app, "name=paid&status=not_accepted").await;
     assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["failure_reason"], "no_receiver");
     assert!(kept[0]["failure_cause"]
         .as_str()
         .unwrap()
@@ -112,6 +115,11 @@ async fn correlation_values_that_match_nothing_are_named_in_the_refusal() {
     let (status, body) = send(&app, "paid", &json!({"order_id": 2}), &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(code(&body), "message_not_accepted");
+    // the code, and the values of this message compared (not the waiting instance's)
+    assert_eq!(body["reason"], "correlation_mismatch", "{body}");
+    assert_eq!(body["correlation_values"], json!({"order_id": 2}), "{body}");
+    let kept = messages(&app, "name=paid&status=not_accepted").await;
+    assert_eq!(kept[0]["failure_reason"], "correlation_mismatch");
     let detail = body["detail"].as_str().unwrap();
     assert!(
         detail.contains("none with the correlation values") && detail.contains(r#""order_id":2"#),
@@ -295,10 +303,12 @@ async fn an_expired_message_is_never_delivered_and_replays_as_cancelled() {
     assert_eq!((sweep.expired, sweep.next_expiry), (1, None));
     let sent = messages(&app, "name=paid&message_type=send").await;
     assert_eq!(sent[0]["status"], "cancelled", "{sent:?}");
+    assert_eq!(sent[0]["failure_reason"], "expired", "{sent:?}");
 
     let (status, replay) = send(&app, "paid", &json!({"order_id": 5}), &query).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{replay}");
     assert_eq!(replay["message_instance"]["status"], "cancelled");
+    assert_eq!(replay["message_instance"]["failure_reason"], "expired");
     let shown = show(&app, started["process_instance"]["id"].as_i64().unwrap()).await;
     assert_eq!(shown["status"], "waiting");
 }
@@ -654,6 +664,35 @@ async fn the_audit_list_filters_pages_and_shows_one_message() {
     let (status, body) = get(&app, "/v1.0/messages/999999").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(code(&body), "message_instance_not_found");
+}
+
+/// A message name with a space is written percent-encoded in a scope (scopes are separated
+/// by spaces in the claim).
+#[tokio::test]
+async fn a_message_name_with_a_space_has_a_percent_encoded_scope() {
+    let app = spawn_app().await;
+    let post = |scope: &str| {
+        app.client
+            .post(format!("{}/v1.0/messages/order%20paid", app.address))
+            .bearer_auth(app.token(scope))
+            .json(&json!({"order_id": 1}))
+            .send()
+    };
+    // allowed: refused only because nothing waits for it
+    let (status, body) = problem(post("messages:send:order%20paid").await.unwrap()).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "message_not_accepted")
+    );
+    let (status, _) = problem(post("messages:send:order%20*").await.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, body) = problem(post("messages:send:order paid").await.unwrap()).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "the claim holds two scopes, 'messages:send:order' and 'paid'"
+    );
+    assert_eq!(body["required_scope"], "messages:send:order%20paid");
 }
 
 #[tokio::test]

@@ -93,3 +93,91 @@ async fn the_ui_and_its_assets_are_served() {
         .unwrap();
     assert!(initializer.contains("/v1.0/openapi.json"), "{initializer}");
 }
+
+/// Each error response shows the problem it answers: an example with that response's status,
+/// its reason phrase, and an error code the description documents.
+#[test]
+fn every_error_response_has_an_example_with_its_own_status_and_a_documented_code() {
+    let doc: Value = serde_json::from_str(&openapi_document()).unwrap();
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let Some(media) = response["content"].get("application/problem+json") else {
+                    continue;
+                };
+                let at = format!("{method} {path} {status}");
+                let description = response["description"].as_str().unwrap();
+                let codes = workflow_backend::api::openapi_examples::codes_in(description);
+                assert!(
+                    !codes.is_empty(),
+                    "{at}: the description names no error code"
+                );
+                let example = &media["example"];
+                assert_eq!(example["status"].to_string(), *status, "{at}: {example}");
+                let code = example["error_code"].as_str().unwrap_or_default();
+                assert!(
+                    codes.iter().any(|c| c == code),
+                    "{at}: {code} is not in {codes:?}"
+                );
+                let reason = StatusCode::from_u16(status.parse().unwrap())
+                    .unwrap()
+                    .canonical_reason()
+                    .unwrap();
+                assert_eq!(example["title"], reason, "{at}");
+                assert!(!example["detail"].as_str().unwrap().is_empty(), "{at}");
+                assert_eq!(example["detail"], example["message"], "{at}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} error responses");
+}
+
+/// Answers that are still a bare JSON object in the document (typed answers will give them
+/// schemas: issue 14). This list may only shrink.
+const UNTYPED_ANSWERS: &[&str] = &[
+    "get /v1.0/messages/{id} 200",
+    "get /v1.0/process-instances/{id} 200",
+    "get /v1.0/process-instances/{id}/connector-logs 200",
+    "get /v1.0/process-models/{modified_process_model_identifier} 200",
+    "put /v1.0/process-models/{modified_process_model_identifier}/files/{file_name} 200",
+    "put /v1.0/process-models/{modified_process_model_identifier}/files/{file_name} 201",
+    "put /v1.0/tasks/{process_instance_id}/{task_guid}/callback 200",
+];
+
+/// Every JSON answer has a schema that says what it holds (its properties, or its items).
+#[test]
+fn every_json_answer_has_a_schema_with_properties() {
+    let doc: Value = serde_json::from_str(&openapi_document()).unwrap();
+    let schemas = doc["components"]["schemas"].clone();
+    let resolve = |schema: &Value| {
+        let mut schema = schema.clone();
+        while let Some(reference) = schema["$ref"].as_str().map(str::to_string) {
+            schema = schemas[reference.rsplit('/').next().unwrap()].clone();
+        }
+        schema
+    };
+    let mut untyped = vec![];
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let Some(media) = response["content"].get("application/json") else {
+                    continue;
+                };
+                if path == "/v1.0/openapi.json" {
+                    continue; // the document itself
+                }
+                let schema = resolve(&media["schema"]);
+                let described = schema["properties"].is_object()
+                    || schema["items"].is_object()
+                    || schema["oneOf"].is_array();
+                if !described {
+                    untyped.push(format!("{method} {path} {status}"));
+                }
+            }
+        }
+    }
+    untyped.sort();
+    assert_eq!(untyped, UNTYPED_ANSWERS);
+}

@@ -140,7 +140,25 @@ pub enum Routed {
     /// Kept `ready` for a receive that appears later.
     Buffered,
     /// Nothing waits for it and it may not be buffered. `cause` says why, for the caller.
-    NotAccepted { cause: String },
+    NotAccepted { cause: String, reason: NoMatch },
+}
+
+/// Why a send found no receiver, as a code (the message's `failure_reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoMatch {
+    /// Nothing waits for the name and no model starts with it.
+    NoReceiver,
+    /// Instances wait for the name, none with the message's correlation values.
+    CorrelationMismatch,
+}
+
+impl NoMatch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoMatch::NoReceiver => "no_receiver",
+            NoMatch::CorrelationMismatch => "correlation_mismatch",
+        }
+    }
 }
 
 /// A message being sent: from the API (with its stored row when it has an idempotency key)

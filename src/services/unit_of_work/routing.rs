@@ -5,7 +5,7 @@
 
 use super::super::clock::expr_context;
 use super::super::{Error, Result};
-use super::{OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
+use super::{NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
 use crate::expr::{self, ErrorKind, ExprError, Expression};
@@ -44,9 +44,10 @@ impl<'c> UnitOfWork<'c> {
             return Ok(Routed::Started { instance_id });
         }
         match unmatched {
-            Unmatched::Reject => Ok(Routed::NotAccepted {
-                cause: self.why_unmatched(name, values).await?,
-            }),
+            Unmatched::Reject => {
+                let (reason, cause) = self.why_unmatched(name, values).await?;
+                Ok(Routed::NotAccepted { cause, reason })
+            }
             Unmatched::Buffer => {
                 // A receive created concurrently has committed once we hold the lock.
                 store::messages::lock_name(&mut self.tx, name, true).await?;
@@ -124,15 +125,25 @@ impl<'c> UnitOfWork<'c> {
         }
     }
 
-    async fn why_unmatched(&mut self, name: &str, values: &CorrelationValues) -> Result<String> {
+    async fn why_unmatched(
+        &mut self,
+        name: &str,
+        values: &CorrelationValues,
+    ) -> Result<(NoMatch, String)> {
         let waiting = store::messages::count_waiting_receives(&mut self.tx, name).await?;
         Ok(if waiting == 0 {
-            format!("no process instance waits for message '{name}' and no process model starts with it")
+            (
+                NoMatch::NoReceiver,
+                format!("no process instance waits for message '{name}' and no process model starts with it"),
+            )
         } else {
-            format!(
-                "{waiting} process instance(s) wait for message '{name}', but none with the \
-                 correlation values computed from the payload: {}",
-                canonical_key(values)
+            (
+                NoMatch::CorrelationMismatch,
+                format!(
+                    "{waiting} process instance(s) wait for message '{name}', but none with the \
+                     correlation values computed from the payload: {}",
+                    canonical_key(values)
+                ),
             )
         })
     }
@@ -252,7 +263,7 @@ impl<'c> UnitOfWork<'c> {
         routed: &Routed,
         ttl_seconds: Option<i64>,
     ) -> Result<i64> {
-        let (status, target, receive_id, cause, ttl) = match routed {
+        let (status, target, receive_id, (cause, reason), ttl) = match routed {
             Routed::Delivered {
                 instance_id,
                 receive_id,
@@ -260,14 +271,20 @@ impl<'c> UnitOfWork<'c> {
                 "completed",
                 Some(*instance_id),
                 Some(*receive_id),
-                None,
+                (None, None),
                 None,
             ),
-            Routed::Started { instance_id } => ("completed", Some(*instance_id), None, None, None),
-            Routed::Buffered => ("ready", None, None, None, ttl_seconds),
-            Routed::NotAccepted { cause } => {
-                ("not_accepted", None, None, Some(cause.as_str()), None)
+            Routed::Started { instance_id } => {
+                ("completed", Some(*instance_id), None, (None, None), None)
             }
+            Routed::Buffered => ("ready", None, None, (None, None), ttl_seconds),
+            Routed::NotAccepted { cause, reason } => (
+                "not_accepted",
+                None,
+                None,
+                (Some(cause.as_str()), Some(reason.as_str())),
+                None,
+            ),
         };
         // a buffered send is found by any subset of its values (the empty one: by name)
         let buffer_keys: Vec<String> = match routed {
@@ -295,6 +312,7 @@ impl<'c> UnitOfWork<'c> {
                 task_guid,
                 receive_id,
                 failure_cause: cause,
+                failure_reason: reason,
                 ttl_seconds: ttl,
                 created_by: sent.created_by,
                 buffer_keys: &buffer_keys,
