@@ -8,6 +8,7 @@ mod decisions;
 mod domain;
 mod errors;
 mod events;
+mod examples;
 mod hardening;
 mod health;
 mod helpers;
