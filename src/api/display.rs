@@ -92,3 +92,26 @@ mod tests {
         );
     }
 }
+
+/// Where a page of a list stands: `{count, total, total_exact, pages}`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct PaginationAnswer {
+    /// Rows on this page.
+    count: usize,
+    /// Rows in the list, counted up to 100,001.
+    total: i64,
+    /// Whether `total` is the real number (false past 100,000 rows).
+    total_exact: bool,
+    pages: i64,
+}
+
+impl From<crate::services::Pagination> for PaginationAnswer {
+    fn from(p: crate::services::Pagination) -> PaginationAnswer {
+        PaginationAnswer {
+            count: p.count,
+            total: p.total,
+            total_exact: p.total_exact,
+            pages: p.pages,
+        }
+    }
+}

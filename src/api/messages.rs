@@ -7,7 +7,8 @@ use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
 use crate::startup::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
@@ -39,13 +40,171 @@ pub struct InstanceAnswer {
     process_instance: Object,
 }
 
-/// Buffered: nothing waits yet; the message waits until `expires_at`.
+/// Buffered: nothing waits yet; the message waits until `expires_at` (on replay, once
+/// expired: status `cancelled`, `failure_reason` `expired`).
+#[derive(Serialize, ToSchema)]
+pub struct BufferedAnswer {
+    message_instance: MessageInstance,
+}
+
+/// `send` or `receive`.
+#[derive(Serialize, ToSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageType {
+    Send,
+    Receive,
+}
+
+/// A message's state: `ready` (a send buffered, or a receive waiting), `running` (a send
+/// being routed), `completed` (correlated or started an instance), `failed`, `cancelled`
+/// (expired, or its wait ended without it), `not_accepted` (refused).
+#[derive(Serialize, ToSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    Ready,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    NotAccepted,
+}
+
+/// Why a send was not taken.
+#[derive(Serialize, ToSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    NoReceiver,
+    CorrelationMismatch,
+    Expired,
+}
+
+/// What lists and the full message share.
+#[derive(Serialize, ToSchema)]
+pub struct MessageFields {
+    id: i64,
+    name: String,
+    message_type: MessageType,
+    status: MessageStatus,
+    /// The correlation values, canonical JSON (`{}`: none).
+    correlation_key: String,
+    /// A send: the instance it started or was delivered to (an engine-thrown one: its
+    /// sender); a receive: the waiting instance.
+    process_instance_id: Option<i64>,
+    process_model_identifier: Option<String>,
+    /// The task that threw or waits for it.
+    #[schema(value_type = Option<String>, format = Uuid)]
+    task_guid: Option<uuid::Uuid>,
+    /// The sender's idempotency key.
+    #[schema(value_type = Option<String>, format = Uuid)]
+    message_instance_uuid: Option<uuid::Uuid>,
+    /// A buffered send: when it stops waiting.
+    expires_at: Option<DateTime<Utc>>,
+    expires_at_in_seconds: Option<i64>,
+    /// The receive a send completed, or the send a receive got.
+    counterpart_id: Option<i64>,
+    /// Why it was not taken, in words.
+    failure_cause: Option<String>,
+    failure_reason: Option<FailureReason>,
+    /// Who sent it (a token's `sub`).
+    created_by: Option<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    created_at_in_seconds: i64,
+    updated_at_in_seconds: i64,
+}
+
+/// A message instance with its payload and correlation values.
+#[derive(Serialize, ToSchema)]
+pub struct MessageInstance {
+    #[serde(flatten)]
+    #[schema(inline)]
+    fields: MessageFields,
+    /// A send's payload (a receive has none).
+    #[schema(value_type = Option<Object>)]
+    payload: Option<Value>,
+    /// The correlation values, by correlation property.
+    #[schema(value_type = Object)]
+    correlation_keys: Value,
+}
+
+/// A message instance as lists show it: no payload or correlation values.
+#[derive(Serialize, ToSchema)]
+pub struct MessageSummary {
+    #[serde(flatten)]
+    #[schema(inline)]
+    fields: MessageFields,
+    /// `correlation_key` or `failure_cause` was cut to 1,000 characters.
+    truncated: bool,
+}
+
+fn fields_of(row: &services::messages::Message) -> MessageFields {
+    MessageFields {
+        id: row.id,
+        name: row.name.clone(),
+        message_type: if row.message_type == "receive" {
+            MessageType::Receive
+        } else {
+            MessageType::Send
+        },
+        status: match row.status.as_str() {
+            "ready" => MessageStatus::Ready,
+            "running" => MessageStatus::Running,
+            "completed" => MessageStatus::Completed,
+            "failed" => MessageStatus::Failed,
+            "cancelled" => MessageStatus::Cancelled,
+            _ => MessageStatus::NotAccepted,
+        },
+        correlation_key: row.correlation_key.clone(),
+        process_instance_id: row.process_instance_id,
+        process_model_identifier: row.process_model_identifier.clone(),
+        task_guid: row.task_guid,
+        message_instance_uuid: row.message_instance_uuid,
+        expires_at: row.expires_at,
+        expires_at_in_seconds: row.expires_at.map(|t| t.timestamp()),
+        counterpart_id: row.counterpart_id,
+        failure_cause: row.failure_cause.clone(),
+        failure_reason: match row.failure_reason.as_deref() {
+            Some("no_receiver") => Some(FailureReason::NoReceiver),
+            Some("correlation_mismatch") => Some(FailureReason::CorrelationMismatch),
+            Some("expired") => Some(FailureReason::Expired),
+            _ => None,
+        },
+        created_by: row.created_by.clone(),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        created_at_in_seconds: row.created_at.timestamp(),
+        updated_at_in_seconds: row.updated_at.timestamp(),
+    }
+}
+
+impl From<&services::messages::Message> for MessageInstance {
+    fn from(row: &services::messages::Message) -> MessageInstance {
+        let mut payload = row.payload.as_ref().map(|p| p.0.clone());
+        if let Some(payload) = &mut payload {
+            display::untag(payload);
+        }
+        MessageInstance {
+            fields: fields_of(row),
+            payload,
+            correlation_keys: row.correlation_keys.0.clone(),
+        }
+    }
+}
+
+/// `{results, pagination: {count, total, pages}}` (process models and instances; their
+/// results are not typed yet)
 #[derive(ToSchema)]
 #[allow(dead_code)]
-pub struct BufferedAnswer {
-    /// `id`, `name`, `message_type` (`send`), `status` (`ready`, or `cancelled` once expired),
-    /// `message_instance_uuid`, `expires_at`, `expires_at_in_seconds`, and every other column.
-    message_instance: Object,
+pub struct ListAnswer {
+    results: Vec<Object>,
+    pagination: super::display::PaginationAnswer,
+}
+
+/// `{results, pagination}`
+#[derive(Serialize, ToSchema)]
+pub struct MessageList {
+    results: Vec<MessageSummary>,
+    pagination: super::display::PaginationAnswer,
 }
 
 /// A JSON object.
@@ -116,11 +275,12 @@ pub async fn send_message(
                 display::untag(&mut body);
                 HttpResponse::Ok().json(body)
             }
-            SendAnswer::Buffered(mut body) => {
-                display::untag(&mut body);
+            SendAnswer::Buffered(message) => {
                 // the expiry sweeper may be asleep until a later deadline
                 state.message_buffered.notify_one();
-                HttpResponse::Accepted().json(body)
+                HttpResponse::Accepted().json(BufferedAnswer {
+                    message_instance: MessageInstance::from(message.as_ref()),
+                })
             }
         },
     )
@@ -158,14 +318,6 @@ pub struct MessageListQuery {
     per_page: Option<i64>,
 }
 
-/// `{results, pagination: {count, total, pages}}`
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ListAnswer {
-    results: Vec<Object>,
-    pagination: Object,
-}
-
 /// List message instances, newest first (audit): a summary of each (no payload or correlation
 /// values; `correlation_key` and `failure_cause` cut to 1,000 characters, with `truncated`
 /// saying so). `GET /v1.0/messages/{id}` shows one message in full.
@@ -175,7 +327,7 @@ pub struct ListAnswer {
     tag = "messages",
     params(MessageListQuery),
     responses(
-        (status = 200, description = "Message instances", body = ListAnswer),
+        (status = 200, description = "Message instances", body = MessageList),
         (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:*` or `admin`", body = Problem, content_type = "application/problem+json"),
@@ -204,7 +356,18 @@ pub async fn list_messages(
         status,
         message_type,
     };
-    Ok(HttpResponse::Ok().json(services::messages::list(&state.pool, &filter, page).await?))
+    let page = services::messages::list(&state.pool, &filter, page).await?;
+    Ok(HttpResponse::Ok().json(MessageList {
+        results: page
+            .results
+            .iter()
+            .map(|summary| MessageSummary {
+                fields: fields_of(&summary.row),
+                truncated: summary.truncated,
+            })
+            .collect(),
+        pagination: page.pagination.into(),
+    }))
 }
 
 /// Show one message instance.
@@ -214,7 +377,7 @@ pub async fn list_messages(
     tag = "messages",
     params(("id" = i64, Path, description = "Message instance id")),
     responses(
-        (status = 200, description = "The message instance", body = Object),
+        (status = 200, description = "The message instance", body = MessageInstance),
         (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:*` or `admin`", body = Problem, content_type = "application/problem+json"),
@@ -229,7 +392,6 @@ pub async fn show_message(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
-    let mut message = services::messages::find(&state.pool, id.into_inner()).await?;
-    display::untag(&mut message);
-    super::json_off_thread(StatusCode::OK, message).await
+    let message = services::messages::find(&state.pool, id.into_inner()).await?;
+    super::json_off_thread(StatusCode::OK, MessageInstance::from(&message)).await
 }

@@ -134,9 +134,9 @@ pub fn filter(value: &Option<String>) -> Option<&str> {
 
 /// A JSON answer serialised on the blocking pool: a large body (a full payload, an instance's
 /// task history) never holds up the async workers that serve every other request.
-pub async fn json_off_thread(
+pub async fn json_off_thread<T: serde::Serialize + Send + 'static>(
     status: actix_web::http::StatusCode,
-    value: serde_json::Value,
+    value: T,
 ) -> Result<HttpResponse, ApiError> {
     let body = web::block(move || serde_json::to_vec(&value))
         .await

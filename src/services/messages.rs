@@ -20,12 +20,12 @@ pub struct SendRequest {
 }
 
 /// A message's outcome as the API answers it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum SendAnswer {
     /// Delivered to, or started, a process instance: `{task_data, process_instance}`.
     Instance(Value),
-    /// Buffered (or buffered and since expired): `{message_instance}`.
-    Buffered(Value),
+    /// Buffered (or buffered and since expired): the stored message.
+    Buffered(Box<Message>),
 }
 
 /// `modified_message_name` with its process-group prefix removed (`group:sub:name` -> `name`).
@@ -158,8 +158,7 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
         Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => {
             committed.answer(*instance_id).map(SendAnswer::Instance)
         }
-        Routed::Buffered => buffered
-            .map(|row| SendAnswer::Buffered(json!({ "message_instance": message_json(&row) }))),
+        Routed::Buffered => buffered.map(|row| SendAnswer::Buffered(Box::new(row))),
         Routed::NotAccepted { .. } => None,
     };
     match (routed, answer) {
@@ -225,60 +224,31 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
             &row.correlation_keys.0,
             row.id,
         )),
-        _ => Ok(SendAnswer::Buffered(
-            json!({ "message_instance": message_json(&row) }),
-        )),
+        _ => Ok(SendAnswer::Buffered(Box::new(row))),
     }
 }
 
-/// Every column of a message instance, as the audit list and the 202 answer show it.
-pub fn message_json(row: &MessageRow) -> Value {
-    json!({
-        "id": row.id,
-        "name": row.name,
-        "message_type": row.message_type,
-        "status": row.status,
-        "payload": row.payload.as_ref().map(|p| &p.0),
-        "correlation_keys": row.correlation_keys.0,
-        "correlation_key": row.correlation_key,
-        "process_instance_id": row.process_instance_id,
-        "process_model_identifier": row.process_model_identifier,
-        "task_guid": row.task_guid,
-        "message_instance_uuid": row.message_instance_uuid,
-        "expires_at": row.expires_at,
-        "expires_at_in_seconds": row.expires_at.map(|t| t.timestamp()),
-        "counterpart_id": row.counterpart_id,
-        "failure_cause": row.failure_cause,
-        "failure_reason": row.failure_reason,
-        "created_by": row.created_by,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "created_at_in_seconds": row.created_at.timestamp(),
-        "updated_at_in_seconds": row.updated_at.timestamp(),
-    })
-}
+/// A message instance: a send or a receive, as stored.
+pub type Message = MessageRow;
 
-/// A message as the audit list shows it: [`message_json`] without the payload and the
-/// correlation values (see [`store::messages::MessageSummary`]).
-fn summary_json(summary: &store::messages::MessageSummary) -> Value {
-    let mut shown = message_json(&summary.row);
-    if let Value::Object(members) = &mut shown {
-        members.remove("payload");
-        members.remove("correlation_keys");
-        members.insert("truncated".into(), json!(summary.truncated));
-    }
-    shown
-}
+/// A message as lists show it: without its payload and correlation values, with
+/// `correlation_key` and `failure_cause` cut (`truncated` says so).
+pub type MessageSummary = store::messages::MessageSummary;
 
-pub async fn find(pool: &PgPool, id: i64) -> Result<Value> {
+pub async fn find(pool: &PgPool, id: i64) -> Result<Message> {
     let mut conn = pool.acquire().await?;
-    let row = store::messages::find(&mut conn, id).await?.ok_or_else(|| {
+    store::messages::find(&mut conn, id).await?.ok_or_else(|| {
         Error::not_found(
             "message_instance_not_found",
             format!("message instance {id} does not exist"),
         )
-    })?;
-    Ok(message_json(&row))
+    })
+}
+
+/// One page of a list of messages.
+pub struct MessagePage {
+    pub results: Vec<MessageSummary>,
+    pub pagination: super::Pagination,
 }
 
 /// Which messages a list shows; `None` is no filter.
@@ -290,8 +260,8 @@ pub struct MessageFilter<'a> {
     pub message_type: Option<&'a str>,
 }
 
-/// One page of message summaries, newest first: `{results, pagination}`.
-pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<Value> {
+/// One page of message summaries, newest first.
+pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<MessagePage> {
     let mut conn = pool.acquire().await?;
     let rows = store::messages::list(
         &mut conn,
@@ -312,10 +282,10 @@ pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Resu
         page.count_up_to(),
     )
     .await?;
-    Ok(json!({
-        "results": rows.iter().map(summary_json).collect::<Vec<_>>(),
-        "pagination": page.pagination(total, rows.len()),
-    }))
+    Ok(MessagePage {
+        pagination: page.pagination_of(total, rows.len()),
+        results: rows,
+    })
 }
 
 #[cfg(test)]

@@ -165,13 +165,36 @@ impl Page {
     /// `{count, total, total_exact, pages}`; `total` counts at most [`Page::MAX_ROWS`] + 1
     /// rows, and `total_exact` says whether it is the real number.
     fn pagination(&self, total: i64, count: usize) -> Value {
+        let of = self.pagination_of(total, count);
         serde_json::json!({
-            "count": count,
-            "total": total,
-            "total_exact": total <= Self::MAX_ROWS,
-            "pages": (total + self.per_page - 1) / self.per_page,
+            "count": of.count,
+            "total": of.total,
+            "total_exact": of.total_exact,
+            "pages": of.pages,
         })
     }
+
+    /// Where a page of `count` rows stands among `total` (counted up to [`Page::MAX_ROWS`] + 1).
+    fn pagination_of(&self, total: i64, count: usize) -> Pagination {
+        Pagination {
+            count,
+            total,
+            total_exact: total <= Self::MAX_ROWS,
+            pages: (total + self.per_page - 1) / self.per_page,
+        }
+    }
+}
+
+/// Where a page of a list stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pagination {
+    /// Rows on this page.
+    pub count: usize,
+    /// Rows in the list, counted up to [`Page::MAX_ROWS`] + 1.
+    pub total: i64,
+    /// Whether `total` is the real number.
+    pub total_exact: bool,
+    pub pages: i64,
 }
 
 /// How often a use case is re-run after a deadlock before giving up.
