@@ -5,11 +5,105 @@ use super::auth::Principal;
 use super::error::{ApiError, Problem};
 
 use crate::connector;
+use crate::services::service_tasks::{CallbackDone, ConnectorLogLine};
 use crate::services::{self, service_tasks};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
+
+/// What a callback did: `completed` (the task completed with the result), `error_handled` (it
+/// failed and a boundary event caught the error), `retry_scheduled` (a transient failure: the
+/// call is made again at `retry_at`).
+#[derive(Serialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CallbackStatus {
+    Completed,
+    ErrorHandled,
+    RetryScheduled,
+}
+
+/// The answer to a callback. A scheduled retry also carries `task_guid`, `retry_at`,
+/// `retries_attempted`, `retries_remaining` and `max_retries`.
+#[derive(Serialize, ToSchema)]
+pub struct CallbackAnswer {
+    /// Always true (a refusal is a problem answer).
+    ok: bool,
+    status: CallbackStatus,
+    process_instance_id: i64,
+    process_model_identifier: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = Uuid)]
+    task_guid: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retries_attempted: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retries_remaining: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_retries: Option<u32>,
+}
+
+impl From<service_tasks::CallbackAnswer> for CallbackAnswer {
+    fn from(answer: service_tasks::CallbackAnswer) -> CallbackAnswer {
+        let mut wire = CallbackAnswer {
+            ok: true,
+            status: CallbackStatus::Completed,
+            process_instance_id: answer.process_instance_id,
+            process_model_identifier: answer.process_model_identifier,
+            task_guid: None,
+            retry_at: None,
+            retries_attempted: None,
+            retries_remaining: None,
+            max_retries: None,
+        };
+        match answer.done {
+            CallbackDone::Completed => {}
+            CallbackDone::ErrorHandled => wire.status = CallbackStatus::ErrorHandled,
+            CallbackDone::RetryScheduled(retry) => {
+                wire.status = CallbackStatus::RetryScheduled;
+                wire.task_guid = Some(answer.task_guid);
+                wire.retry_at = Some(retry.retry_at);
+                wire.retries_attempted = Some(retry.retries_attempted);
+                wire.retries_remaining = Some(retry.max_retries as i32 - retry.retries_attempted);
+                wire.max_retries = Some(retry.max_retries);
+            }
+        }
+        wire
+    }
+}
+
+/// One `wf__logs` line.
+#[derive(Serialize, ToSchema)]
+pub struct ConnectorLogAnswer {
+    id: i64,
+    /// The service task whose connector sent it.
+    #[schema(value_type = String, format = Uuid)]
+    task_guid: Uuid,
+    line: String,
+    created_at: DateTime<Utc>,
+}
+
+/// `{results}`: an instance's connector log lines, oldest first.
+#[derive(Serialize, ToSchema)]
+pub struct ConnectorLogList {
+    results: Vec<ConnectorLogAnswer>,
+}
+
+impl From<ConnectorLogLine> for ConnectorLogAnswer {
+    fn from(line: ConnectorLogLine) -> ConnectorLogAnswer {
+        ConnectorLogAnswer {
+            id: line.id,
+            task_guid: line.task_guid,
+            line: line.line,
+            created_at: line.created_at,
+        }
+    }
+}
 
 /// Complete or fail a service task that waits for its connector's callback.
 ///
@@ -28,7 +122,7 @@ use uuid::Uuid;
     ),
     request_body(content = Object, description = "Version 2 envelope: `command_response.body`, or a structured `error`", content_type = "application/json"),
     responses(
-        (status = 200, description = "`{ok, status: completed | retry_scheduled | error_handled, process_instance_id, process_model_identifier}`; a retry also carries `task_guid`, `retry_at`, `retries_attempted`, `retries_remaining`, `max_retries`", body = Object),
+        (status = 200, description = "What the callback did", body = CallbackAnswer),
         (status = 400, description = "`invalid_callback_body` (also: a NUL character, nesting deeper than 64 levels, a number that cannot be stored), `callback_not_found`, `not_waiting_for_callback`, `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: the caller may read the instance but not update it", body = Problem, content_type = "application/problem+json"),
@@ -61,7 +155,8 @@ pub async fn callback(
     let outcome = connector::parse_callback(&body)
         .map_err(|e| ApiError::bad_request("invalid_callback_body", e))?;
     let ctx = state.service_tasks();
-    Ok(HttpResponse::Ok().json(service_tasks::callback(&ctx, id, task_guid, &outcome).await?))
+    let answer = service_tasks::callback(&ctx, id, task_guid, &outcome).await?;
+    Ok(HttpResponse::Ok().json(CallbackAnswer::from(answer)))
 }
 
 /// Commands a service task can call: embedded ones first, then the connector proxy's
@@ -121,7 +216,7 @@ pub async fn authentications(
     tag = "service tasks",
     params(("id" = i64, Path, description = "Process instance id")),
     responses(
-        (status = 200, description = "`{results: [{id, task_guid, line, created_at}]}`", body = Object),
+        (status = 200, description = "The instance's connector log lines, oldest first", body = ConnectorLogList),
         (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
@@ -137,5 +232,8 @@ pub async fn connector_logs(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     super::process_instances::authorize(&principal, &state, id, "read", None).await?;
-    Ok(HttpResponse::Ok().json(service_tasks::connector_logs(&state.pool, id).await?))
+    let lines = service_tasks::connector_logs(&state.pool, id).await?;
+    Ok(HttpResponse::Ok().json(ConnectorLogList {
+        results: lines.into_iter().map(ConnectorLogAnswer::from).collect(),
+    }))
 }

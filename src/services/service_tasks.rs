@@ -290,7 +290,7 @@ async fn apply_outcome(
 }
 
 /// What the callback answers when a retry was scheduled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RetryScheduled {
     pub retry_at: chrono::DateTime<chrono::Utc>,
     pub retries_attempted: i32,
@@ -319,13 +319,33 @@ async fn schedule_retry(
     }))
 }
 
+/// What a callback did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallbackDone {
+    /// The task completed with the result.
+    Completed,
+    /// The task failed, and a boundary event of the model caught the error.
+    ErrorHandled,
+    /// A transient failure: the call is made again at `retry_at`.
+    RetryScheduled(RetryScheduled),
+}
+
+/// A callback's answer: what it did, to which instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallbackAnswer {
+    pub process_instance_id: i64,
+    pub process_model_identifier: String,
+    pub task_guid: Uuid,
+    pub done: CallbackDone,
+}
+
 /// Applies a worker's callback. The caller has been authorised for the instance or task.
 pub async fn callback(
     ctx: &ServiceTaskContext<'_>,
     id: i64,
     task_guid: Uuid,
     outcome: &CallbackOutcome,
-) -> Result<Value> {
+) -> Result<CallbackAnswer> {
     retry_transaction!(callback_once(ctx, id, task_guid, outcome))
 }
 
@@ -334,7 +354,7 @@ async fn callback_once(
     id: i64,
     task_guid: Uuid,
     outcome: &CallbackOutcome,
-) -> Result<Value> {
+) -> Result<CallbackAnswer> {
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
     if !uow.load(id).await? {
         return Err(super::instances::instance_not_found(id));
@@ -357,6 +377,12 @@ async fn callback_once(
         .process_model_identifier(id)
         .unwrap_or_default()
         .to_string();
+    let answer = |done| CallbackAnswer {
+        process_instance_id: id,
+        process_model_identifier: model.clone(),
+        task_guid,
+        done,
+    };
     let logs = match outcome {
         CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
     };
@@ -375,17 +401,7 @@ async fn callback_once(
             if *transient {
                 if let Some(retry) = schedule_retry(&mut uow, id, task_guid).await? {
                     uow.commit().await?;
-                    return Ok(json!({
-                        "ok": true,
-                        "status": "retry_scheduled",
-                        "process_instance_id": id,
-                        "process_model_identifier": model,
-                        "task_guid": task_guid,
-                        "retry_at": retry.retry_at,
-                        "retries_attempted": retry.retries_attempted,
-                        "retries_remaining": retry.max_retries as i32 - retry.retries_attempted,
-                        "max_retries": retry.max_retries,
-                    }));
+                    return Ok(answer(CallbackDone::RetryScheduled(retry)));
                 }
             }
             Event::ServiceFailed {
@@ -415,12 +431,8 @@ async fn callback_once(
                 "element_id": error.element_id,
             })),
         ),
-        (true, None) => Ok(json!({
-            "ok": true, "status": "error_handled", "process_instance_id": id, "process_model_identifier": model,
-        })),
-        (false, _) => Ok(json!({
-            "ok": true, "status": "completed", "process_instance_id": id, "process_model_identifier": model,
-        })),
+        (true, None) => Ok(answer(CallbackDone::ErrorHandled)),
+        (false, _) => Ok(answer(CallbackDone::Completed)),
     }
 }
 
@@ -438,13 +450,10 @@ fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
     )
 }
 
+/// A `wf__logs` line a connector sent.
+pub type ConnectorLogLine = store::connector_logs::LogLine;
+
 /// `wf__logs` lines of an instance, oldest first.
-pub async fn connector_logs(pool: &PgPool, id: i64) -> Result<Value> {
-    let lines = store::connector_logs::of_instance(pool, id).await?;
-    Ok(json!({
-        "results": lines
-            .iter()
-            .map(|l| json!({"id": l.id, "task_guid": l.task_guid, "line": l.line, "created_at": l.created_at}))
-            .collect::<Vec<_>>(),
-    }))
+pub async fn connector_logs(pool: &PgPool, id: i64) -> Result<Vec<ConnectorLogLine>> {
+    Ok(store::connector_logs::of_instance(pool, id).await?)
 }
