@@ -1,13 +1,130 @@
 //! Process models: upload a BPMN file, list, show.
 
 use super::auth::Principal;
+use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
-use super::messages::ListAnswer;
-use crate::services;
+use crate::services::{self, models::Model, models::ModelDetail};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+/// A process model (its current version).
+#[derive(Serialize, ToSchema)]
+pub struct ModelAnswer {
+    /// The identifier (SpiffArena's clients read `id`).
+    #[schema(example = "finance/invoices")]
+    id: String,
+    /// `group/sub/model`.
+    #[schema(example = "finance/invoices")]
+    identifier: String,
+    /// The identifier as URLs write it (`group:sub:model`).
+    #[schema(example = "finance:invoices")]
+    modified_process_model_identifier: String,
+    display_name: String,
+    /// The file whose first process is the primary one (`process_model.json`), if set.
+    primary_file_name: Option<String>,
+    /// The process a plain start starts.
+    primary_process_id: String,
+    /// What the model holds: `processes` (id, name, file, `is_primary`, `start_events` with
+    /// their `kind`: none, message, messages, timer, signal), the messages it starts with,
+    /// waits for and sends, and the service task operators it calls.
+    #[schema(value_type = Object)]
+    summary: Value,
+    /// The current version: a hash of the files and the primary process.
+    version_sha: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<&Model> for ModelAnswer {
+    fn from(model: &Model) -> ModelAnswer {
+        ModelAnswer {
+            id: model.identifier.clone(),
+            identifier: model.identifier.clone(),
+            modified_process_model_identifier: model.identifier.replace('/', ":"),
+            display_name: model.display_name.clone(),
+            primary_file_name: model.primary_file_name.clone(),
+            primary_process_id: model.primary_process_id.clone(),
+            summary: model.summary.0.clone(),
+            version_sha: model.version_sha.clone(),
+            created_at: model.created_at,
+            updated_at: model.updated_at,
+        }
+    }
+}
+
+/// A version that live instances still run on.
+#[derive(Serialize, ToSchema)]
+pub struct VersionAnswer {
+    version_sha: String,
+    /// Instances of it that are not complete, in error or terminated.
+    live_instances: i64,
+    created_at: Option<DateTime<Utc>>,
+    /// It is the current version.
+    current: bool,
+}
+
+/// A file of the current version.
+#[derive(Serialize, ToSchema)]
+pub struct FileAnswer {
+    #[schema(example = "order.bpmn")]
+    name: String,
+    /// SHA-256 of the content, hex.
+    sha256: String,
+    /// Bytes.
+    size: usize,
+}
+
+/// A process model with its files and the versions its live instances run on.
+#[derive(Serialize, ToSchema)]
+pub struct ModelDetailAnswer {
+    #[serde(flatten)]
+    #[schema(inline)]
+    model: ModelAnswer,
+    /// `version_sha` again: the version new instances start on.
+    current_version: String,
+    versions_in_use: Vec<VersionAnswer>,
+    files: Vec<FileAnswer>,
+}
+
+impl From<ModelDetail> for ModelDetailAnswer {
+    fn from(detail: ModelDetail) -> ModelDetailAnswer {
+        let current = detail.model.version_sha.clone();
+        ModelDetailAnswer {
+            model: ModelAnswer::from(&detail.model),
+            versions_in_use: detail
+                .versions_in_use
+                .into_iter()
+                .map(|v| VersionAnswer {
+                    current: v.version_sha == current,
+                    version_sha: v.version_sha,
+                    live_instances: v.live_instances,
+                    created_at: v.created_at,
+                })
+                .collect(),
+            files: detail
+                .files
+                .into_iter()
+                .map(|f| FileAnswer {
+                    name: f.name,
+                    sha256: f.sha256,
+                    size: f.size,
+                })
+                .collect(),
+            current_version: current,
+        }
+    }
+}
+
+/// `{results, pagination}`: a page of the models, by identifier.
+#[derive(Serialize, ToSchema)]
+pub struct ModelList {
+    results: Vec<ModelAnswer>,
+    pagination: PaginationAnswer,
+}
 
 /// Create or replace one BPMN file of a process model (the model is created if needed).
 ///
@@ -24,8 +141,8 @@ use utoipa::IntoParams;
     ),
     request_body(content = String, description = "BPMN 2.0 XML", content_type = "application/xml"),
     responses(
-        (status = 201, description = "Model created", body = Object),
-        (status = 200, description = "Model updated", body = Object),
+        (status = 201, description = "Model created", body = ModelDetailAnswer),
+        (status = 200, description = "Model updated", body = ModelDetailAnswer),
         (status = 400, description = "`invalid_process_model` (with `file_name`, `element_id`, `reason`; also a NUL character in the file), `message_start_conflict`, `process_id_conflict` (with `process_id` and the `process_model_identifier` that defines it), `invalid_file_name`, `invalid_process_model_identifier`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:write`", body = Problem, content_type = "application/problem+json"),
@@ -54,7 +171,7 @@ pub async fn put_file(
     } else {
         HttpResponse::Ok()
     }
-    .json(model))
+    .json(ModelDetailAnswer::from(model)))
 }
 
 /// A page of a plain list (models, secrets).
@@ -77,7 +194,7 @@ pub struct PageQuery {
     tag = "process models",
     params(PageQuery),
     responses(
-        (status = 200, description = "Process models", body = ListAnswer),
+        (status = 200, description = "Process models", body = ModelList),
         (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:read` or `models:write`", body = Problem, content_type = "application/problem+json"),
@@ -92,7 +209,11 @@ pub async fn list_models(
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
     let page = services::Page::new(query.page, query.per_page)?;
-    Ok(HttpResponse::Ok().json(services::models::list(&state.pool, page).await?))
+    let page = services::models::list(&state.pool, page).await?;
+    Ok(HttpResponse::Ok().json(ModelList {
+        results: page.results.iter().map(ModelAnswer::from).collect(),
+        pagination: page.pagination.into(),
+    }))
 }
 
 /// Show a process model: files, processes, start events, the messages it starts with and
@@ -103,7 +224,7 @@ pub async fn list_models(
     tag = "process models",
     params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
     responses(
-        (status = 200, description = "The process model", body = Object),
+        (status = 200, description = "The process model", body = ModelDetailAnswer),
         (status = 400, description = "`invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`", body = Problem, content_type = "application/problem+json"),
@@ -119,5 +240,6 @@ pub async fn show_model(
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
     let identifier = services::models::identifier_from_url(&path)?;
-    Ok(HttpResponse::Ok().json(services::models::show(&state.pool, &identifier).await?))
+    let detail = services::models::show(&state.pool, &identifier).await?;
+    Ok(HttpResponse::Ok().json(ModelDetailAnswer::from(detail)))
 }

@@ -5,7 +5,7 @@ use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{ErrorKind, ScriptHost};
 use crate::store::{self, models::Retrieval, models::Trigger};
 use anyhow::anyhow;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
@@ -386,7 +386,7 @@ pub async fn put_file(
     identifier: &str,
     file_name: &str,
     content: &str,
-) -> Result<(bool, Value)> {
+) -> Result<(bool, ModelDetail)> {
     check_file_name(file_name)?;
     if content.contains('\0') {
         return Err(Error::bad_request(
@@ -500,21 +500,6 @@ async fn load_folder(
     Ok(())
 }
 
-fn model_json(row: &store::models::ModelRow) -> Value {
-    json!({
-        "id": row.identifier,
-        "identifier": row.identifier,
-        "modified_process_model_identifier": row.identifier.replace('/', ":"),
-        "display_name": row.display_name,
-        "primary_file_name": row.primary_file_name,
-        "primary_process_id": row.primary_process_id,
-        "summary": row.summary.0,
-        "version_sha": row.version_sha,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-    })
-}
-
 /// 404 `process_model_not_found`.
 pub fn model_not_found(identifier: &str) -> Error {
     Error::not_found(
@@ -523,41 +508,63 @@ pub fn model_not_found(identifier: &str) -> Error {
     )
 }
 
-pub async fn show(pool: &PgPool, identifier: &str) -> Result<Value> {
+/// A process model as stored (its current version).
+pub type Model = store::models::ModelRow;
+
+/// A version that live instances run on.
+pub type VersionInUse = store::models::VersionInUse;
+
+/// A file of the current version.
+#[derive(Debug, Clone)]
+pub struct ModelFile {
+    pub name: String,
+    pub sha256: String,
+    pub size: usize,
+}
+
+/// A model with its files and the versions its live instances run on.
+#[derive(Debug, Clone)]
+pub struct ModelDetail {
+    pub model: Model,
+    pub files: Vec<ModelFile>,
+    pub versions_in_use: Vec<VersionInUse>,
+}
+
+pub async fn show(pool: &PgPool, identifier: &str) -> Result<ModelDetail> {
     let mut conn = pool.acquire().await?;
-    let row = store::models::find(&mut conn, identifier)
+    let model = store::models::find(&mut conn, identifier)
         .await?
         .ok_or_else(|| model_not_found(identifier))?;
     let files = store::models::files(&mut conn, identifier).await?;
-    let in_use = store::models::versions_in_use(&mut conn, identifier).await?;
-    let mut shown = model_json(&row);
-    shown["current_version"] = json!(row.version_sha);
-    shown["versions_in_use"] = in_use
-        .iter()
-        .map(|v| {
-            json!({
-                "version_sha": v.version_sha,
-                "live_instances": v.live_instances,
-                "created_at": v.created_at,
-                "current": v.version_sha == row.version_sha,
+    let versions_in_use = store::models::versions_in_use(&mut conn, identifier).await?;
+    Ok(ModelDetail {
+        model,
+        files: files
+            .into_iter()
+            .map(|f| ModelFile {
+                size: f.content.len(),
+                name: f.file_name,
+                sha256: f.sha256,
             })
-        })
-        .collect();
-    shown["files"] = files
-        .iter()
-        .map(|f| json!({ "name": f.file_name, "sha256": f.sha256, "size": f.content.len() }))
-        .collect();
-    Ok(shown)
+            .collect(),
+        versions_in_use,
+    })
 }
 
-pub async fn list(pool: &PgPool, page: Page) -> Result<Value> {
+/// One page of the models, by identifier.
+pub struct ModelPage {
+    pub results: Vec<Model>,
+    pub pagination: super::Pagination,
+}
+
+pub async fn list(pool: &PgPool, page: Page) -> Result<ModelPage> {
     let mut conn = pool.acquire().await?;
     let rows = store::models::list(&mut conn, page.limit(), page.offset()).await?;
     let total = store::models::count(&mut conn).await?;
-    Ok(json!({
-        "results": rows.iter().map(model_json).collect::<Vec<_>>(),
-        "pagination": page.pagination(total, rows.len()),
-    }))
+    Ok(ModelPage {
+        pagination: page.pagination_of(total, rows.len()),
+        results: rows,
+    })
 }
 
 #[cfg(test)]
