@@ -191,15 +191,6 @@ impl From<&services::messages::Message> for MessageInstance {
     }
 }
 
-/// `{results, pagination: {count, total, pages}}` (process models and instances; their
-/// results are not typed yet)
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ListAnswer {
-    results: Vec<Object>,
-    pagination: super::display::PaginationAnswer,
-}
-
 /// `{results, pagination}`
 #[derive(Serialize, ToSchema)]
 pub struct MessageList {

@@ -2,16 +2,208 @@
 
 use super::auth::Principal;
 use super::display;
+use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
-use super::messages::{InstanceAnswer, ListAnswer};
+use super::messages::InstanceAnswer;
+use crate::services::instances::{Instance, InstanceDetail, StoredTask};
 use crate::services::{self, input};
 use crate::startup::AppState;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
+
+/// Where an instance stands.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum InstanceStatus {
+    Running,
+    Waiting,
+    UserInputRequired,
+    Complete,
+    Error,
+    Suspended,
+    Terminated,
+}
+
+/// Where a task stands.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TaskStateAnswer {
+    Ready,
+    Waiting,
+    Started,
+    Completed,
+    Error,
+    Cancelled,
+}
+
+/// Why an instance is in error: the element, the message, the model's error code (or
+/// `script_time_limit`, ...) and the BPMN file.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone)]
+pub struct InstanceErrorAnswer {
+    element_id: String,
+    message: String,
+    error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+}
+
+/// A process instance, as lists show it (no data).
+#[derive(Serialize, ToSchema)]
+pub struct ProcessInstanceAnswer {
+    id: i64,
+    #[schema(example = "finance/invoices")]
+    process_model_identifier: String,
+    /// The model version it runs on.
+    process_model_version: String,
+    process_id: String,
+    status: InstanceStatus,
+    error: Option<InstanceErrorAnswer>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<&Instance> for ProcessInstanceAnswer {
+    fn from(row: &Instance) -> ProcessInstanceAnswer {
+        ProcessInstanceAnswer {
+            id: row.id,
+            process_model_identifier: row.process_model_identifier.clone(),
+            process_model_version: row.model_version.clone(),
+            process_id: row.process_id.clone(),
+            status: serde_json::from_value(Value::String(row.status.clone()))
+                .unwrap_or(InstanceStatus::Error),
+            error: row.error.as_ref().map(|e| {
+                serde_json::from_value(e.0.clone()).unwrap_or_else(|_| InstanceErrorAnswer {
+                    element_id: String::new(),
+                    message: e.0.to_string(),
+                    error_code: None,
+                    file: None,
+                })
+            }),
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+/// A task of an instance.
+#[derive(Serialize, ToSchema)]
+pub struct TaskAnswer {
+    #[schema(value_type = String, format = Uuid)]
+    guid: Uuid,
+    element_id: String,
+    /// The BPMN element's type (`userTask`, `serviceTask`, ...).
+    element_type: String,
+    name: Option<String>,
+    state: TaskStateAnswer,
+    /// The subprocess (or call activity, or multi-instance) task it runs in.
+    #[schema(value_type = Option<String>, format = Uuid)]
+    scope: Option<Uuid>,
+    /// The process its element belongs to.
+    process_id: Option<String>,
+    /// A failed task: `{error_code, message}`.
+    #[schema(value_type = Option<Object>)]
+    data: Option<Value>,
+    /// A service task: attempts so far.
+    retries_attempted: i32,
+    /// A service task: when it is called again.
+    retry_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<&StoredTask> for TaskAnswer {
+    fn from(task: &StoredTask) -> TaskAnswer {
+        TaskAnswer {
+            guid: task.guid,
+            element_id: task.element_id.clone(),
+            element_type: task.element_type.clone(),
+            name: task.name.clone(),
+            state: serde_json::from_value(Value::String(task.state.clone()))
+                .unwrap_or(TaskStateAnswer::Error),
+            scope: task.scope,
+            process_id: task.process_id.clone(),
+            data: task.data.as_ref().map(|d| shown(d.0.clone())),
+            retries_attempted: task.retries_attempted,
+            retry_at: task.retry_at,
+            created_at: task.created_at,
+            updated_at: task.updated_at,
+        }
+    }
+}
+
+/// A timer that has not fired yet.
+#[derive(Serialize, ToSchema)]
+pub struct PendingTimerAnswer {
+    #[schema(value_type = String, format = Uuid)]
+    task_guid: Uuid,
+    element_id: String,
+    due_at: DateTime<Utc>,
+}
+
+/// A process instance with its data, every task and its pending timers.
+#[derive(Serialize, ToSchema)]
+pub struct ProcessInstanceDetail {
+    #[serde(flatten)]
+    #[schema(inline)]
+    instance: ProcessInstanceAnswer,
+    /// The task data.
+    #[schema(value_type = Object)]
+    data: Value,
+    /// The correlation values it was started or matched with, by property.
+    #[schema(value_type = Object)]
+    correlations: Value,
+    /// Its data objects (kept out of the task data).
+    #[schema(value_type = Object)]
+    data_objects: Value,
+    tasks: Vec<TaskAnswer>,
+    pending_timers: Vec<PendingTimerAnswer>,
+}
+
+impl From<InstanceDetail> for ProcessInstanceDetail {
+    fn from(detail: InstanceDetail) -> ProcessInstanceDetail {
+        let row = &detail.instance;
+        ProcessInstanceDetail {
+            instance: ProcessInstanceAnswer::from(row),
+            data: shown(row.data.0.clone()),
+            correlations: shown(row.correlations.0.clone()),
+            data_objects: shown(
+                row.internal
+                    .0
+                    .get("data_objects")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
+            ),
+            tasks: detail.tasks.iter().map(TaskAnswer::from).collect(),
+            pending_timers: detail
+                .pending_timers
+                .into_iter()
+                .map(|t| PendingTimerAnswer {
+                    task_guid: t.task_guid,
+                    element_id: t.element_id,
+                    due_at: t.due_at,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Values as clients read them (see [`display::untag`]).
+fn shown(mut value: Value) -> Value {
+    display::untag(&mut value);
+    value
+}
+
+/// `{results, pagination}`: a page of instances, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct ProcessInstanceList {
+    results: Vec<ProcessInstanceAnswer>,
+    pagination: PaginationAnswer,
+}
 
 /// Start an instance of the model's primary process and run it to its wait states.
 #[utoipa::path(
@@ -91,7 +283,7 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     tag = "process instances",
     params(("id" = i64, Path, description = "Process instance id")),
     responses(
-        (status = 200, description = "The instance", body = Object),
+        (status = 200, description = "The instance", body = ProcessInstanceDetail),
         (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
@@ -107,9 +299,8 @@ pub async fn show_instance(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     authorize(&principal, &state, id, "read", None).await?;
-    let mut instance = services::instances::show(&state.pool, id).await?;
-    display::untag(&mut instance);
-    super::json_off_thread(StatusCode::OK, instance).await
+    let detail = services::instances::show(&state.pool, id).await?;
+    super::json_off_thread(StatusCode::OK, ProcessInstanceDetail::from(detail)).await
 }
 
 /// The model of instance `id` once `principal` may `action` it (`instances:<action>:<model>`,
@@ -169,7 +360,7 @@ pub struct InstanceListQuery {
     tag = "process instances",
     params(InstanceListQuery),
     responses(
-        (status = 200, description = "Instances", body = ListAnswer),
+        (status = 200, description = "Instances", body = ProcessInstanceList),
         (status = 400, description = "`invalid_query`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>` (or `instances:read:*` without a model filter)", body = Problem, content_type = "application/problem+json"),
@@ -209,7 +400,15 @@ pub async fn list_instances(
         process_model_identifier: model.as_deref(),
         status,
     };
-    Ok(HttpResponse::Ok().json(services::instances::list(&state.pool, &filter, page).await?))
+    let page = services::instances::list(&state.pool, &filter, page).await?;
+    Ok(HttpResponse::Ok().json(ProcessInstanceList {
+        results: page
+            .results
+            .iter()
+            .map(ProcessInstanceAnswer::from)
+            .collect(),
+        pagination: page.pagination.into(),
+    }))
 }
 
 /// The body of a migration (every member optional).

@@ -190,65 +190,44 @@ pub fn answer_from_row(row: &InstanceRow) -> Value {
     answer.to_json()
 }
 
-fn task_json(task: &TaskRow) -> Value {
-    json!({
-        "guid": task.guid,
-        "element_id": task.element_id,
-        "element_type": task.element_type,
-        "name": task.name,
-        "state": task.state,
-        "scope": task.scope,
-        "process_id": task.process_id,
-        "data": task.data.as_ref().map(|d| &d.0),
-        "retries_attempted": task.retries_attempted,
-        "retry_at": task.retry_at,
-        "created_at": task.created_at,
-        "updated_at": task.updated_at,
-    })
-}
+/// A process instance as stored.
+pub type Instance = InstanceRow;
 
-/// An instance as the list shows it: without its data.
-fn instance_summary_json(row: &InstanceRow) -> Value {
-    json!({
-        "id": row.id,
-        "process_model_identifier": row.process_model_identifier,
-        "process_model_version": row.model_version,
-        "process_id": row.process_id,
-        "status": row.status,
-        "error": row.error.as_ref().map(|e| &e.0),
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-    })
-}
+/// A task of an instance as stored.
+pub type StoredTask = TaskRow;
 
-fn instance_json(row: &InstanceRow) -> Value {
-    let mut shown = instance_summary_json(row);
-    shown["data"] = row.data.0.clone();
-    shown["correlations"] = row.correlations.0.clone();
-    shown
+/// A timer of an instance that has not fired.
+pub type PendingTimer = store::timers::PendingTimer;
+
+/// An instance with every task and its pending timers, read from one snapshot.
+pub struct InstanceDetail {
+    pub instance: Instance,
+    pub tasks: Vec<StoredTask>,
+    pub pending_timers: Vec<PendingTimer>,
 }
 
 /// An instance with its status, data, error and every task.
-pub async fn show(pool: &PgPool, id: i64) -> Result<Value> {
+pub async fn show(pool: &PgPool, id: i64) -> Result<InstanceDetail> {
     // one snapshot for the row and its tasks, so a step committing in between is seen whole
     let mut conn = pool.begin().await?;
     store::read_only_snapshot(&mut conn).await?;
-    let row = store::instances::find(&mut conn, id)
+    let instance = store::instances::find(&mut conn, id)
         .await?
         .ok_or_else(|| instance_not_found(id))?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
-    let timers = store::timers::of_instance(&mut conn, id).await?;
+    let pending_timers = store::timers::of_instance(&mut conn, id).await?;
     conn.commit().await?;
-    let mut shown = instance_json(&row);
-    shown["data_objects"] = row
-        .internal
-        .0
-        .get("data_objects")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    shown["tasks"] = Value::Array(tasks.iter().map(task_json).collect());
-    shown["pending_timers"] = json!(timers);
-    Ok(shown)
+    Ok(InstanceDetail {
+        instance,
+        tasks,
+        pending_timers,
+    })
+}
+
+/// One page of instances, newest first.
+pub struct InstancePage {
+    pub results: Vec<Instance>,
+    pub pagination: super::Pagination,
 }
 
 /// Which instances a list shows; `None` is no filter.
@@ -258,8 +237,8 @@ pub struct InstanceFilter<'a> {
     pub status: Option<&'a str>,
 }
 
-/// One page of instances without their data, newest first: `{results, pagination}`.
-pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Result<Value> {
+/// One page of instances (lists show them without their data), newest first.
+pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Result<InstancePage> {
     let mut conn = pool.acquire().await?;
     let rows = store::instances::list(
         &mut conn,
@@ -276,10 +255,10 @@ pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Res
         page.count_up_to(),
     )
     .await?;
-    Ok(json!({
-        "results": rows.iter().map(instance_summary_json).collect::<Vec<_>>(),
-        "pagination": page.pagination(total, rows.len()),
-    }))
+    Ok(InstancePage {
+        pagination: page.pagination_of(total, rows.len()),
+        results: rows,
+    })
 }
 
 /// The model of an instance, for authorisation before a step (`None`: no such instance).
