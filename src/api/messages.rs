@@ -3,6 +3,7 @@
 use super::auth::Principal;
 use super::display;
 use super::error::{ApiError, Problem};
+use super::process_instances::InstanceAnswer;
 use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
 use crate::startup::AppState;
 use actix_web::http::StatusCode;
@@ -28,16 +29,6 @@ pub struct SendQuery {
     /// Accepted for compatibility with the reference; delivery is always synchronous.
     #[allow(dead_code)]
     execution_mode: Option<String>,
-}
-
-/// Delivered to a waiting instance, or started one: the instance after it ran on.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct InstanceAnswer {
-    /// Task data of the instance after the step.
-    task_data: Object,
-    /// `id`, `status`, `process_model_identifier`, `process_id`, `error`, timestamps.
-    process_instance: Object,
 }
 
 /// Buffered: nothing waits yet; the message waits until `expires_at` (on replay, once
@@ -262,9 +253,8 @@ pub async fn send_message(
     };
     Ok(
         match services::messages::send(&state.pool, &state.models, &request).await? {
-            SendAnswer::Instance(mut body) => {
-                display::untag(&mut body);
-                HttpResponse::Ok().json(body)
+            SendAnswer::Instance(outcome) => {
+                HttpResponse::Ok().json(InstanceAnswer::from(outcome.as_ref()))
             }
             SendAnswer::Buffered(message) => {
                 // the expiry sweeper may be asleep until a later deadline

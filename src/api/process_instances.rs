@@ -4,7 +4,7 @@ use super::auth::Principal;
 use super::display;
 use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
-use super::messages::InstanceAnswer;
+use crate::services::instances::InstanceOutcome;
 use crate::services::instances::{Instance, InstanceDetail, StoredTask};
 use crate::services::{self, input};
 use crate::startup::AppState;
@@ -67,6 +67,62 @@ pub struct ProcessInstanceAnswer {
     updated_at: DateTime<Utc>,
 }
 
+impl From<&InstanceOutcome> for ProcessInstanceAnswer {
+    fn from(outcome: &InstanceOutcome) -> ProcessInstanceAnswer {
+        ProcessInstanceAnswer {
+            id: outcome.id,
+            process_model_identifier: outcome.process_model_identifier.clone(),
+            process_model_version: outcome.model_version.clone(),
+            process_id: outcome.process_id.clone(),
+            status: status_of(&outcome.status),
+            error: outcome.error.as_ref().map(error_of),
+            created_at: outcome.created_at,
+            updated_at: outcome.updated_at,
+        }
+    }
+}
+
+fn status_of(status: &str) -> InstanceStatus {
+    serde_json::from_value(Value::String(status.to_string())).unwrap_or(InstanceStatus::Error)
+}
+
+fn error_of(error: &Value) -> InstanceErrorAnswer {
+    serde_json::from_value(error.clone()).unwrap_or_else(|_| InstanceErrorAnswer {
+        element_id: String::new(),
+        message: error.to_string(),
+        error_code: None,
+        file: None,
+    })
+}
+
+/// An instance after a start, a task completion or a delivered message ran it on to its next
+/// wait (or its end).
+#[derive(Serialize, ToSchema)]
+pub struct InstanceAnswer {
+    process_instance: ProcessInstanceAnswer,
+    /// The task data after the step.
+    #[schema(value_type = Object)]
+    task_data: Value,
+}
+
+impl From<&InstanceOutcome> for InstanceAnswer {
+    fn from(outcome: &InstanceOutcome) -> InstanceAnswer {
+        InstanceAnswer {
+            process_instance: ProcessInstanceAnswer::from(outcome),
+            task_data: shown(outcome.data.clone()),
+        }
+    }
+}
+
+/// A migrated instance, and the version it ran on before.
+#[derive(Serialize, ToSchema)]
+pub struct MigratedAnswer {
+    #[serde(flatten)]
+    #[schema(inline)]
+    instance: InstanceAnswer,
+    previous_version: String,
+}
+
 impl From<&Instance> for ProcessInstanceAnswer {
     fn from(row: &Instance) -> ProcessInstanceAnswer {
         ProcessInstanceAnswer {
@@ -74,16 +130,8 @@ impl From<&Instance> for ProcessInstanceAnswer {
             process_model_identifier: row.process_model_identifier.clone(),
             process_model_version: row.model_version.clone(),
             process_id: row.process_id.clone(),
-            status: serde_json::from_value(Value::String(row.status.clone()))
-                .unwrap_or(InstanceStatus::Error),
-            error: row.error.as_ref().map(|e| {
-                serde_json::from_value(e.0.clone()).unwrap_or_else(|_| InstanceErrorAnswer {
-                    element_id: String::new(),
-                    message: e.0.to_string(),
-                    error_code: None,
-                    file: None,
-                })
-            }),
+            status: status_of(&row.status),
+            error: row.error.as_ref().map(|e| error_of(&e.0)),
             created_at: row.created_at,
             updated_at: row.updated_at,
         }
@@ -245,7 +293,7 @@ pub async fn start_instance(
         "invalid_payload",
         "the initial data",
     )?;
-    let mut answer = services::instances::start(
+    let answer = services::instances::start(
         &state.pool,
         &state.models,
         &model,
@@ -253,8 +301,7 @@ pub async fn start_instance(
         &principal.subject,
     )
     .await?;
-    display::untag(&mut answer);
-    Ok(HttpResponse::Created().json(answer))
+    Ok(HttpResponse::Created().json(InstanceAnswer::from(&answer)))
 }
 
 /// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
@@ -432,7 +479,7 @@ pub struct MigrateRequest {
     params(("id" = i64, Path, description = "Process instance id")),
     request_body(content = Option<MigrateRequest>, description = "Optional `{\"target_version\": \"<version_sha>\"}`", content_type = "application/json"),
     responses(
-        (status = 200, description = "Moved (or already there); the instance, with `previous_version`", body = InstanceAnswer),
+        (status = 200, description = "Moved (or already there); the instance, with `previous_version`", body = MigratedAnswer),
         (status = 400, description = "`invalid_json`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>`", body = Problem, content_type = "application/problem+json"),
@@ -459,15 +506,17 @@ pub async fn migrate_instance(
     if let Some(version) = &request.target_version {
         input::check_text(version, "invalid_json", "target_version", 128)?;
     }
-    let mut answer = services::instances::migrate(
+    let migrated = services::instances::migrate(
         &state.pool,
         &state.models,
         id,
         request.target_version.as_deref(),
     )
     .await?;
-    display::untag(&mut answer);
-    Ok(HttpResponse::Ok().json(answer))
+    Ok(HttpResponse::Ok().json(MigratedAnswer {
+        instance: InstanceAnswer::from(&migrated.outcome),
+        previous_version: migrated.previous_version,
+    }))
 }
 
 /// Complete a waiting user or manual task: the body is merged into the task data and the
@@ -509,7 +558,7 @@ pub async fn complete_task(
             "the task data must be a JSON object",
         ));
     };
-    let mut answer = services::instances::complete_task(
+    let answer = services::instances::complete_task(
         &state.pool,
         &state.models,
         instance_id,
@@ -518,6 +567,5 @@ pub async fn complete_task(
         &principal.subject,
     )
     .await?;
-    display::untag(&mut answer);
-    Ok(HttpResponse::Ok().json(answer))
+    Ok(HttpResponse::Ok().json(InstanceAnswer::from(&answer)))
 }

@@ -1,6 +1,7 @@
 //! Process instances: start, complete a user/manual task, show, list.
 
-use super::unit_of_work::{Applied, InstanceAnswer};
+use super::unit_of_work::Applied;
+pub use super::unit_of_work::InstanceOutcome;
 use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::engine::{EngineError, Event};
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
@@ -16,7 +17,7 @@ pub async fn start(
     model: &str,
     data: &Map<String, Value>,
     actor: &str,
-) -> Result<Value> {
+) -> Result<InstanceOutcome> {
     retry_transaction!(start_once(pool, cache, model, data, actor))
 }
 
@@ -26,7 +27,7 @@ async fn start_once(
     model: &str,
     data: &Map<String, Value>,
     actor: &str,
-) -> Result<Value> {
+) -> Result<InstanceOutcome> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     uow.act_as(actor);
     let id = uow.start_instance(model, data.clone()).await?;
@@ -42,7 +43,7 @@ pub async fn complete_task(
     task_guid: Uuid,
     data: &Map<String, Value>,
     actor: &str,
-) -> Result<Value> {
+) -> Result<InstanceOutcome> {
     retry_transaction!(complete_task_once(
         pool,
         cache,
@@ -60,7 +61,7 @@ async fn complete_task_once(
     task_guid: Uuid,
     data: &Map<String, Value>,
     actor: &str,
-) -> Result<Value> {
+) -> Result<InstanceOutcome> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     uow.act_as(actor);
     let event = Event::CompleteTask {
@@ -81,7 +82,7 @@ pub async fn migrate(
     cache: &ModelCache,
     instance_id: i64,
     target_version: Option<&str>,
-) -> Result<Value> {
+) -> Result<Migrated> {
     retry_transaction!(migrate_once(pool, cache, instance_id, target_version))
 }
 
@@ -90,7 +91,7 @@ async fn migrate_once(
     cache: &ModelCache,
     id: i64,
     target_version: Option<&str>,
-) -> Result<Value> {
+) -> Result<Migrated> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     if !uow.load(id).await? {
         return Err(instance_not_found(id));
@@ -141,9 +142,16 @@ async fn migrate_once(
         uow.move_to_version(id, &target, target_spec).await?;
     }
     let committed = uow.commit().await?;
-    let mut answer = committed.answer(id).expect("loaded above");
-    answer["previous_version"] = json!(from);
-    Ok(answer)
+    Ok(Migrated {
+        outcome: committed.answer(id).expect("loaded above"),
+        previous_version: from,
+    })
+}
+
+/// An instance moved to another version (or left on its own).
+pub struct Migrated {
+    pub outcome: InstanceOutcome,
+    pub previous_version: String,
 }
 
 /// The engine only holds live tasks: a guid it does not know may be a finished task
@@ -170,24 +178,19 @@ async fn task_refusal(
     })
 }
 
-/// `{process_instance, task_data}` of a stored instance.
-pub fn answer_from_row(row: &InstanceRow) -> Value {
-    let answer = InstanceAnswer {
+/// The outcome of a stored instance (a message replayed to the instance it reached).
+pub fn outcome_of_row(row: &InstanceRow) -> InstanceOutcome {
+    InstanceOutcome {
         id: row.id,
-        process_model_identifier: &row.process_model_identifier,
-        model_version: &row.model_version,
-        process_id: &row.process_id,
-        status: &row.status,
-        error: row
-            .error
-            .as_ref()
-            .map(|e| e.0.clone())
-            .unwrap_or(Value::Null),
+        process_model_identifier: row.process_model_identifier.clone(),
+        model_version: row.model_version.clone(),
+        process_id: row.process_id.clone(),
+        status: row.status.clone(),
+        error: row.error.as_ref().map(|e| e.0.clone()),
         data: row.data.0.clone(),
         created_at: row.created_at,
         updated_at: row.updated_at,
-    };
-    answer.to_json()
+    }
 }
 
 /// A process instance as stored.

@@ -22,8 +22,8 @@ pub struct SendRequest {
 /// A message's outcome as the API answers it.
 #[derive(Debug, Clone)]
 pub enum SendAnswer {
-    /// Delivered to, or started, a process instance: `{task_data, process_instance}`.
-    Instance(Value),
+    /// Delivered to, or started, a process instance: the instance after it ran on.
+    Instance(Box<super::unit_of_work::InstanceOutcome>),
     /// Buffered (or buffered and since expired): the stored message.
     Buffered(Box<Message>),
 }
@@ -155,9 +155,9 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     };
     let committed = uow.commit().await?;
     let answer = match &routed {
-        Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => {
-            committed.answer(*instance_id).map(SendAnswer::Instance)
-        }
+        Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => committed
+            .answer(*instance_id)
+            .map(|outcome| SendAnswer::Instance(Box::new(outcome))),
         Routed::Buffered => buffered.map(|row| SendAnswer::Buffered(Box::new(row))),
         Routed::NotAccepted { .. } => None,
     };
@@ -210,7 +210,7 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
         ("completed", Some(instance_id)) => {
             let stored = uow.stored_instance(instance_id).await?;
             stored
-                .map(|row| SendAnswer::Instance(instances::answer_from_row(&row)))
+                .map(|row| SendAnswer::Instance(Box::new(instances::outcome_of_row(&row))))
                 .ok_or_else(|| {
                     Error::Internal(anyhow::anyhow!(
                         "message {} points at a missing instance",

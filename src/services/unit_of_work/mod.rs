@@ -17,7 +17,7 @@ mod records;
 mod routing;
 mod steps;
 
-pub use persistence::InstanceAnswer;
+pub use persistence::InstanceOutcome;
 
 use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
@@ -118,10 +118,8 @@ pub struct Committed {
 
 impl Committed {
     /// `{"process_instance": {...}, "task_data": {...}}` for an instance the unit held.
-    pub fn answer(&self, id: i64) -> Option<Value> {
-        self.instances
-            .get(&id)
-            .map(|loaded| loaded.answer(id).to_json())
+    pub fn answer(&self, id: i64) -> Option<InstanceOutcome> {
+        self.instances.get(&id).map(|loaded| loaded.outcome(id))
     }
 
     /// The instance's error after the unit, if it ended in one.

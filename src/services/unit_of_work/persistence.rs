@@ -51,14 +51,14 @@ impl<'c> UnitOfWork<'c> {
 
 impl Loaded {
     /// The parts of this instance its answer shows.
-    pub(super) fn answer(&self, id: i64) -> InstanceAnswer<'_> {
-        InstanceAnswer {
+    pub(super) fn outcome(&self, id: i64) -> InstanceOutcome {
+        InstanceOutcome {
             id,
-            process_model_identifier: &self.process_model_identifier,
-            model_version: &self.model_version,
-            process_id: &self.state.process_id,
-            status: self.state.status.as_str(),
-            error: json!(self.state.error),
+            process_model_identifier: self.process_model_identifier.clone(),
+            model_version: self.model_version.clone(),
+            process_id: self.state.process_id.clone(),
+            status: self.state.status.as_str().to_string(),
+            error: self.state.error.as_ref().map(|e| json!(e)),
             data: Value::Object(self.state.data.clone()),
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -66,36 +66,20 @@ impl Loaded {
     }
 }
 
-/// The parts of an instance that its answer shows.
-pub struct InstanceAnswer<'a> {
+/// An instance as a start, a task completion or a delivered message leaves it: its status
+/// and error, and its task data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceOutcome {
     pub id: i64,
-    pub process_model_identifier: &'a str,
-    pub model_version: &'a str,
-    pub process_id: &'a str,
-    pub status: &'a str,
-    pub error: Value,
+    pub process_model_identifier: String,
+    pub model_version: String,
+    pub process_id: String,
+    pub status: String,
+    /// `{element_id, message, error_code, file}` when it is in error.
+    pub error: Option<Value>,
     pub data: Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-impl InstanceAnswer<'_> {
-    /// The answer shape of a start, a task completion and a delivered message.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "process_instance": {
-                "id": self.id,
-                "status": self.status,
-                "process_model_identifier": self.process_model_identifier,
-                "process_model_version": self.model_version,
-                "process_id": self.process_id,
-                "error": self.error,
-                "created_at": self.created_at,
-                "updated_at": self.updated_at,
-            },
-            "task_data": self.data,
-        })
-    }
 }
 
 pub(super) fn task_row_json(task: &Task) -> Value {
