@@ -354,9 +354,9 @@ pub async fn list_messages(
 /// Show one message instance.
 #[utoipa::path(
     get,
-    path = "/v1.0/messages/{id}",
+    path = "/v1.0/message-instances/{message_instance_id}",
     tag = "messages",
-    params(("id" = i64, Path, description = "Message instance id")),
+    params(("message_instance_id" = i64, Path, description = "Message instance id")),
     responses(
         (status = 200, description = "The message instance", body = MessageInstance),
         (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),

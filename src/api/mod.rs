@@ -157,6 +157,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/v1.0/messages/{modified_message_name}")
                 .route(web::post().to(messages::send_message))
+                // kept: the document shows /v1.0/message-instances/{id}
+                .route(web::get().to(messages::show_message)),
+        )
+        .service(
+            web::resource("/v1.0/message-instances/{message_instance_id}")
                 .route(web::get().to(messages::show_message)),
         )
         .service(
@@ -179,7 +184,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/v1.0/process-instances/{id}")
                 .route(web::post().to(process_instances::start_instance))
-                .route(web::get().to(process_instances::show_instance)),
+                // kept: the document shows the path with the model
+                .route(web::get().to(process_instances::show_instance_by_id)),
         )
         .service(
             web::resource("/v1.0/process-instances/{id}/migrate")
@@ -188,6 +194,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/v1.0/process-instances/{id}/connector-logs")
                 .route(web::get().to(callbacks::connector_logs)),
+        )
+        // after the two fixed sub-paths above, which this template would also match
+        .service(
+            web::resource(
+                "/v1.0/process-instances/{modified_process_model_identifier}/{process_instance_id}",
+            )
+            .route(web::get().to(process_instances::show_instance)),
         )
         .service(
             web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}")

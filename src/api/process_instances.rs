@@ -326,15 +326,18 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
 /// its pending timers (`pending_timers: [{task_guid, element_id, due_at}]`, soonest first).
 #[utoipa::path(
     get,
-    path = "/v1.0/process-instances/{id}",
+    path = "/v1.0/process-instances/{modified_process_model_identifier}/{process_instance_id}",
     tag = "process instances",
-    params(("id" = i64, Path, description = "Process instance id")),
+    params(
+        ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "The instance's model, `group:sub:model` (SpiffArena's path)"),
+        ("process_instance_id" = i64, Path, description = "Process instance id"),
+    ),
     responses(
         (status = 200, description = "The instance", body = ProcessInstanceDetail),
-        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_path`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance of that model, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -342,10 +345,31 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
 pub async fn show_instance(
     principal: Principal,
     state: web::Data<AppState>,
+    path: web::Path<(String, i64)>,
+) -> Result<HttpResponse, ApiError> {
+    let (modified, id) = path.into_inner();
+    let model = services::models::identifier_from_url(&modified)?;
+    let found = authorize(&principal, &state, id, "read", None).await?;
+    if found != model {
+        return Err(services::instances::instance_not_found(id).into());
+    }
+    instance_detail(&state, id).await
+}
+
+/// `GET /v1.0/process-instances/{id}`: the instance without naming its model (kept for the
+/// clients that use it; the document shows the path above, as two path templates that differ
+/// only in their parameter's name would be one path to OpenAPI).
+pub async fn show_instance_by_id(
+    principal: Principal,
+    state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     authorize(&principal, &state, id, "read", None).await?;
+    instance_detail(&state, id).await
+}
+
+async fn instance_detail(state: &AppState, id: i64) -> Result<HttpResponse, ApiError> {
     let detail = services::instances::show(&state.pool, id).await?;
     super::json_off_thread(StatusCode::OK, ProcessInstanceDetail::from(detail)).await
 }

@@ -319,3 +319,38 @@ async fn the_spiffarena_fixtures_load() {
     assert_eq!(body["task_data"]["the_payload"]["po_number"], json!(1001));
     let _: Value = body;
 }
+
+/// The document's show paths: a message instance at `/v1.0/message-instances/{id}`, an
+/// instance under its model (SpiffArena's path; another model's path does not find it). The
+/// older paths still answer.
+#[tokio::test]
+async fn instances_and_messages_are_shown_at_their_own_paths() {
+    let app = spawn_app().await;
+    upload_ok(
+        &app,
+        "shown/model",
+        "m.bpmn",
+        &models::user_task_process("shown_p"),
+    )
+    .await;
+    let id = start_ok(&app, "shown/model", &json!({})).await;
+    let (status, body) = get(&app, &format!("/v1.0/process-instances/shown:model/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["id"], id);
+    assert!(body["tasks"][0]["element_id"].is_string(), "{body}");
+    let (status, body) = get(&app, &format!("/v1.0/process-instances/other:model/{id}")).await;
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("process_instance_not_found"))
+    );
+    let (status, _) = get(&app, &format!("/v1.0/process-instances/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (_, body) = send(&app, "nobody waits", &json!({}), &[]).await;
+    let message = body["message_instance_id"].as_i64().unwrap();
+    let (status, shown) = get(&app, &format!("/v1.0/message-instances/{message}")).await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    assert_eq!(shown["failure_reason"], "no_receiver");
+    let (status, _) = get(&app, &format!("/v1.0/messages/{message}")).await;
+    assert_eq!(status, StatusCode::OK);
+}

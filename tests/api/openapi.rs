@@ -174,3 +174,27 @@ fn every_json_answer_has_a_schema_with_properties() {
     }
     assert!(untyped.is_empty(), "answers without a schema: {untyped:?}");
 }
+
+/// OpenAPI takes two templates that differ only in their parameters' names for one path: each
+/// path of the document is a path of its own.
+#[test]
+fn no_two_paths_differ_only_in_parameter_names() {
+    let doc: Value = serde_json::from_str(&openapi_document()).unwrap();
+    let mut shapes = std::collections::HashMap::new();
+    for path in doc["paths"].as_object().unwrap().keys() {
+        let shape: String = path
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "{}"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        if let Some(other) = shapes.insert(shape, path.clone()) {
+            panic!("{path} and {other} are the same path");
+        }
+    }
+}
