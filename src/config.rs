@@ -13,6 +13,52 @@ use reqwest::Url;
 
 pub const PREFIX: &str = "WORKFLOW_BACKEND_";
 
+/// Every variable the settings read (without [`PREFIX`]), with its default, for `--help` (a
+/// test holds it to what `from_vars` reads).
+pub const VARIABLES: &[(&str, &str)] = &[
+    ("DATABASE_URL", DEFAULT_DATABASE_URL),
+    ("DATABASE_POOL_SIZE", "10"),
+    ("BIND", DEFAULT_BIND),
+    ("URL", "http://<BIND>"),
+    ("JWT_SECRET", "none"),
+    ("JWT_PUBLIC_KEY_FILE", "none"),
+    ("JWT_ISSUER", "none"),
+    ("JWT_AUDIENCE", "none"),
+    ("JWT_LEEWAY_SECONDS", "5"),
+    ("CONNECTOR_PROXY_URL", "none"),
+    ("CONNECTOR_PROXY_API_KEY", "none"),
+    ("CONNECTOR_CONNECT_TIMEOUT_MS", "5000"),
+    ("CONNECTOR_TIMEOUT_MS", "45000"),
+    ("CALLBACK_TOKEN_TTL_SECONDS", "86400"),
+    ("PROCESS_MODELS_DIR", "none"),
+    ("MAX_BODY_BYTES", "1048576"),
+    ("BODY_READ_TIMEOUT_MS", "30000"),
+    ("LOG_FORMAT", "text"),
+    ("PYTHON", "python3"),
+    ("PYTHON_PACKAGES", "<target dir>/python-packages"),
+    ("SCRIPT_WORKERS", "number of cores"),
+    ("SCRIPT_TIME_LIMIT_MS", "1000"),
+    ("SCRIPT_MEMORY_LIMIT_MB", "64"),
+    ("SCRIPT_QUEUE_TIMEOUT_MS", "5000"),
+    ("ENV_IDENTIFIER", "local"),
+];
+
+/// The environment section of `--help`: every variable with its default.
+pub fn variables_help() -> String {
+    let mut help = String::from(
+        "Environment (also read from a .env file; empty counts as unset; an invalid value \
+         stops the command, naming it):\n",
+    );
+    for (name, default) in VARIABLES {
+        help.push_str(&format!("  {PREFIX}{name:<30} default: {default}\n"));
+    }
+    help.push_str(&format!(
+        "  {:<47} default: info,sqlx=warn,actix_web_prom=error\n",
+        "RUST_LOG"
+    ));
+    help
+}
+
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/workflow_backend";
 const DEFAULT_BIND: &str = "127.0.0.1:7000";
 const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -591,5 +637,23 @@ mod tests {
             assert!(!debug.contains(secret), "{secret} leaked in {debug}");
         }
         assert!(debug.contains("<redacted>"));
+    }
+
+    /// `--help` lists every variable `from_vars` reads, and nothing else.
+    #[test]
+    fn the_help_lists_every_variable_the_settings_read() {
+        let source = include_str!("config.rs");
+        let body = &source[source.find("pub fn from_vars").unwrap()..];
+        let body = &body[..body.find("\n    }\n").unwrap()];
+        let mut read: Vec<&str> = body
+            .split("get(\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        read.sort();
+        read.dedup();
+        let mut listed: Vec<&str> = VARIABLES.iter().map(|(name, _)| *name).collect();
+        listed.sort();
+        assert_eq!(read, listed);
     }
 }

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use workflow_backend::api::openapi_document;
 use workflow_backend::config::{ConfigError, Settings};
@@ -64,7 +64,7 @@ enum SecretCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     match run(cli.command.unwrap_or(Command::Serve)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -143,13 +143,34 @@ fn run(command: Command) -> anyhow::Result<()> {
             let settings = Settings::from_env()?;
             telemetry::init(settings.log_format)?;
             tracing::info!(settings = ?settings, "starting");
+            let host = settings
+                .bind
+                .rsplit_once(':')
+                .map(|(host, _)| host.to_string())
+                .unwrap_or_else(|| "127.0.0.1".into());
             runtime()?.block_on(async {
                 let app = Application::build(settings).await?;
-                tracing::info!(port = app.port(), "listening");
+                let url = format!("http://{host}:{}", app.port());
+                tracing::info!(url = %url, ui = %format!("{url}/v1.0/ui/"), "listening");
                 app.run_until_stopped().await
             })
         }
     }
+}
+
+/// The command line, with every command's `--help` listing the environment variables it
+/// reads (all but `openapi` read every setting: an invalid one stops them).
+fn parse_cli() -> Cli {
+    let environment = workflow_backend::config::variables_help();
+    let mut command = Cli::command().after_help(environment.clone());
+    for name in ["serve", "migrate", "token", "secret"] {
+        command = command.mut_subcommand(name, |sub| sub.after_help(environment.clone()));
+    }
+    command = command.mut_subcommand("openapi", |sub| {
+        sub.after_help("Reads no environment variable.")
+    });
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// A secret's value from stdin: UTF-8, without one trailing newline (`\n` or `\r\n`), checked

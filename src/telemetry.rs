@@ -24,8 +24,11 @@ pub fn env_filter() -> Result<EnvFilter, ConfigError> {
 
 /// Installs the global subscriber. Call once, at the start of `main`.
 pub fn init(format: LogFormat) -> Result<(), ConfigError> {
+    use std::io::IsTerminal;
+    // colours only for a person at a terminal, not in files or log collectors
     let builder = tracing_subscriber::fmt()
         .with_env_filter(env_filter()?)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

@@ -227,3 +227,23 @@ async fn sigterm_stops_the_server_gracefully() {
     )
     .await;
 }
+
+/// Every command's `--help` lists the environment variables it reads, with their defaults.
+#[test]
+fn help_lists_the_environment_each_command_reads() {
+    for command in ["serve", "migrate", "token", "secret"] {
+        let output = run(&[command, "--help"], &[]);
+        assert!(output.status.success());
+        let help = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            help.contains("WORKFLOW_BACKEND_DATABASE_URL")
+                && help.contains("default: postgres://postgres@127.0.0.1:5432/workflow_backend")
+                && help.contains("WORKFLOW_BACKEND_JWT_SECRET")
+                && help.contains("RUST_LOG"),
+            "{command}: {help}"
+        );
+    }
+    let output = run(&["openapi", "--help"], &[]);
+    let help = String::from_utf8(output.stdout).unwrap();
+    assert!(help.contains("Reads no environment variable"), "{help}");
+}
