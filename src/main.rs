@@ -142,7 +142,23 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Serve => {
             let settings = Settings::from_env()?;
             telemetry::init(settings.log_format)?;
-            tracing::info!(settings = ?settings, "starting");
+            // each setting a field of its own (JSON logs index them); secrets redacted
+            tracing::info!(
+                database_url = %workflow_backend::config::redact_url(&settings.database_url),
+                bind = %settings.bind,
+                public_url = %settings.public_url,
+                connector_proxy_url = settings.connector_proxy_url.as_deref().unwrap_or(""),
+                process_models_dir = ?settings.process_models_dir,
+                database_pool_size = settings.database_pool_size,
+                max_body_bytes = settings.max_body_bytes,
+                jwt_secret = settings.jwt.secret.is_some(),
+                jwt_public_key_file = ?settings.jwt.public_key_file,
+                jwt_issuer = settings.jwt.issuer.as_deref().unwrap_or(""),
+                jwt_audience = settings.jwt.audience.as_deref().unwrap_or(""),
+                script_workers = settings.scripts.workers,
+                script_time_limit_ms = settings.scripts.time_limit_ms,
+                "starting"
+            );
             let host = settings
                 .bind
                 .rsplit_once(':')

@@ -255,10 +255,15 @@ async fn log_request(
         method = %method,
         path,
         status = res.status().as_u16(),
-        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        elapsed_ms = tenth_of_a_millisecond(started.elapsed()),
         "request"
     );
     Ok(res)
+}
+
+/// Milliseconds to one decimal (`2.4`), as a log reads them: more digits only add noise.
+fn tenth_of_a_millisecond(elapsed: std::time::Duration) -> f64 {
+    (elapsed.as_secs_f64() * 10_000.0).round() / 10.0
 }
 
 /// Creates the database if it does not exist, connects a pool and runs the migrations.
@@ -335,4 +340,13 @@ fn start_script_workers(
     })
     .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?;
     Ok(Arc::new(host))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn request_times_are_logged_to_a_tenth_of_a_millisecond() {
+        let logged = super::tenth_of_a_millisecond(std::time::Duration::from_micros(2_437));
+        assert_eq!(logged, 2.4);
+    }
 }

@@ -120,7 +120,7 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
         ("process_instance_id" = i64, Path, description = "Process instance id"),
         ("task_guid" = String, Path, format = Uuid, description = "Service task guid"),
     ),
-    request_body(content = Object, description = "Version 2 envelope: `command_response.body`, or a structured `error`", content_type = "application/json"),
+    request_body(content = Object, description = "Version 2 envelope: `command_response.body`, or a structured `error`", content_type = "application/json", example = json!({"command_response": {"body": {"approved": true, "score": 814}, "mimetype": "application/json"}, "command_response_version": 2, "error": null, "wf__logs": ["scored by the bureau"]})),
     responses(
         (status = 200, description = "What the callback did", body = CallbackAnswer),
         (status = 400, description = "`invalid_callback_body` (also: a NUL character, nesting deeper than 64 levels, a number that cannot be stored), `callback_not_found`, `not_waiting_for_callback`, `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),

@@ -208,7 +208,7 @@ pub struct Object(#[allow(dead_code)] Value);
         ("modified_message_name" = String, Path, max_length = 255, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", description = "The message name (URL-encoded; at most 255 bytes, no control characters); a process-group prefix `group:sub:` is allowed and ignored"),
         SendQuery,
     ),
-    request_body(content = Object, description = "The payload: a JSON object", content_type = "application/json"),
+    request_body(content = Object, description = "The payload: a JSON object", content_type = "application/json", example = json!({"order_id": "A1", "amount": 12})),
     responses(
         (status = 200, description = "Delivered to a waiting instance or started one", body = InstanceAnswer),
         (status = 202, description = "Buffered (or, on replay, buffered and since expired: status `cancelled`)", body = BufferedAnswer),

@@ -259,7 +259,7 @@ pub struct ProcessInstanceList {
     path = "/v1.0/process-instances/{modified_process_model_identifier}",
     tag = "process instances",
     params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
-    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json"),
+    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json", example = json!({"customer_id": "C-42"})),
     responses(
         (status = 201, description = "Started; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`invalid_payload`, `invalid_json`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
@@ -553,7 +553,7 @@ pub async fn migrate_instance(
         ("process_instance_id" = i64, Path, description = "Process instance id"),
         ("task_guid" = Uuid, Path, description = "Task guid"),
     ),
-    request_body(content = Object, description = "Data to merge into the task data", content_type = "application/json"),
+    request_body(content = Object, description = "Data to merge into the task data", content_type = "application/json", example = json!({"approved": true, "comment": "fine"})),
     responses(
         (status = 200, description = "Completed; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`not_waiting`, `task_not_found`, `invalid_payload`, `invalid_path`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
