@@ -17,6 +17,7 @@
 //! written with `%` and whitespace percent-encoded ([`scope_part`]), since the claim separates
 //! scopes by spaces: the message `order paid` needs `messages:send:order%20paid`.
 
+use crate::services::ErrorCode;
 use std::future::{ready, Ready};
 
 use actix_web::dev::Payload;
@@ -141,14 +142,14 @@ impl From<VerifiedToken> for Principal {
 impl From<TokenError> for ApiError {
     fn from(err: TokenError) -> ApiError {
         match err {
-            TokenError::Expired => ApiError::unauthorized("token_expired", err.to_string()),
+            TokenError::Expired => ApiError::refused(ErrorCode::TokenExpired, err.to_string()),
             TokenError::Invalid(detail) => invalid_token(detail),
         }
     }
 }
 
 fn invalid_token(detail: impl Into<String>) -> ApiError {
-    ApiError::unauthorized("invalid_token", detail)
+    ApiError::refused(ErrorCode::InvalidToken, detail)
 }
 
 fn bearer_token(req: &HttpRequest) -> Result<&str, ApiError> {

@@ -3,6 +3,7 @@
 
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
+use crate::services::ErrorCode;
 
 use crate::connector;
 use crate::services::service_tasks::{CallbackDone, ConnectorLogLine};
@@ -148,12 +149,15 @@ pub async fn callback(
     super::process_instances::authorize(&principal, &state, id, "update", task_scope.as_deref())
         .await?;
     let task_guid = task_guid.ok_or_else(|| {
-        ApiError::bad_request("callback_not_found", format!("'{guid}' is not a task guid"))
+        ApiError::refused(
+            ErrorCode::CallbackNotFound,
+            format!("'{guid}' is not a task guid"),
+        )
     })?;
     let body = body.into_inner();
-    services::input::check_json(&body, "invalid_callback_body", "the callback body")?;
+    services::input::check_json(&body, ErrorCode::InvalidCallbackBody, "the callback body")?;
     let outcome = connector::parse_callback(&body)
-        .map_err(|e| ApiError::bad_request("invalid_callback_body", e))?;
+        .map_err(|e| ApiError::refused(ErrorCode::InvalidCallbackBody, e))?;
     let ctx = state.service_tasks();
     let answer = service_tasks::callback(&ctx, id, task_guid, &outcome).await?;
     Ok(HttpResponse::Ok().json(CallbackAnswer::from(answer)))

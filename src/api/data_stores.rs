@@ -4,6 +4,7 @@
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
 use crate::bpmn::DataStoreKind;
+use crate::services::ErrorCode;
 use crate::services::{
     self,
     data_stores::{StoreChange, StoreContent, StoreDetail, StoreKey, StoreSummary},
@@ -257,7 +258,7 @@ pub async fn show_data_store(
     let key = StoreKey::new(&kind, &identifier, query.location.as_deref())?;
     let page = services::Page::new(query.page, query.per_page)?;
     let prefix = query.prefix.as_deref().unwrap_or_default();
-    services::input::check_text(prefix, "invalid_query", "prefix", 255)?;
+    services::input::check_text(prefix, ErrorCode::InvalidQuery, "prefix", 255)?;
     let detail = services::data_stores::show(&state.pool, &key, page, prefix).await?;
     Ok(HttpResponse::Ok().json(DataStoreDetail::from(detail)))
 }
@@ -292,7 +293,10 @@ pub async fn put_data_store(
     principal.require(WRITE)?;
     let (kind, identifier) = path.into_inner();
     let request: DataStoreBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::bad_request("invalid_json", format!("the body is not a data store: {e}"))
+        ApiError::refused(
+            ErrorCode::InvalidJson,
+            format!("the body is not a data store: {e}"),
+        )
     })?;
     let key = StoreKey::new(&kind, &identifier, request.location.as_deref())?;
     let change = StoreChange {

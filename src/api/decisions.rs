@@ -4,6 +4,7 @@ use super::auth::Principal;
 use super::display;
 use super::error::{ApiError, Problem};
 use crate::dmn::{Decision, Evaluation};
+use crate::services::ErrorCode;
 use crate::services::{self, decisions::FoundDecision, input};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
@@ -176,13 +177,17 @@ pub async fn evaluate_decision(
         &body
     };
     let request: EvaluateRequest = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(
-            "invalid_json",
+        ApiError::refused(
+            ErrorCode::InvalidJson,
             format!("the body is not an evaluation request: {e}"),
         )
     })?;
     let data = request.data.unwrap_or_default();
-    input::check_json(&Value::Object(data.clone()), "invalid_payload", "the data")?;
+    input::check_json(
+        &Value::Object(data.clone()),
+        ErrorCode::InvalidPayload,
+        "the data",
+    )?;
     let model = model_of(request.process_model_identifier.as_deref())?;
     let (found, evaluation) =
         services::decisions::evaluate(&state.pool, &state.models, &path, model.as_deref(), data)

@@ -12,6 +12,7 @@
 //!   extractor, Swagger UI's 404 for an unknown asset. Its code is the status's reason phrase in
 //!   snake case (403 is `not_authorized`); a 5xx detail is never exposed.
 
+use crate::services::{ErrorCode, Refusal};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -92,9 +93,8 @@ impl ApiError {
     /// connection is busy. Nothing was done; the request may be sent again.
     pub fn database_unavailable(cause: impl fmt::Display) -> Self {
         tracing::warn!(cause = %cause, "database unavailable");
-        let mut err = Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "database_unavailable",
+        let mut err = Self::refused(
+            ErrorCode::DatabaseUnavailable,
             "The database is unavailable or busy; try again shortly.",
         );
         err.retry_after = Some(DATABASE_RETRY_AFTER_SECONDS);
@@ -105,51 +105,28 @@ impl ApiError {
     /// Python is broken). Nothing was done; the request may be sent again.
     pub fn scripts_unavailable(cause: impl fmt::Display) -> Self {
         tracing::warn!(cause = %cause, "scripts unavailable");
-        let mut err = Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "scripts_unavailable",
+        let mut err = Self::refused(
+            ErrorCode::ScriptsUnavailable,
             "No script worker is free to run this request's scripts; try again shortly.",
         );
         err.retry_after = Some(DATABASE_RETRY_AFTER_SECONDS);
         err
     }
 
-    pub fn bad_request(
-        error_code: impl Into<Cow<'static, str>>,
-        detail: impl Into<String>,
-    ) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, error_code, detail)
-    }
-
-    pub fn not_found(error_code: impl Into<Cow<'static, str>>, detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, error_code, detail)
-    }
-
-    pub fn conflict(error_code: impl Into<Cow<'static, str>>, detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, error_code, detail)
-    }
-
-    /// 401; the answer carries `WWW-Authenticate: Bearer`.
-    pub fn unauthorized(
-        error_code: impl Into<Cow<'static, str>>,
-        detail: impl Into<String>,
-    ) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, error_code, detail)
+    /// The refusal `code` stands for, with its registered status.
+    pub fn refused(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self::new(status_of(code), code.as_str(), detail)
     }
 
     /// 403 `not_authorized`.
     pub fn forbidden(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "not_authorized", detail)
+        Self::refused(ErrorCode::NotAuthorized, detail)
     }
 
     /// 500 `internal_server_error`. The cause is logged here and never sent to the client.
     pub fn internal(err: impl fmt::Display) -> Self {
         tracing::error!(error = %err, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_server_error",
-            INTERNAL_DETAIL,
-        )
+        Self::refused(ErrorCode::InternalServerError, INTERNAL_DETAIL)
     }
 
     /// Adds a member to the body. The six standard members cannot be overridden.
@@ -229,9 +206,8 @@ impl From<anyhow::Error> for ApiError {
 }
 
 fn payload_too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
+    ApiError::refused(
+        ErrorCode::PayloadTooLarge,
         format!("The request body is larger than the limit of {limit} bytes."),
     )
     .with_extra("limit_bytes", limit)
@@ -245,28 +221,26 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
             let api_error = match err {
                 JsonPayloadError::OverflowKnownLength { limit, .. }
                 | JsonPayloadError::Overflow { limit } => payload_too_large(limit),
-                JsonPayloadError::Payload(e) if super::guard::is_body_timeout(&e) => ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "request_timeout",
-                    "The request body did not arrive in time.",
-                ),
-                JsonPayloadError::Payload(PayloadError::Overflow) => ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "The request body is too large.",
-                ),
-                JsonPayloadError::ContentType => ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "unsupported_media_type",
+                JsonPayloadError::Payload(e) if super::guard::is_body_timeout(&e) => {
+                    ApiError::refused(
+                        ErrorCode::RequestTimeout,
+                        "The request body did not arrive in time.",
+                    )
+                }
+                JsonPayloadError::Payload(PayloadError::Overflow) => {
+                    ApiError::refused(ErrorCode::PayloadTooLarge, "The request body is too large.")
+                }
+                JsonPayloadError::ContentType => ApiError::refused(
+                    ErrorCode::UnsupportedMediaType,
                     "Expected a JSON body with Content-Type: application/json.",
                 ),
-                JsonPayloadError::Deserialize(e) => ApiError::bad_request(
-                    "invalid_json",
+                JsonPayloadError::Deserialize(e) => ApiError::refused(
+                    ErrorCode::InvalidJson,
                     format!("The request body is not valid JSON for this endpoint: {e}."),
                 ),
                 JsonPayloadError::Serialize(e) => ApiError::internal(e),
-                other => ApiError::bad_request(
-                    "invalid_json",
+                other => ApiError::refused(
+                    ErrorCode::InvalidJson,
                     format!("The request body could not be read: {other}."),
                 ),
             };
@@ -281,7 +255,7 @@ pub fn query_config() -> web::QueryConfig {
             QueryPayloadError::Deserialize(e) => format!("Invalid query string: {e}."),
             other => format!("Invalid query string: {other}."),
         };
-        ApiError::bad_request("invalid_query", detail).into()
+        ApiError::refused(ErrorCode::InvalidQuery, detail).into()
     })
 }
 
@@ -292,7 +266,7 @@ pub fn path_config() -> web::PathConfig {
             PathError::Deserialize(e) => format!("Invalid path parameter: {e}."),
             other => format!("Invalid path parameter: {other}."),
         };
-        ApiError::bad_request("invalid_path", detail).into()
+        ApiError::refused(ErrorCode::InvalidPath, detail).into()
     })
 }
 
@@ -303,8 +277,8 @@ pub fn payload_config(limit: usize) -> web::PayloadConfig {
 
 /// The app's default service: 404 `not_found` for a path no resource matches.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::not_found(
-        "not_found",
+    Err(ApiError::refused(
+        ErrorCode::NotFound,
         format!("No resource at {}.", req.path()),
     ))
 }
@@ -374,19 +348,34 @@ fn snake_case_reason(status: StatusCode) -> String {
     }
 }
 
+/// The HTTP status of a refusal.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code.refusal() {
+        Refusal::Invalid => StatusCode::BAD_REQUEST,
+        Refusal::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Refusal::Forbidden => StatusCode::FORBIDDEN,
+        Refusal::NotFound => StatusCode::NOT_FOUND,
+        Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        Refusal::Timeout => StatusCode::REQUEST_TIMEOUT,
+        Refusal::Conflict => StatusCode::CONFLICT,
+        Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Refusal::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Refusal::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        Refusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
 impl From<crate::services::Error> for ApiError {
     fn from(err: crate::services::Error) -> Self {
         // services knows which database errors mean "unavailable" (503, nothing was done)
         let unavailable = err.is_unavailable();
         match err {
             crate::services::Error::Client {
-                status,
                 code,
                 detail,
                 extra,
             } => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-                let mut api = ApiError::new(status, code, detail);
+                let mut api = ApiError::refused(code, detail);
                 if let Some(Value::Object(members)) = extra {
                     for (key, value) in members {
                         api = api.with_extra(key, value);
@@ -413,21 +402,21 @@ mod tests {
 
     #[test]
     fn body_has_the_six_members_and_extras() {
-        let err = ApiError::conflict("dup", "Already there")
+        let err = ApiError::refused(ErrorCode::MigrationNotPossible, "Already there")
             .with_extra("id", 7)
             .with_extra("status", "ignored");
         assert_eq!(
             err.body(),
             json!({
                 "type": "about:blank", "title": "Conflict", "status": 409,
-                "detail": "Already there", "error_code": "dup", "message": "Already there", "id": 7
+                "detail": "Already there", "error_code": "migration_not_possible", "message": "Already there", "id": 7
             })
         );
     }
 
     #[test]
     fn unauthorized_carries_the_bearer_challenge() {
-        let resp = ApiError::unauthorized("invalid_token", "no").error_response();
+        let resp = ApiError::refused(ErrorCode::InvalidToken, "no").error_response();
         assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(
             resp.headers().get(header::WWW_AUTHENTICATE).unwrap(),

@@ -8,6 +8,7 @@
 //! - a panic while handling the request (a defect) answers 500 `internal_server_error`, logged
 //!   with the path, instead of dropping the connection without an answer.
 
+use crate::services::ErrorCode;
 use std::time::Duration;
 
 use actix_web::body::MessageBody;
@@ -41,12 +42,16 @@ pub async fn guard_requests(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     if let Err(detail) = decodes_cleanly(req.path().as_bytes()) {
-        return Err(ApiError::bad_request("invalid_path", format!("The path {detail}.")).into());
+        return Err(
+            ApiError::refused(ErrorCode::InvalidPath, format!("The path {detail}.")).into(),
+        );
     }
     if let Err(detail) = decodes_cleanly(req.query_string().as_bytes()) {
-        return Err(
-            ApiError::bad_request("invalid_query", format!("The query string {detail}.")).into(),
-        );
+        return Err(ApiError::refused(
+            ErrorCode::InvalidQuery,
+            format!("The query string {detail}."),
+        )
+        .into());
     }
     if let Some(timeout) = req.app_data::<BodyReadTimeout>().copied() {
         let payload = actix_web::HttpMessage::take_payload(&mut req);

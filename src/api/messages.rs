@@ -4,6 +4,7 @@ use super::auth::Principal;
 use super::display;
 use super::error::{ApiError, Problem};
 use super::process_instances::InstanceAnswer;
+use crate::services::ErrorCode;
 use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
 use crate::startup::AppState;
 use actix_web::http::StatusCode;
@@ -212,7 +213,7 @@ pub struct Object(#[allow(dead_code)] Value);
     responses(
         (status = 200, description = "Delivered to a waiting instance or started one", body = InstanceAnswer),
         (status = 202, description = "Buffered (or, on replay, buffered and since expired: status `cancelled`)", body = BufferedAnswer),
-        (status = 400, description = "`message_not_accepted` (with `reason`: `no_receiver` when nothing waits for the name and no model starts with it, `correlation_mismatch` when instances wait for it but none with this message's `correlation_values`, which the problem carries; the message is kept for audit with `failure_reason`, `expired` for a buffered one whose time ran out), `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`message_not_accepted` (with `reason`: `no_receiver` when nothing waits for the name and no model starts with it, `correlation_mismatch` when instances wait for it but none with this message's `correlation_values`, which the problem carries; the message is kept for audit with `failure_reason`, `expired` for a buffered one whose time ran out), `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`, `process_instance_cannot_start`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `messages:send` or `messages:send:<name>`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`message_instance_uuid_conflict`: the uuid was used with another name or payload", body = Problem, content_type = "application/problem+json"),
@@ -233,7 +234,7 @@ pub async fn send_message(
     let name = services::messages::message_name(&path).to_string();
     input::check_text(
         &name,
-        "invalid_message_name",
+        ErrorCode::InvalidMessageName,
         "the message name",
         input::MAX_NAME_BYTES,
     )?;
@@ -243,7 +244,7 @@ pub async fn send_message(
         query.message_instance_uuid.as_deref(),
     )?;
     let payload = payload.into_inner();
-    input::check_json(&payload, "invalid_payload", "the message payload")?;
+    input::check_json(&payload, ErrorCode::InvalidPayload, "the message payload")?;
     let request = SendRequest {
         name,
         payload,
@@ -328,7 +329,7 @@ pub async fn list_messages(
     input::check_choice(status, "status", MESSAGE_STATUSES)?;
     input::check_choice(message_type, "message_type", &["send", "receive"])?;
     if let Some(name) = name {
-        input::check_text(name, "invalid_query", "name", input::MAX_NAME_BYTES)?;
+        input::check_text(name, ErrorCode::InvalidQuery, "name", input::MAX_NAME_BYTES)?;
     }
     let page = services::Page::new(query.page, query.per_page)?;
     let filter = services::messages::MessageFilter {

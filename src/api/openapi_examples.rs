@@ -4,6 +4,7 @@
 //! operation does not have (without this, every error of every operation showed the `Problem`
 //! schema's one 404 example).
 
+use crate::services::ErrorCode;
 use actix_web::http::StatusCode;
 use serde_json::{json, Value};
 
@@ -43,18 +44,14 @@ pub fn add_error_examples(doc: &mut Value) {
     }
 }
 
-/// The error codes a response description names: every `` `snake_case` `` word.
+/// The error codes a response description names: every `` `code` `` of the registry
+/// ([`ErrorCode`]; other quoted words are members or values).
 pub fn codes_in(description: &str) -> Vec<String> {
     description
         .split('`')
         .skip(1)
         .step_by(2)
-        .filter(|word| {
-            !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        })
+        .filter(|word| ErrorCode::parse(word).is_some())
         .map(str::to_string)
         .collect()
 }
@@ -153,7 +150,10 @@ mod tests {
             first_code("`not_authorized`: needs `models:write`"),
             Some(("not_authorized".into(), Some("needs `models:write`".into())))
         );
-        assert_eq!(codes_in("`a_b`, `models:write`, `c`"), ["a_b", "c"]);
+        assert_eq!(
+            codes_in("`invalid_json`, `models:write`, `element_id`, `not_found`"),
+            ["invalid_json", "not_found"]
+        );
         assert_eq!(first_code("Deleted"), None);
     }
 

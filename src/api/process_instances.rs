@@ -6,6 +6,7 @@ use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
 use crate::services::instances::InstanceOutcome;
 use crate::services::instances::{Instance, InstanceDetail, StoredTask};
+use crate::services::ErrorCode;
 use crate::services::{self, input};
 use crate::startup::AppState;
 use actix_web::http::StatusCode;
@@ -262,7 +263,7 @@ pub struct ProcessInstanceList {
     request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json", example = json!({"customer_id": "C-42"})),
     responses(
         (status = 201, description = "Started; the instance after it ran on", body = InstanceAnswer),
-        (status = 400, description = "`invalid_payload`, `invalid_json`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_payload`, `invalid_json`, `invalid_process_model_identifier`, `process_instance_cannot_start` (the model has no start event a plain start can use)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:create:<model>`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_model_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -282,15 +283,15 @@ pub async fn start_instance(
         None => Map::new(),
         Some(Value::Object(map)) => map,
         Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_payload",
+            return Err(ApiError::refused(
+                ErrorCode::InvalidPayload,
                 "the initial data must be a JSON object",
             ))
         }
     };
     input::check_json(
         &Value::Object(data.clone()),
-        "invalid_payload",
+        ErrorCode::InvalidPayload,
         "the initial data",
     )?;
     let answer = services::instances::start(
@@ -313,8 +314,8 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Null) => Ok(None),
         Ok(value) => Ok(Some(value)),
-        Err(e) => Err(ApiError::bad_request(
-            "invalid_json",
+        Err(e) => Err(ApiError::refused(
+            ErrorCode::InvalidJson,
             format!("the body is not JSON: {e}"),
         )),
     }
@@ -524,11 +525,14 @@ pub async fn migrate_instance(
     let request: MigrateRequest = match optional_json(&body)? {
         None => MigrateRequest::default(),
         Some(value) => serde_json::from_value(value).map_err(|e| {
-            ApiError::bad_request("invalid_json", format!("the body is not a migration: {e}"))
+            ApiError::refused(
+                ErrorCode::InvalidJson,
+                format!("the body is not a migration: {e}"),
+            )
         })?,
     };
     if let Some(version) = &request.target_version {
-        input::check_text(version, "invalid_json", "target_version", 128)?;
+        input::check_text(version, ErrorCode::InvalidJson, "target_version", 128)?;
     }
     let migrated = services::instances::migrate(
         &state.pool,
@@ -575,10 +579,10 @@ pub async fn complete_task(
     let (instance_id, task_guid) = path.into_inner();
     authorize(&principal, &state, instance_id, "update", None).await?;
     let body = body.into_inner();
-    input::check_json(&body, "invalid_payload", "the task data")?;
+    input::check_json(&body, ErrorCode::InvalidPayload, "the task data")?;
     let Value::Object(data) = body else {
-        return Err(ApiError::bad_request(
-            "invalid_payload",
+        return Err(ApiError::refused(
+            ErrorCode::InvalidPayload,
             "the task data must be a JSON object",
         ));
     };

@@ -3,6 +3,7 @@
 use super::auth::Principal;
 use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
+use crate::services::ErrorCode;
 use crate::services::{self, models::Model, models::ModelDetail};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
@@ -161,7 +162,7 @@ pub async fn put_file(
     let (modified, file_name) = path.into_inner();
     let identifier = services::models::identifier_from_url(&modified)?;
     let content = std::str::from_utf8(&body).map_err(|_| {
-        ApiError::bad_request("invalid_process_model", "the file is not UTF-8 text")
+        ApiError::refused(ErrorCode::InvalidProcessModel, "the file is not UTF-8 text")
     })?;
     let (created, model) =
         services::models::put_file(&state.pool, &state.models, &identifier, &file_name, content)

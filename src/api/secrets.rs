@@ -5,6 +5,7 @@
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
 use super::process_models::PageQuery;
+use crate::services::ErrorCode;
 use crate::services::{self, secrets::Secret};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
@@ -61,14 +62,14 @@ pub struct SecretValueBody {
 /// quoting it.
 fn value_of(body: Value) -> Result<String, ApiError> {
     let Value::Object(mut members) = body else {
-        return Err(ApiError::bad_request(
-            "invalid_json",
+        return Err(ApiError::refused(
+            ErrorCode::InvalidJson,
             "The body must be a JSON object: {\"value\": \"...\"}.",
         ));
     };
     if let Some(other) = members.keys().find(|k| k.as_str() != "value") {
-        return Err(ApiError::bad_request(
-            "invalid_json",
+        return Err(ApiError::refused(
+            ErrorCode::InvalidJson,
             format!(
                 "Unknown member '{}': the body is {{\"value\": \"...\"}}.",
                 other.escape_default()
@@ -77,12 +78,12 @@ fn value_of(body: Value) -> Result<String, ApiError> {
     }
     match members.remove("value") {
         Some(Value::String(value)) => Ok(value),
-        Some(_) => Err(ApiError::bad_request(
-            "invalid_secret_value",
+        Some(_) => Err(ApiError::refused(
+            ErrorCode::InvalidSecretValue,
             "The value must be a string.",
         )),
-        None => Err(ApiError::bad_request(
-            "invalid_json",
+        None => Err(ApiError::refused(
+            ErrorCode::InvalidJson,
             "The body has no member 'value': it is {\"value\": \"...\"}.",
         )),
     }

@@ -2,6 +2,7 @@
 
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
+use crate::services::ErrorCode;
 use crate::services::{self, input};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
@@ -50,7 +51,7 @@ pub async fn send_signal(
     let name = path.into_inner();
     input::check_text(
         &name,
-        "invalid_signal_name",
+        ErrorCode::InvalidSignalName,
         "the signal name",
         input::MAX_NAME_BYTES,
     )?;

@@ -8,6 +8,7 @@
 
 use super::{input, Error, Page, Result};
 use crate::bpmn::DataStoreKind;
+use crate::services::ErrorCode;
 use crate::store::{self, data_stores::DataStoreRow};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -27,8 +28,8 @@ impl StoreKey {
     /// is empty or a process group path (`a/b`, or `a:b` as URLs write it).
     pub fn new(kind: &str, identifier: &str, location: Option<&str>) -> Result<StoreKey> {
         let Some(kind) = DataStoreKind::parse(kind) else {
-            return Err(Error::bad_request(
-                "invalid_data_store_kind",
+            return Err(Error::refused(
+                ErrorCode::InvalidDataStoreKind,
                 format!(
                     "'{}' is no data store kind; the kinds are {}",
                     kind.escape_default(),
@@ -39,13 +40,13 @@ impl StoreKey {
         if kind == DataStoreKind::Typeahead {
             input::check_text(
                 identifier,
-                "invalid_data_store_identifier",
+                ErrorCode::InvalidDataStoreIdentifier,
                 "the category",
                 255,
             )?;
         } else if !is_store_id(identifier) {
-            return Err(Error::bad_request(
-                "invalid_data_store_identifier",
+            return Err(Error::refused(
+                ErrorCode::InvalidDataStoreIdentifier,
                 format!(
                     "'{}' is not a data store identifier: the id of the models' bpmn:dataStore (a \
                      letter or '_', then letters, digits, '_', '-' and '.'; at most 255 bytes)",
@@ -56,14 +57,14 @@ impl StoreKey {
         let location = match location.filter(|l| !l.is_empty()) {
             None => String::new(),
             Some(_) if kind == DataStoreKind::Typeahead => {
-                return Err(Error::bad_request(
-                    "invalid_query",
+                return Err(Error::refused(
+                    ErrorCode::InvalidQuery,
                     "typeahead categories have no location",
                 ))
             }
             Some(location) => super::models::identifier_from_url(location).map_err(|_| {
-                Error::bad_request(
-                    "invalid_data_store_location",
+                Error::refused(
+                    ErrorCode::InvalidDataStoreLocation,
                     format!(
                         "'{}' is not a location: a process group path such as 'finance/invoices' \
                          (segments of letters, digits, '-', '_' and '.'), or empty for every model",
@@ -236,30 +237,30 @@ pub async fn show(pool: &PgPool, key: &StoreKey, page: Page, prefix: &str) -> Re
 /// Creates the store or updates it; true when it was created.
 pub async fn put(pool: &PgPool, key: &StoreKey, change: StoreChange) -> Result<bool> {
     if key.kind == DataStoreKind::Typeahead {
-        return Err(Error::bad_request(
-            "invalid_data_store_kind",
+        return Err(Error::refused(
+            ErrorCode::InvalidDataStoreKind,
             "a typeahead store needs no creation: the models that write a category create it",
         ));
     }
     if let Some(name) = &change.name {
-        input::check_text(name, "invalid_payload", "the name", MAX_NAME_BYTES)?;
+        input::check_text(name, ErrorCode::InvalidPayload, "the name", MAX_NAME_BYTES)?;
     }
     if let Some(description) = &change.description {
         input::check_text(
             &description.replace(['\n', '\t', '\r'], " "),
-            "invalid_payload",
+            ErrorCode::InvalidPayload,
             "the description",
             MAX_DESCRIPTION_BYTES,
         )?;
     }
     if let Some(data) = &change.data {
         if key.kind == DataStoreKind::Kkv {
-            return Err(Error::bad_request(
-                "invalid_payload",
+            return Err(Error::refused(
+                ErrorCode::InvalidPayload,
                 "a KKV store's entries are written by models (the data store reference's output): it is created empty",
             ));
         }
-        input::check_json(data, "invalid_payload", "the data")?;
+        input::check_json(data, ErrorCode::InvalidPayload, "the data")?;
     }
     let mut conn = pool.acquire().await?;
     let name = change.name.as_deref().unwrap_or(&key.identifier);
@@ -298,8 +299,8 @@ fn not_found(key: &StoreKey) -> Error {
     } else {
         format!(" at location '{}'", key.location)
     };
-    Error::not_found(
-        "data_store_not_found",
+    Error::refused(
+        ErrorCode::DataStoreNotFound,
         format!(
             "there is no {} store '{}'{at}",
             key.kind.as_str(),

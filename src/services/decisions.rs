@@ -4,6 +4,7 @@
 use super::{Error, ModelCache, Result};
 use crate::dmn::{Decision, Evaluation};
 use crate::expr::{Context, ErrorKind, Map};
+use crate::services::ErrorCode;
 use crate::store;
 use anyhow::anyhow;
 use serde_json::json;
@@ -29,7 +30,7 @@ pub async fn find(
 ) -> Result<FoundDecision> {
     super::input::check_text(
         decision_id,
-        "invalid_decision_id",
+        ErrorCode::InvalidDecisionId,
         "the decision id",
         MAX_DECISION_ID_BYTES,
     )?;
@@ -45,8 +46,8 @@ pub async fn find(
             let mut definers = store::models::decision_definers(&mut conn, decision_id).await?;
             if definers.len() > 1 {
                 let models: Vec<&str> = definers.iter().map(|(m, _)| m.as_str()).collect();
-                return Err(Error::conflict(
-                    "ambiguous_decision",
+                return Err(Error::refused(
+                    ErrorCode::AmbiguousDecision,
                     format!(
                         "decision '{decision_id}' is defined by several process models ({}): name one with process_model_identifier",
                         models.join(", ")
@@ -74,7 +75,7 @@ fn not_found(decision_id: &str, model: Option<&str>) -> Error {
         Some(model) => format!("process model '{model}' defines no decision '{decision_id}'"),
         None => format!("no process model defines a decision '{decision_id}'"),
     };
-    Error::not_found("decision_not_found", where_)
+    Error::refused(ErrorCode::DecisionNotFound, where_)
 }
 
 /// Evaluates the decision on `data` as a business rule task would (on a blocking thread: the
@@ -100,8 +101,8 @@ pub async fn evaluate(
         Err(error) if error.kind == ErrorKind::Unavailable => {
             Err(Error::ScriptsUnavailable(error.message))
         }
-        Err(error) => Err(Error::bad_request(
-            "decision_failed",
+        Err(error) => Err(Error::refused(
+            ErrorCode::DecisionFailed,
             format!("decision '{decision_id}': {}", error.message),
         )),
     }

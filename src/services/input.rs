@@ -10,6 +10,7 @@
 //! - Text (names, filters, identifiers): no NUL and no other control character.
 
 use super::{Error, Result};
+use crate::services::ErrorCode;
 use serde_json::Value;
 
 /// Levels of nested arrays and objects a stored JSON value may have (the value itself is 1).
@@ -20,9 +21,9 @@ pub const MAX_NAME_BYTES: usize = 255;
 
 /// Checks a JSON value the service is about to store; the error says where and why.
 /// `code` is the `error_code` of the refusal (`invalid_payload`, `invalid_callback_body`).
-pub fn check_json(value: &Value, code: &'static str, what: &str) -> Result<()> {
+pub fn check_json(value: &Value, code: ErrorCode, what: &str) -> Result<()> {
     json_problem(value, 1, &mut String::from("$"))
-        .map_err(|reason| Error::bad_request(code, format!("{what} cannot be stored: {reason}")))
+        .map_err(|reason| Error::refused(code, format!("{what} cannot be stored: {reason}")))
 }
 
 /// Why a JSON value cannot be stored, naming the path of the offending part.
@@ -122,15 +123,15 @@ fn without_exponent(text: &str) -> String {
 
 /// Checks a piece of text from a path or a query string: no control character (NUL cannot be
 /// stored; the others only ever arrive by mistake or malice), at most `max_bytes` long.
-pub fn check_text(text: &str, code: &'static str, what: &str, max_bytes: usize) -> Result<()> {
+pub fn check_text(text: &str, code: ErrorCode, what: &str, max_bytes: usize) -> Result<()> {
     if let Some(c) = text.chars().find(|c| c.is_control()) {
-        return Err(Error::bad_request(
+        return Err(Error::refused(
             code,
             format!("{what} contains the control character U+{:04X}", c as u32),
         ));
     }
     if text.len() > max_bytes {
-        return Err(Error::bad_request(
+        return Err(Error::refused(
             code,
             format!(
                 "{what} is {} bytes long; the limit is {max_bytes}",
@@ -144,8 +145,8 @@ pub fn check_text(text: &str, code: &'static str, what: &str, max_bytes: usize) 
 /// Checks a value against the allowed ones of a list filter: 400 `invalid_query` naming them.
 pub fn check_choice(value: Option<&str>, parameter: &str, allowed: &[&str]) -> Result<()> {
     match value {
-        Some(v) if !allowed.contains(&v) => Err(Error::bad_request(
-            "invalid_query",
+        Some(v) if !allowed.contains(&v) => Err(Error::refused(
+            ErrorCode::InvalidQuery,
             format!(
                 "{parameter} must be one of {}; got '{}'",
                 allowed.join(", "),
@@ -172,30 +173,33 @@ mod tests {
 
     #[test]
     fn depth_is_bounded() {
-        assert!(check_json(&nested(MAX_JSON_DEPTH), "invalid_payload", "p").is_ok());
-        assert!(check_json(&nested(MAX_JSON_DEPTH + 1), "invalid_payload", "p").is_err());
+        assert!(check_json(&nested(MAX_JSON_DEPTH), ErrorCode::InvalidPayload, "p").is_ok());
+        assert!(check_json(&nested(MAX_JSON_DEPTH + 1), ErrorCode::InvalidPayload, "p").is_err());
     }
 
     #[test]
     fn nul_in_a_value_or_a_key_is_refused() {
-        assert!(check_json(&json!({"a": "x\u{0}y"}), "invalid_payload", "p").is_err());
-        assert!(check_json(&json!({"a\u{0}": 1}), "invalid_payload", "p").is_err());
+        assert!(check_json(&json!({"a": "x\u{0}y"}), ErrorCode::InvalidPayload, "p").is_err());
+        assert!(check_json(&json!({"a\u{0}": 1}), ErrorCode::InvalidPayload, "p").is_err());
         assert!(check_json(
             &json!({"a": ["ok", {"b": "\u{0}"}]}),
-            "invalid_payload",
+            ErrorCode::InvalidPayload,
             "p"
         )
         .is_err());
-        assert!(check_json(&json!({"a": "ünïcode ✓"}), "invalid_payload", "p").is_ok());
+        assert!(check_json(&json!({"a": "ünïcode ✓"}), ErrorCode::InvalidPayload, "p").is_ok());
     }
 
     #[test]
     fn numbers_must_read_back_from_their_plain_decimal() {
         let max: Value = serde_json::from_str("1.7976931348623157e308").unwrap();
-        assert!(check_json(&json!({ "amount": max }), "invalid_payload", "p").is_err());
+        assert!(check_json(&json!({ "amount": max }), ErrorCode::InvalidPayload, "p").is_err());
         for fine in ["1.5e300", "-2.5e-300", "0.1", "123456789012345678", "1e22"] {
             let v: Value = serde_json::from_str(fine).unwrap();
-            assert!(check_json(&v, "invalid_payload", "p").is_ok(), "{fine}");
+            assert!(
+                check_json(&v, ErrorCode::InvalidPayload, "p").is_ok(),
+                "{fine}"
+            );
         }
     }
 
@@ -210,10 +214,10 @@ mod tests {
 
     #[test]
     fn text_and_choices() {
-        assert!(check_text("order paid", "c", "name", 10).is_ok());
-        assert!(check_text("a\u{0}b", "c", "name", 10).is_err());
-        assert!(check_text("a\nb", "c", "name", 10).is_err());
-        assert!(check_text("elevenbytes", "c", "name", 10).is_err());
+        assert!(check_text("order paid", ErrorCode::InvalidQuery, "name", 10).is_ok());
+        assert!(check_text("a\u{0}b", ErrorCode::InvalidQuery, "name", 10).is_err());
+        assert!(check_text("a\nb", ErrorCode::InvalidQuery, "name", 10).is_err());
+        assert!(check_text("elevenbytes", ErrorCode::InvalidQuery, "name", 10).is_err());
         assert!(check_choice(Some("ready"), "status", &["ready"]).is_ok());
         assert!(check_choice(None, "status", &["ready"]).is_ok());
         assert!(check_choice(Some("bogus"), "status", &["ready"]).is_err());

@@ -4,6 +4,7 @@ use super::unit_of_work::Applied;
 pub use super::unit_of_work::InstanceOutcome;
 use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::engine::{EngineError, Event};
+use crate::services::ErrorCode;
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
 use serde_json::{json, Map, Value};
 use sqlx::PgPool;
@@ -109,15 +110,15 @@ async fn migrate_once(
             .ok_or_else(|| super::models::model_not_found(&model))?,
     };
     let target_spec = uow.version_spec(&model, &target).await?.ok_or_else(|| {
-        Error::not_found(
-            "process_model_version_not_found",
+        Error::refused(
+            ErrorCode::ProcessModelVersionNotFound,
             format!("process model '{model}' has no version '{target}'"),
         )
     })?;
     let state = uow.state(id).expect("loaded above");
     if state.status.is_final() {
-        return Err(Error::conflict(
-            "migration_not_possible",
+        return Err(Error::refused(
+            ErrorCode::MigrationNotPossible,
             format!(
                 "process instance {id} is {}; only a live instance moves",
                 state.status.as_str()
@@ -132,8 +133,8 @@ async fn migrate_once(
             .map(|b| format!("{}: {}", b.element_id, b.reason))
             .collect::<Vec<_>>()
             .join("; ");
-        return Err(Error::conflict(
-            "migration_not_possible",
+        return Err(Error::refused(
+            ErrorCode::MigrationNotPossible,
             format!("process instance {id} cannot move to version {target}: {listed}"),
         )
         .with_extra(json!({ "elements": blockers, "target_version": target })));
@@ -164,12 +165,12 @@ async fn task_refusal(
 ) -> Result<Error> {
     let known = uow.stored_task(instance_id, task_guid).await?;
     Ok(match known {
-        None => Error::bad_request(
-            "task_not_found",
+        None => Error::refused(
+            ErrorCode::TaskNotFound,
             format!("process instance {instance_id} has no task {task_guid}"),
         ),
-        Some(task) => Error::bad_request(
-            "not_waiting",
+        Some(task) => Error::refused(
+            ErrorCode::NotWaiting,
             format!(
                 "task {task_guid} ({}) is {}, not waiting: {refused}",
                 task.element_id, task.state
@@ -271,8 +272,8 @@ pub async fn model_of(pool: &PgPool, id: i64) -> Result<Option<String>> {
 
 /// The one answer for an instance that does not exist, or that the caller may not see.
 pub fn instance_not_found(id: impl std::fmt::Display) -> Error {
-    Error::not_found(
-        "process_instance_not_found",
+    Error::refused(
+        ErrorCode::ProcessInstanceNotFound,
         format!("process instance {id} does not exist"),
     )
 }

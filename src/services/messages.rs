@@ -2,6 +2,7 @@
 
 use super::unit_of_work::{OutgoingMessage, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
+use crate::services::ErrorCode;
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -39,15 +40,15 @@ pub fn validate_query(ttl: Option<&str>, uuid: Option<&str>) -> Result<(i64, Opt
     let ttl = match ttl {
         None | Some("") => 0,
         Some(text) => text.trim().parse::<i64>().map_err(|_| {
-            Error::bad_request(
-                "invalid_time_to_live",
+            Error::refused(
+                ErrorCode::InvalidTimeToLive,
                 format!("time_to_live_in_seconds must be an integer from 0 to {MAX_TIME_TO_LIVE_SECONDS}, got '{text}'"),
             )
         })?,
     };
     if !(0..=MAX_TIME_TO_LIVE_SECONDS).contains(&ttl) {
-        return Err(Error::bad_request(
-            "invalid_time_to_live",
+        return Err(Error::refused(
+            ErrorCode::InvalidTimeToLive,
             format!(
                 "time_to_live_in_seconds must be from 0 to {MAX_TIME_TO_LIVE_SECONDS}, got {ttl}"
             ),
@@ -55,16 +56,16 @@ pub fn validate_query(ttl: Option<&str>, uuid: Option<&str>) -> Result<(i64, Opt
     }
     let uuid = uuid.filter(|u| !u.is_empty());
     if ttl > 0 && uuid.is_none() {
-        return Err(Error::bad_request(
-            "message_instance_uuid_required",
+        return Err(Error::refused(
+            ErrorCode::MessageInstanceUuidRequired,
             "message_instance_uuid is required when time_to_live_in_seconds is greater than 0",
         ));
     }
     let uuid = match uuid {
         None => None,
         Some(text) => Some(parse_canonical_uuid(text).ok_or_else(|| {
-            Error::bad_request(
-                "invalid_message_instance_uuid",
+            Error::refused(
+                ErrorCode::InvalidMessageInstanceUuid,
                 format!("message_instance_uuid must be a hyphenated UUID, got '{text}'"),
             )
         })?),
@@ -88,8 +89,8 @@ fn parse_canonical_uuid(text: &str) -> Option<Uuid> {
 
 pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
     if !request.payload.is_object() {
-        return Err(Error::bad_request(
-            "invalid_payload",
+        return Err(Error::refused(
+            ErrorCode::InvalidPayload,
             "the message payload must be a JSON object",
         ));
     }
@@ -183,7 +184,7 @@ fn not_accepted(cause: String, reason: Option<&str>, values: &Value, message_id:
     if reason == Some("correlation_mismatch") {
         extra["correlation_values"] = values.clone();
     }
-    Error::bad_request("message_not_accepted", cause).with_extra(extra)
+    Error::refused(ErrorCode::MessageNotAccepted, cause).with_extra(extra)
 }
 
 /// Answers a repeated uuid from the stored message's current state; never delivers again.
@@ -193,8 +194,8 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
         .await?
         .ok_or_else(|| anyhow::anyhow!("message {uuid} conflicted but cannot be found"))?;
     if row.name != request.name || !same_payload {
-        return Err(Error::conflict(
-            "message_instance_uuid_conflict",
+        return Err(Error::refused(
+            ErrorCode::MessageInstanceUuidConflict,
             format!(
                 "message_instance_uuid {uuid} was already used for message '{}' with another {}",
                 row.name,
@@ -238,8 +239,8 @@ pub type MessageSummary = store::messages::MessageSummary;
 pub async fn find(pool: &PgPool, id: i64) -> Result<Message> {
     let mut conn = pool.acquire().await?;
     store::messages::find(&mut conn, id).await?.ok_or_else(|| {
-        Error::not_found(
-            "message_instance_not_found",
+        Error::refused(
+            ErrorCode::MessageInstanceNotFound,
             format!("message instance {id} does not exist"),
         )
     })
@@ -294,7 +295,7 @@ mod tests {
 
     fn code(result: Result<(i64, Option<Uuid>)>) -> &'static str {
         match result {
-            Err(Error::Client { code, .. }) => code,
+            Err(Error::Client { code, .. }) => code.as_str(),
             Ok(_) => "ok",
             Err(_) => "other",
         }

@@ -4,6 +4,7 @@
 mod clock;
 pub mod data_stores;
 pub mod decisions;
+pub mod error_code;
 pub mod input;
 pub mod instances;
 pub mod messages;
@@ -18,16 +19,17 @@ mod unit_of_work;
 pub use model_cache::{ModelCache, ScriptSite};
 pub use unit_of_work::UnitOfWork;
 
+pub use error_code::{ErrorCode, Refusal};
 use serde_json::Value;
 
-/// How a use case failed. Client errors carry the HTTP status and the `error_code` that
-/// clients of the reference implementation read; the rest are internal.
+/// How a use case failed. A refusal carries its `error_code` (which says what kind of
+/// refusal it is: the API gives it its HTTP status) and what went wrong; the rest are
+/// internal.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{detail}")]
     Client {
-        status: u16,
-        code: &'static str,
+        code: ErrorCode,
         detail: String,
         extra: Option<Value>,
     },
@@ -41,27 +43,9 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Error {
+    /// The request is refused with `code`, saying why.
+    pub fn refused(code: ErrorCode, detail: impl Into<String>) -> Error {
         Error::Client {
-            status: 400,
-            code,
-            detail: detail.into(),
-            extra: None,
-        }
-    }
-
-    pub fn not_found(code: &'static str, detail: impl Into<String>) -> Error {
-        Error::Client {
-            status: 404,
-            code,
-            detail: detail.into(),
-            extra: None,
-        }
-    }
-
-    pub fn conflict(code: &'static str, detail: impl Into<String>) -> Error {
-        Error::Client {
-            status: 409,
             code,
             detail: detail.into(),
             extra: None,
@@ -71,13 +55,7 @@ impl Error {
     /// Adds members to the problem body (merged into it by the API layer).
     pub fn with_extra(self, value: Value) -> Error {
         match self {
-            Error::Client {
-                status,
-                code,
-                detail,
-                ..
-            } => Error::Client {
-                status,
+            Error::Client { code, detail, .. } => Error::Client {
                 code,
                 detail,
                 extra: Some(value),
@@ -124,8 +102,8 @@ impl Page {
         let page = page.unwrap_or(1);
         let per_page = per_page.unwrap_or(10);
         if !(1..=Self::MAX_PER_PAGE).contains(&per_page) {
-            return Err(Error::bad_request(
-                "invalid_query",
+            return Err(Error::refused(
+                ErrorCode::InvalidQuery,
                 format!(
                     "per_page must be from 1 to {}, got {per_page}",
                     Self::MAX_PER_PAGE
@@ -134,8 +112,8 @@ impl Page {
         }
         let last_page = Self::MAX_ROWS / per_page + 1;
         if !(1..=last_page).contains(&page) {
-            return Err(Error::bad_request(
-                "invalid_query",
+            return Err(Error::refused(
+                ErrorCode::InvalidQuery,
                 format!(
                     "page must be from 1 to {last_page} with per_page={per_page} (lists show \
                      the first {} rows; narrow them with filters), got {page}",
@@ -235,8 +213,7 @@ mod tests {
         assert!(matches!(
             Page::new(Some(0), None),
             Err(super::Error::Client {
-                status: 400,
-                code: "invalid_query",
+                code: super::ErrorCode::InvalidQuery,
                 ..
             })
         ));

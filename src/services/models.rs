@@ -3,6 +3,7 @@
 use super::{Error, ModelCache, Page, Result};
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{ErrorKind, ScriptHost};
+use crate::services::ErrorCode;
 use crate::store::{self, models::Retrieval, models::Trigger};
 use anyhow::anyhow;
 use serde_json::json;
@@ -31,8 +32,8 @@ pub fn identifier_from_url(modified: &str) -> Result<String> {
     let valid =
         identifier.len() <= MAX_IDENTIFIER_BYTES && identifier.split('/').all(is_plain_name);
     if !valid {
-        return Err(Error::bad_request(
-            "invalid_process_model_identifier",
+        return Err(Error::refused(
+            ErrorCode::InvalidProcessModelIdentifier,
             format!(
                 "'{}' is not a process model identifier: segments separated by ':', each a \
                  letter or digit followed by letters, digits, '-', '_' and '.' (at most \
@@ -54,8 +55,8 @@ pub fn check_file_name(file_name: &str) -> Result<()> {
     if valid {
         Ok(())
     } else {
-        Err(Error::bad_request(
-            "invalid_file_name",
+        Err(Error::refused(
+            ErrorCode::InvalidFileName,
             format!(
                 "'{}' is not a model file name: a letter or digit, then letters, digits, '-', \
                  '_' and '.', ending in .bpmn or .dmn (at most {MAX_SEGMENT_BYTES} bytes)",
@@ -94,7 +95,7 @@ fn version_sha(primary_process_id: &str, files: &[(String, String)]) -> String {
 }
 
 fn invalid_model(error: ModelError) -> Error {
-    Error::bad_request("invalid_process_model", error.to_string()).with_extra(json!({
+    Error::refused(ErrorCode::InvalidProcessModel, error.to_string()).with_extra(json!({
         "file_name": error.file,
         "element_id": error.element_id,
         "reason": error.reason,
@@ -188,8 +189,8 @@ async fn save_model(
         if let Some(owner) =
             store::models::trigger_owner(conn, &start.message_name, identifier).await?
         {
-            return Err(Error::bad_request(
-                "message_start_conflict",
+            return Err(Error::refused(
+                ErrorCode::MessageStartConflict,
                 format!(
                     "message '{}' already starts process model '{owner}'; one model owns a start message",
                     start.message_name
@@ -304,8 +305,8 @@ pub async fn index_process_definitions(pool: &PgPool, cache: &ModelCache) -> Res
 /// Process ids are looked up service-wide (a call activity finds a process of another model by
 /// its id), so two models may not define the same one.
 fn process_id_conflict(identifier: &str, process_id: &str, owner: &str) -> Error {
-    Error::bad_request(
-        "process_id_conflict",
+    Error::refused(
+        ErrorCode::ProcessIdConflict,
         format!(
             "process '{process_id}' is already defined by process model '{owner}'; process ids are unique across models (call activities find processes by id), so '{identifier}' cannot define it too"
         ),
@@ -389,8 +390,8 @@ pub async fn put_file(
 ) -> Result<(bool, ModelDetail)> {
     check_file_name(file_name)?;
     if content.contains('\0') {
-        return Err(Error::bad_request(
-            "invalid_process_model",
+        return Err(Error::refused(
+            ErrorCode::InvalidProcessModel,
             "the file contains a NUL character",
         ));
     }
@@ -502,8 +503,8 @@ async fn load_folder(
 
 /// 404 `process_model_not_found`.
 pub fn model_not_found(identifier: &str) -> Error {
-    Error::not_found(
-        "process_model_not_found",
+    Error::refused(
+        ErrorCode::ProcessModelNotFound,
         format!("process model '{identifier}' does not exist"),
     )
 }

@@ -3,6 +3,7 @@
 //! runtime; whatever holds a value shows `<redacted>` in its `Debug` output.
 
 use super::{Error, Page, Result};
+use crate::services::ErrorCode;
 use crate::store;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -47,8 +48,8 @@ pub fn check_name(name: &str) -> Result<()> {
     }
     let shown: String = name.chars().take(80).collect();
     let ellipsis = if name.chars().count() > 80 { "..." } else { "" };
-    Err(Error::bad_request(
-        "invalid_secret_name",
+    Err(Error::refused(
+        ErrorCode::InvalidSecretName,
         format!(
             "'{}{ellipsis}' is not a secret name: a letter or '_', then letters, digits, '_', \
              '.' and '-' (at most {MAX_NAME_BYTES} bytes)",
@@ -72,7 +73,7 @@ pub fn check_value(value: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(Error::bad_request("invalid_secret_value", problem))
+    Err(Error::refused(ErrorCode::InvalidSecretValue, problem))
 }
 
 /// Creates or replaces a secret (one transaction). `Ok((true, _))` when it was created.
@@ -120,8 +121,8 @@ pub async fn delete(pool: &PgPool, name: &str) -> Result<()> {
 }
 
 fn secret_not_found(name: &str) -> Error {
-    Error::not_found(
-        "secret_not_found",
+    Error::refused(
+        ErrorCode::SecretNotFound,
         format!("secret '{name}' does not exist"),
     )
 }
@@ -179,7 +180,7 @@ mod tests {
 
     fn code(result: Result<()>) -> &'static str {
         match result {
-            Err(Error::Client { code, .. }) => code,
+            Err(Error::Client { code, .. }) => code.as_str(),
             other => panic!("not a client error: {other:?}"),
         }
     }
@@ -212,7 +213,7 @@ mod tests {
             assert!(matches!(
                 &err,
                 Error::Client {
-                    code: "invalid_secret_value",
+                    code: ErrorCode::InvalidSecretValue,
                     ..
                 }
             ));

@@ -5,6 +5,7 @@ use super::unit_of_work::Applied;
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
 use crate::engine::{self, EngineError, Event, TaskState};
+use crate::services::ErrorCode;
 use crate::store;
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -93,7 +94,7 @@ pub fn storable(outcome: Outcome) -> Outcome {
             logs,
         } => match super::input::check_json(
             &command_response,
-            "invalid_connector_response",
+            ErrorCode::InvalidConnectorResponse,
             "the connector's result",
         ) {
             Ok(()) => Outcome::Success {
@@ -421,31 +422,33 @@ async fn callback_once(
     uow.drop_connector_job(task_guid).await?;
     let committed = uow.commit().await?;
     match (failed, committed.error(id)) {
-        (true, Some(error)) => Err(
-            Error::bad_request("service_task_error", error.message.clone()).with_extra(json!({
-                "process_instance_id": id,
-                "process_model_identifier": model,
-                "task_guid": task_guid,
-                "status": "error",
-                "command_error_code": error.error_code,
-                "element_id": error.element_id,
-            })),
-        ),
+        (true, Some(error)) => Err(Error::refused(
+            ErrorCode::ServiceTaskError,
+            error.message.clone(),
+        )
+        .with_extra(json!({
+            "process_instance_id": id,
+            "process_model_identifier": model,
+            "task_guid": task_guid,
+            "status": "error",
+            "command_error_code": error.error_code,
+            "element_id": error.element_id,
+        }))),
         (true, None) => Ok(answer(CallbackDone::ErrorHandled)),
         (false, _) => Ok(answer(CallbackDone::Completed)),
     }
 }
 
 fn not_waiting(task_guid: Uuid) -> Error {
-    Error::bad_request(
-        "not_waiting_for_callback",
+    Error::refused(
+        ErrorCode::NotWaitingForCallback,
         format!("task {task_guid} is not waiting for a callback"),
     )
 }
 
 fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
-    Error::bad_request(
-        "callback_not_found",
+    Error::refused(
+        ErrorCode::CallbackNotFound,
         format!("process instance {id} has no service task {task_guid}"),
     )
 }

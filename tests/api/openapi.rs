@@ -5,7 +5,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::helpers::spawn_app;
+use workflow_backend::api::error::status_of;
 use workflow_backend::api::openapi_document;
+use workflow_backend::services::ErrorCode;
 
 const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json");
 
@@ -100,6 +102,7 @@ async fn the_ui_and_its_assets_are_served() {
 fn every_error_response_has_an_example_with_its_own_status_and_a_documented_code() {
     let doc: Value = serde_json::from_str(&openapi_document()).unwrap();
     let mut checked = 0;
+    let mut documented = std::collections::HashSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             for (status, response) in operation["responses"].as_object().unwrap() {
@@ -113,6 +116,17 @@ fn every_error_response_has_an_example_with_its_own_status_and_a_documented_code
                     !codes.is_empty(),
                     "{at}: the description names no error code"
                 );
+                // the registry says which status each code is answered with
+                for code in &codes {
+                    let code = ErrorCode::parse(code).unwrap();
+                    assert_eq!(
+                        status_of(code).as_str(),
+                        status,
+                        "{at}: {} is answered with another status",
+                        code.as_str()
+                    );
+                    documented.insert(code);
+                }
                 let example = &media["example"];
                 assert_eq!(example["status"].to_string(), *status, "{at}: {example}");
                 let code = example["error_code"].as_str().unwrap_or_default();
@@ -132,7 +146,26 @@ fn every_error_response_has_an_example_with_its_own_status_and_a_documented_code
         }
     }
     assert!(checked > 100, "only {checked} error responses");
+    // and every code the service answers with is documented somewhere
+    let undocumented: Vec<&str> = ErrorCode::ALL
+        .iter()
+        .filter(|code| !documented.contains(code) && !NOT_IN_ANSWERS.contains(code))
+        .map(|code| code.as_str())
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "codes no response documents: {undocumented:?}"
+    );
 }
+
+/// Codes of the registry that are not documented per operation: an instance error's code,
+/// and the answers any path may give (unknown path, wrong method, a failure of ours).
+const NOT_IN_ANSWERS: &[ErrorCode] = &[
+    ErrorCode::InvalidConnectorResponse,
+    ErrorCode::NotFound,
+    ErrorCode::MethodNotAllowed,
+    ErrorCode::InternalServerError,
+];
 
 /// Every JSON answer has a schema that says what it holds (its properties, or its items).
 #[test]

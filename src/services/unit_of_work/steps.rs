@@ -12,6 +12,7 @@ use crate::engine::{
     TaskState,
 };
 use crate::expr::ScriptEnv;
+use crate::services::ErrorCode;
 use crate::store;
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
@@ -66,8 +67,8 @@ impl<'c> UnitOfWork<'c> {
         let model = store::models::find(&mut self.tx, process_model_identifier)
             .await?
             .ok_or_else(|| {
-                Error::not_found(
-                    "process_model_not_found",
+                Error::refused(
+                    ErrorCode::ProcessModelNotFound,
                     format!("process model '{process_model_identifier}' does not exist"),
                 )
             })?;
@@ -120,8 +121,8 @@ impl<'c> UnitOfWork<'c> {
                 }
                 Err(EngineError::Unavailable(why)) => return Err(Error::ScriptsUnavailable(why)),
                 Err(other) => {
-                    return Err(Error::bad_request(
-                        "process_instance_cannot_start",
+                    return Err(Error::refused(
+                        ErrorCode::ProcessInstanceCannotStart,
                         other.to_string(),
                     ))
                 }
