@@ -286,10 +286,10 @@ pub struct MessageListQuery {
     #[param(max_length = 255, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$")]
     name: Option<String>,
     /// `ready`, `running`, `completed`, `failed`, `cancelled`, `not_accepted`
-    #[param(pattern = "^(|ready|running|completed|failed|cancelled|not_accepted)$")]
+    #[param(value_type = Option<MessageStatus>)]
     status: Option<String>,
     /// `send` or `receive`
-    #[param(pattern = "^(|send|receive)$")]
+    #[param(value_type = Option<MessageType>)]
     message_type: Option<String>,
     /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
     /// with `per_page=500`)

@@ -412,9 +412,7 @@ pub struct InstanceListQuery {
     )]
     process_model_identifier: Option<String>,
     /// `running`, `waiting`, `user_input_required`, `complete`, `error`, `suspended`, `terminated`
-    #[param(
-        pattern = "^(|running|waiting|user_input_required|complete|error|suspended|terminated)$"
-    )]
+    #[param(value_type = Option<InstanceStatus>)]
     status: Option<String>,
     /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
     /// with `per_page=500`)
