@@ -255,7 +255,7 @@ pub async fn send_message(
     Ok(
         match services::messages::send(&state.pool, &state.models, &request).await? {
             SendAnswer::Instance(outcome) => {
-                HttpResponse::Ok().json(InstanceAnswer::from(outcome.as_ref()))
+                HttpResponse::Ok().json(InstanceAnswer::from(*outcome))
             }
             SendAnswer::Buffered(message) => {
                 // the expiry sweeper may be asleep until a later deadline

@@ -106,11 +106,13 @@ pub struct InstanceAnswer {
     task_data: Value,
 }
 
-impl From<&InstanceOutcome> for InstanceAnswer {
-    fn from(outcome: &InstanceOutcome) -> InstanceAnswer {
+impl From<InstanceOutcome> for InstanceAnswer {
+    /// Takes the outcome: its task data (all of it, possibly large) moves, not copied.
+    fn from(mut outcome: InstanceOutcome) -> InstanceAnswer {
+        let data = std::mem::take(&mut outcome.data);
         InstanceAnswer {
-            process_instance: ProcessInstanceAnswer::from(outcome),
-            task_data: shown(outcome.data.clone()),
+            process_instance: ProcessInstanceAnswer::from(&outcome),
+            task_data: shown(data),
         }
     }
 }
@@ -302,7 +304,7 @@ pub async fn start_instance(
         &principal.subject,
     )
     .await?;
-    Ok(HttpResponse::Created().json(InstanceAnswer::from(&answer)))
+    Ok(HttpResponse::Created().json(InstanceAnswer::from(answer)))
 }
 
 /// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
@@ -540,7 +542,7 @@ pub async fn migrate_instance(
     )
     .await?;
     Ok(HttpResponse::Ok().json(MigratedAnswer {
-        instance: InstanceAnswer::from(&migrated.outcome),
+        instance: InstanceAnswer::from(migrated.outcome),
         previous_version: migrated.previous_version,
     }))
 }
@@ -593,5 +595,5 @@ pub async fn complete_task(
         &principal.subject,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(InstanceAnswer::from(&answer)))
+    Ok(HttpResponse::Ok().json(InstanceAnswer::from(answer)))
 }
