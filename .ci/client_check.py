@@ -59,7 +59,7 @@ started = send_message.sync(MESSAGE, client=client, body=body)
 check(isinstance(started, InstanceAnswer), f"send_message: {started!r}")
 check(started.process_instance.status == InstanceStatus.COMPLETE, f"status {started.process_instance.status}")
 
-instance = show_instance.sync(started.process_instance.id, client=client)
+instance = show_instance.sync(MODEL.replace("/", ":"), started.process_instance.id, client=client)
 check(isinstance(instance, ProcessInstanceDetail), f"show_instance: {instance!r}")
 check(instance.tasks and instance.tasks[-1].element_id == "done", f"tasks: {instance.tasks}")
 
