@@ -37,12 +37,11 @@ impl From<Secret> for SecretAnswer {
     }
 }
 
-/// `{results, pagination: {count, total, total_exact, pages}}`
+/// `{results, pagination}`: a page of secrets by name.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SecretList {
     pub results: Vec<SecretAnswer>,
-    #[schema(value_type = Object)]
-    pub pagination: Value,
+    pub pagination: super::display::PaginationAnswer,
 }
 
 /// The body of `PUT /v1.0/secrets/{name}`.
@@ -155,7 +154,7 @@ pub async fn list_secrets(
     let (secrets, pagination) = services::secrets::list(&state.pool, page).await?;
     Ok(HttpResponse::Ok().json(SecretList {
         results: secrets.into_iter().map(SecretAnswer::from).collect(),
-        pagination,
+        pagination: pagination.into(),
     }))
 }
 

@@ -140,18 +140,6 @@ impl Page {
         Self::MAX_ROWS + 1
     }
 
-    /// `{count, total, total_exact, pages}`; `total` counts at most [`Page::MAX_ROWS`] + 1
-    /// rows, and `total_exact` says whether it is the real number.
-    fn pagination(&self, total: i64, count: usize) -> Value {
-        let of = self.pagination_of(total, count);
-        serde_json::json!({
-            "count": of.count,
-            "total": of.total,
-            "total_exact": of.total_exact,
-            "pages": of.pages,
-        })
-    }
-
     /// Where a page of `count` rows stands among `total` (counted up to [`Page::MAX_ROWS`] + 1).
     fn pagination_of(&self, total: i64, count: usize) -> Pagination {
         Pagination {
@@ -222,11 +210,8 @@ mod tests {
     #[test]
     fn a_total_past_the_counted_rows_is_not_exact() {
         let page = Page::new(Some(1), Some(10)).unwrap();
-        assert_eq!(page.pagination(25, 10)["pages"], 3);
-        assert_eq!(page.pagination(25, 10)["total_exact"], true);
-        assert_eq!(
-            page.pagination(Page::MAX_ROWS + 1, 10)["total_exact"],
-            false
-        );
+        assert_eq!(page.pagination_of(25, 10).pages, 3);
+        assert!(page.pagination_of(25, 10).total_exact);
+        assert!(!page.pagination_of(Page::MAX_ROWS + 1, 10).total_exact);
     }
 }

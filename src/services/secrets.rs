@@ -6,7 +6,6 @@ use super::{Error, Page, Result};
 use crate::services::ErrorCode;
 use crate::store;
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use std::collections::BTreeMap;
 
@@ -94,11 +93,11 @@ pub async fn set(pool: &PgPool, name: &str, value: &str) -> Result<(bool, Secret
 }
 
 /// One page of secrets by name, and its `pagination`.
-pub async fn list(pool: &PgPool, page: Page) -> Result<(Vec<Secret>, Value)> {
+pub async fn list(pool: &PgPool, page: Page) -> Result<(Vec<Secret>, super::Pagination)> {
     let mut conn = pool.acquire().await?;
     let rows = store::secrets::list(&mut conn, page.limit(), page.offset()).await?;
     let total = store::secrets::count(&mut conn, page.count_up_to()).await?;
-    let pagination = page.pagination(total, rows.len());
+    let pagination = page.pagination_of(total, rows.len());
     Ok((rows.into_iter().map(Secret::from).collect(), pagination))
 }
 
