@@ -90,7 +90,8 @@ impl<'m> Interpreter<'m> {
 
     /// The KKV stores the current task reads, for its scripts' getters: store id -> entries.
     pub(super) fn kkv_getters(&self) -> Option<Map<String, Value>> {
-        let element = self.element_of(self.current?);
+        let guid = self.current.filter(|guid| self.has_task(*guid))?;
+        let element = self.element_of(guid);
         let mut getters = Map::new();
         for store in &element.store_reads {
             if let StoreContent::Entries(entries) = self.store_content(store) {
