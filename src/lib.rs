@@ -8,6 +8,7 @@ pub mod correlation;
 pub mod dmn;
 pub mod engine;
 pub mod expr;
+pub mod ids;
 pub mod python;
 pub mod services;
 pub mod startup;

@@ -6,6 +6,7 @@ use super::error::{ApiError, Problem};
 use crate::services::ErrorCode;
 
 use crate::connector;
+use crate::services::instances::InstanceId;
 use crate::services::service_tasks::{CallbackDone, ConnectorLogLine};
 use crate::services::{self, service_tasks};
 use crate::startup::AppState;
@@ -140,12 +141,13 @@ pub async fn callback(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let (instance, guid) = path.into_inner();
-    let id: i64 = instance
+    let id = instance
         .parse()
+        .map(InstanceId)
         .map_err(|_| ApiError::from(services::instances::instance_not_found(&instance)))?;
     // a guid that is not one cannot name a task's scope: the instance's scope decides alone
     let task_guid = Uuid::parse_str(&guid).ok();
-    let task_scope = task_guid.map(|g| service_tasks::callback_scope(id, g));
+    let task_scope = task_guid.map(|g| service_tasks::callback_scope(id.0, g));
     super::process_instances::authorize(&principal, &state, id, "update", task_scope.as_deref())
         .await?;
     let task_guid = task_guid.ok_or_else(|| {
@@ -232,7 +234,7 @@ pub async fn authentications(
 pub async fn connector_logs(
     principal: Principal,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<InstanceId>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     super::process_instances::authorize(&principal, &state, id, "read", None).await?;

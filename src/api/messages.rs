@@ -371,7 +371,7 @@ pub async fn list_messages(
 pub async fn show_message(
     principal: Principal,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<services::messages::MessageId>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
     let message = services::messages::find(&state.pool, id.into_inner()).await?;

@@ -5,7 +5,7 @@ use super::display;
 use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
 use crate::services::instances::InstanceOutcome;
-use crate::services::instances::{Instance, InstanceDetail, StoredTask};
+use crate::services::instances::{Instance, InstanceDetail, InstanceId, StoredTask};
 use crate::services::ErrorCode;
 use crate::services::{self, input};
 use crate::startup::AppState;
@@ -348,7 +348,7 @@ fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
 pub async fn show_instance(
     principal: Principal,
     state: web::Data<AppState>,
-    path: web::Path<(String, i64)>,
+    path: web::Path<(String, InstanceId)>,
 ) -> Result<HttpResponse, ApiError> {
     let (modified, id) = path.into_inner();
     let model = services::models::identifier_from_url(&modified)?;
@@ -365,14 +365,14 @@ pub async fn show_instance(
 pub async fn show_instance_by_id(
     principal: Principal,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<InstanceId>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     authorize(&principal, &state, id, "read", None).await?;
     instance_detail(&state, id).await
 }
 
-async fn instance_detail(state: &AppState, id: i64) -> Result<HttpResponse, ApiError> {
+async fn instance_detail(state: &AppState, id: InstanceId) -> Result<HttpResponse, ApiError> {
     let detail = services::instances::show(&state.pool, id).await?;
     super::json_off_thread(StatusCode::OK, ProcessInstanceDetail::from(detail)).await
 }
@@ -384,7 +384,7 @@ async fn instance_detail(state: &AppState, id: i64) -> Result<HttpResponse, ApiE
 pub(crate) async fn authorize(
     principal: &Principal,
     state: &AppState,
-    id: i64,
+    id: InstanceId,
     action: &str,
     alternative: Option<&str>,
 ) -> Result<String, ApiError> {
@@ -517,7 +517,7 @@ pub struct MigrateRequest {
 pub async fn migrate_instance(
     principal: Principal,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<InstanceId>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
@@ -573,7 +573,7 @@ pub async fn migrate_instance(
 pub async fn complete_task(
     principal: Principal,
     state: web::Data<AppState>,
-    path: web::Path<(i64, Uuid)>,
+    path: web::Path<(InstanceId, Uuid)>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let (instance_id, task_guid) = path.into_inner();

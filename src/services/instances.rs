@@ -4,6 +4,7 @@ use super::unit_of_work::Applied;
 pub use super::unit_of_work::InstanceOutcome;
 use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::engine::{EngineError, Event};
+pub use crate::ids::InstanceId;
 use crate::services::ErrorCode;
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
 use serde_json::{json, Map, Value};
@@ -40,7 +41,7 @@ async fn start_once(
 pub async fn complete_task(
     pool: &PgPool,
     cache: &ModelCache,
-    instance_id: i64,
+    instance_id: InstanceId,
     task_guid: Uuid,
     data: &Map<String, Value>,
     actor: &str,
@@ -48,7 +49,7 @@ pub async fn complete_task(
     retry_transaction!(complete_task_once(
         pool,
         cache,
-        instance_id,
+        instance_id.0,
         task_guid,
         data,
         actor
@@ -81,10 +82,10 @@ async fn complete_task_once(
 pub async fn migrate(
     pool: &PgPool,
     cache: &ModelCache,
-    instance_id: i64,
+    instance_id: InstanceId,
     target_version: Option<&str>,
 ) -> Result<Migrated> {
-    retry_transaction!(migrate_once(pool, cache, instance_id, target_version))
+    retry_transaction!(migrate_once(pool, cache, instance_id.0, target_version))
 }
 
 async fn migrate_once(
@@ -211,7 +212,8 @@ pub struct InstanceDetail {
 }
 
 /// An instance with its status, data, error and every task.
-pub async fn show(pool: &PgPool, id: i64) -> Result<InstanceDetail> {
+pub async fn show(pool: &PgPool, id: InstanceId) -> Result<InstanceDetail> {
+    let id = id.0;
     // one snapshot for the row and its tasks, so a step committing in between is seen whole
     let mut conn = pool.begin().await?;
     store::read_only_snapshot(&mut conn).await?;
@@ -266,7 +268,8 @@ pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Res
 }
 
 /// The model of an instance, for authorisation before a step (`None`: no such instance).
-pub async fn model_of(pool: &PgPool, id: i64) -> Result<Option<String>> {
+pub async fn model_of(pool: &PgPool, id: InstanceId) -> Result<Option<String>> {
+    let id = id.0;
     Ok(store::instances::model_of(pool, id).await?)
 }
 

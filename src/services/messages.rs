@@ -2,6 +2,7 @@
 
 use super::unit_of_work::{OutgoingMessage, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
+pub use crate::ids::MessageId;
 use crate::services::ErrorCode;
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
 use serde_json::{json, Value};
@@ -236,14 +237,16 @@ pub type Message = MessageRow;
 /// `correlation_key` and `failure_cause` cut (`truncated` says so).
 pub type MessageSummary = store::messages::MessageSummary;
 
-pub async fn find(pool: &PgPool, id: i64) -> Result<Message> {
+pub async fn find(pool: &PgPool, id: MessageId) -> Result<Message> {
     let mut conn = pool.acquire().await?;
-    store::messages::find(&mut conn, id).await?.ok_or_else(|| {
-        Error::refused(
-            ErrorCode::MessageInstanceNotFound,
-            format!("message instance {id} does not exist"),
-        )
-    })
+    store::messages::find(&mut conn, id.0)
+        .await?
+        .ok_or_else(|| {
+            Error::refused(
+                ErrorCode::MessageInstanceNotFound,
+                format!("message instance {id} does not exist"),
+            )
+        })
 }
 
 /// One page of a list of messages.

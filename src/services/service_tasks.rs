@@ -5,6 +5,7 @@ use super::unit_of_work::Applied;
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
 use crate::engine::{self, EngineError, Event, TaskState};
+use crate::ids::InstanceId;
 use crate::services::ErrorCode;
 use crate::store;
 use serde_json::{json, Value};
@@ -343,11 +344,11 @@ pub struct CallbackAnswer {
 /// Applies a worker's callback. The caller has been authorised for the instance or task.
 pub async fn callback(
     ctx: &ServiceTaskContext<'_>,
-    id: i64,
+    id: InstanceId,
     task_guid: Uuid,
     outcome: &CallbackOutcome,
 ) -> Result<CallbackAnswer> {
-    retry_transaction!(callback_once(ctx, id, task_guid, outcome))
+    retry_transaction!(callback_once(ctx, id.0, task_guid, outcome))
 }
 
 async fn callback_once(
@@ -457,6 +458,6 @@ fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
 pub type ConnectorLogLine = store::connector_logs::LogLine;
 
 /// `wf__logs` lines of an instance, oldest first.
-pub async fn connector_logs(pool: &PgPool, id: i64) -> Result<Vec<ConnectorLogLine>> {
-    Ok(store::connector_logs::of_instance(pool, id).await?)
+pub async fn connector_logs(pool: &PgPool, id: InstanceId) -> Result<Vec<ConnectorLogLine>> {
+    Ok(store::connector_logs::of_instance(pool, id.0).await?)
 }
