@@ -6,7 +6,7 @@ use super::error::{ApiError, Problem};
 use crate::services::ErrorCode;
 
 use crate::connector;
-use crate::services::instances::InstanceId;
+use crate::services::instances::{InstanceId, TaskGuid};
 use crate::services::service_tasks::{CallbackDone, ConnectorLogLine};
 use crate::services::{self, service_tasks};
 use crate::startup::AppState;
@@ -161,7 +161,7 @@ pub async fn callback(
     let outcome = connector::parse_callback(&body)
         .map_err(|e| ApiError::refused(ErrorCode::InvalidCallbackBody, e))?;
     let ctx = state.service_tasks();
-    let answer = service_tasks::callback(&ctx, id, task_guid, &outcome).await?;
+    let answer = service_tasks::callback(&ctx, id, TaskGuid(task_guid), &outcome).await?;
     Ok(HttpResponse::Ok().json(CallbackAnswer::from(answer)))
 }
 

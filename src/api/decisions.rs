@@ -140,7 +140,7 @@ pub async fn show_decision(
     principal.require_any(&["models:read", "models:write"])?;
     let model = model_of(query.process_model_identifier.as_deref())?;
     let found =
-        services::decisions::find(&state.pool, &state.models, &path, model.as_deref()).await?;
+        services::decisions::find(&state.pool, &state.models, &path, model.as_ref()).await?;
     Ok(HttpResponse::Ok().json(decision_answer(&found)))
 }
 
@@ -190,12 +190,12 @@ pub async fn evaluate_decision(
     )?;
     let model = model_of(request.process_model_identifier.as_deref())?;
     let (found, evaluation) =
-        services::decisions::evaluate(&state.pool, &state.models, &path, model.as_deref(), data)
+        services::decisions::evaluate(&state.pool, &state.models, &path, model.as_ref(), data)
             .await?;
     Ok(HttpResponse::Ok().json(evaluation_answer(&found, evaluation)))
 }
 
-fn model_of(identifier: Option<&str>) -> Result<Option<String>, ApiError> {
+fn model_of(identifier: Option<&str>) -> Result<Option<services::models::ModelId>, ApiError> {
     Ok(match identifier {
         Some(identifier) => Some(services::models::identifier_from_url(identifier)?),
         None => None,

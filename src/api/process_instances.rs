@@ -5,7 +5,7 @@ use super::display;
 use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
 use crate::services::instances::InstanceOutcome;
-use crate::services::instances::{Instance, InstanceDetail, InstanceId, StoredTask};
+use crate::services::instances::{Instance, InstanceDetail, InstanceId, StoredTask, TaskGuid};
 use crate::services::ErrorCode;
 use crate::services::{self, input};
 use crate::startup::AppState;
@@ -353,7 +353,7 @@ pub async fn show_instance(
     let (modified, id) = path.into_inner();
     let model = services::models::identifier_from_url(&modified)?;
     let found = authorize(&principal, &state, id, "read", None).await?;
-    if found != model {
+    if model.as_str() != found {
         return Err(services::instances::instance_not_found(id).into());
     }
     instance_detail(&state, id).await
@@ -452,7 +452,7 @@ pub async fn list_instances(
     let status = super::filter(&query.status);
     principal.require(&format!(
         "instances:read:{}",
-        model.as_deref().unwrap_or("*")
+        model.as_ref().map_or("*", |m| m.as_str())
     ))?;
     input::check_choice(
         status,
@@ -469,7 +469,7 @@ pub async fn list_instances(
     )?;
     let page = services::Page::new(query.page, query.per_page)?;
     let filter = services::instances::InstanceFilter {
-        process_model_identifier: model.as_deref(),
+        process_model_identifier: model.as_ref().map(|m| m.as_str()),
         status,
     };
     let page = services::instances::list(&state.pool, &filter, page).await?;
@@ -573,7 +573,7 @@ pub async fn migrate_instance(
 pub async fn complete_task(
     principal: Principal,
     state: web::Data<AppState>,
-    path: web::Path<(InstanceId, Uuid)>,
+    path: web::Path<(InstanceId, TaskGuid)>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let (instance_id, task_guid) = path.into_inner();

@@ -62,16 +62,18 @@ impl StoreKey {
                     "typeahead categories have no location",
                 ))
             }
-            Some(location) => super::models::identifier_from_url(location).map_err(|_| {
-                Error::refused(
-                    ErrorCode::InvalidDataStoreLocation,
-                    format!(
+            Some(location) => super::models::identifier_from_url(location)
+                .map(|id| id.as_str().to_string())
+                .map_err(|_| {
+                    Error::refused(
+                        ErrorCode::InvalidDataStoreLocation,
+                        format!(
                         "'{}' is not a location: a process group path such as 'finance/invoices' \
                          (segments of letters, digits, '-', '_' and '.'), or empty for every model",
                         location.escape_default()
                     ),
-                )
-            })?,
+                    )
+                })?,
         };
         Ok(StoreKey {
             kind,

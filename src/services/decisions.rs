@@ -4,6 +4,7 @@
 use super::{Error, ModelCache, Result};
 use crate::dmn::{Decision, Evaluation};
 use crate::expr::{Context, ErrorKind, Map};
+use crate::ids::ModelId;
 use crate::services::ErrorCode;
 use crate::store;
 use anyhow::anyhow;
@@ -26,8 +27,9 @@ pub async fn find(
     pool: &PgPool,
     cache: &ModelCache,
     decision_id: &str,
-    model: Option<&str>,
+    model: Option<&ModelId>,
 ) -> Result<FoundDecision> {
+    let model = model.map(ModelId::as_str);
     super::input::check_text(
         decision_id,
         ErrorCode::InvalidDecisionId,
@@ -84,7 +86,7 @@ pub async fn evaluate(
     pool: &PgPool,
     cache: &ModelCache,
     decision_id: &str,
-    model: Option<&str>,
+    model: Option<&ModelId>,
     data: Map,
 ) -> Result<(FoundDecision, Evaluation)> {
     let found = find(pool, cache, decision_id, model).await?;

@@ -4,7 +4,7 @@ use super::unit_of_work::Applied;
 pub use super::unit_of_work::InstanceOutcome;
 use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::engine::{EngineError, Event};
-pub use crate::ids::InstanceId;
+pub use crate::ids::{InstanceId, ModelId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
 use serde_json::{json, Map, Value};
@@ -16,11 +16,11 @@ use uuid::Uuid;
 pub async fn start(
     pool: &PgPool,
     cache: &ModelCache,
-    model: &str,
+    model: &ModelId,
     data: &Map<String, Value>,
     actor: &str,
 ) -> Result<InstanceOutcome> {
-    retry_transaction!(start_once(pool, cache, model, data, actor))
+    retry_transaction!(start_once(pool, cache, model.as_str(), data, actor))
 }
 
 async fn start_once(
@@ -42,7 +42,7 @@ pub async fn complete_task(
     pool: &PgPool,
     cache: &ModelCache,
     instance_id: InstanceId,
-    task_guid: Uuid,
+    task_guid: TaskGuid,
     data: &Map<String, Value>,
     actor: &str,
 ) -> Result<InstanceOutcome> {
@@ -50,7 +50,7 @@ pub async fn complete_task(
         pool,
         cache,
         instance_id.0,
-        task_guid,
+        task_guid.0,
         data,
         actor
     ))

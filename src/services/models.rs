@@ -3,6 +3,7 @@
 use super::{Error, ModelCache, Page, Result};
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{ErrorKind, ScriptHost};
+pub use crate::ids::ModelId;
 use crate::services::ErrorCode;
 use crate::store::{self, models::Retrieval, models::Trigger};
 use anyhow::anyhow;
@@ -27,7 +28,7 @@ fn is_plain_name(segment: &str) -> bool {
 }
 
 /// `group:sub:model` (URL form) -> `group/sub/model`, checked segment by segment.
-pub fn identifier_from_url(modified: &str) -> Result<String> {
+pub fn identifier_from_url(modified: &str) -> Result<ModelId> {
     let identifier = modified.replace(':', "/");
     let valid =
         identifier.len() <= MAX_IDENTIFIER_BYTES && identifier.split('/').all(is_plain_name);
@@ -42,7 +43,7 @@ pub fn identifier_from_url(modified: &str) -> Result<String> {
             ),
         ));
     }
-    Ok(identifier)
+    Ok(ModelId::checked(identifier))
 }
 
 /// A model file name: a plain name (see [`is_plain_name`]) ending in `.bpmn` or `.dmn`.
@@ -384,10 +385,11 @@ async fn schedule_starts(
 pub async fn put_file(
     pool: &PgPool,
     cache: &ModelCache,
-    identifier: &str,
+    model: &ModelId,
     file_name: &str,
     content: &str,
 ) -> Result<(bool, ModelDetail)> {
+    let identifier = model.as_str();
     check_file_name(file_name)?;
     if content.contains('\0') {
         return Err(Error::refused(
@@ -417,7 +419,7 @@ pub async fn put_file(
     };
     save_model(&mut tx, cache, identifier, &metadata, &files).await?;
     tx.commit().await?;
-    Ok((existing.is_none(), show(pool, identifier).await?))
+    Ok((existing.is_none(), show(pool, model).await?))
 }
 
 /// Loads every model under `root` (a folder holding `.bpmn` files is a model, with its
@@ -472,6 +474,7 @@ async fn load_folder(
     folder: &Path,
 ) -> Result<()> {
     let identifier = identifier_from_url(identifier)?;
+    let identifier = identifier.as_str();
     let metadata: ModelMetadata = match std::fs::read_to_string(folder.join("process_model.json")) {
         Ok(text) => serde_json::from_str(&text)
             .map_err(|e| anyhow::anyhow!("{}/process_model.json: {e}", folder.display()))?,
@@ -495,8 +498,8 @@ async fn load_folder(
     files.sort();
     check_python(files.clone(), cache.scripts()).await?;
     let mut tx = pool.begin().await?;
-    store::models::lock_identifier(&mut tx, &identifier).await?;
-    save_model(&mut tx, cache, &identifier, &metadata, &files).await?;
+    store::models::lock_identifier(&mut tx, identifier).await?;
+    save_model(&mut tx, cache, identifier, &metadata, &files).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -531,7 +534,8 @@ pub struct ModelDetail {
     pub versions_in_use: Vec<VersionInUse>,
 }
 
-pub async fn show(pool: &PgPool, identifier: &str) -> Result<ModelDetail> {
+pub async fn show(pool: &PgPool, identifier: &ModelId) -> Result<ModelDetail> {
+    let identifier = identifier.as_str();
     let mut conn = pool.acquire().await?;
     let model = store::models::find(&mut conn, identifier)
         .await?
@@ -575,10 +579,12 @@ mod tests {
     #[test]
     fn identifiers_use_colons_in_urls() {
         assert_eq!(
-            identifier_from_url("finance:invoices:approve").unwrap(),
+            identifier_from_url("finance:invoices:approve")
+                .unwrap()
+                .as_str(),
             "finance/invoices/approve"
         );
-        assert_eq!(identifier_from_url("single").unwrap(), "single");
+        assert_eq!(identifier_from_url("single").unwrap().as_str(), "single");
         let long = "a".repeat(5_000);
         for bad in [
             "",

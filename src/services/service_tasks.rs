@@ -5,7 +5,7 @@ use super::unit_of_work::Applied;
 use super::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::connector::{self, CallbackOutcome, ConnectorClient, Outcome};
 use crate::engine::{self, EngineError, Event, TaskState};
-use crate::ids::InstanceId;
+use crate::ids::{InstanceId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store;
 use serde_json::{json, Value};
@@ -345,10 +345,10 @@ pub struct CallbackAnswer {
 pub async fn callback(
     ctx: &ServiceTaskContext<'_>,
     id: InstanceId,
-    task_guid: Uuid,
+    task_guid: TaskGuid,
     outcome: &CallbackOutcome,
 ) -> Result<CallbackAnswer> {
-    retry_transaction!(callback_once(ctx, id.0, task_guid, outcome))
+    retry_transaction!(callback_once(ctx, id.0, task_guid.0, outcome))
 }
 
 async fn callback_once(
