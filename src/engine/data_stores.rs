@@ -40,7 +40,7 @@ impl<'m> Interpreter<'m> {
         let owner = self.state.data_owner(Some(guid));
         for store in &element.store_reads {
             let value = match self.store_content(store) {
-                StoreContent::Value(value) => value,
+                StoreContent::Value(value) => value.clone(),
                 StoreContent::Entries(_) => continue,
                 StoreContent::Unavailable(why) => {
                     return Err(ModelFailure::new(
@@ -102,16 +102,13 @@ impl<'m> Interpreter<'m> {
     }
 
     /// What a store holds now: the step's own write, else what the shell loaded.
-    fn store_content(&self, store: &str) -> StoreContent {
-        if let Some(written) = self.store_writes.get(store) {
-            return written.clone();
-        }
-        self.context
-            .data_stores
-            .stores
+    fn store_content(&self, store: &str) -> &StoreContent {
+        static NOT_LOADED: std::sync::LazyLock<StoreContent> =
+            std::sync::LazyLock::new(|| StoreContent::Unavailable("it was not loaded".into()));
+        self.store_writes
             .get(store)
-            .cloned()
-            .unwrap_or_else(|| StoreContent::Unavailable("it was not loaded".into()))
+            .or_else(|| self.context.data_stores.stores.get(store))
+            .unwrap_or(&NOT_LOADED)
     }
 
     /// What the store holds after `value` is written to it (None: nothing this step reads,
@@ -128,11 +125,11 @@ impl<'m> Interpreter<'m> {
                 Ok(None)
             }
             DataStoreKind::Json | DataStoreKind::JsonFile => match self.store_content(store) {
-                StoreContent::Unavailable(why) => Err(why),
+                StoreContent::Unavailable(why) => Err(why.clone()),
                 _ => Ok(Some(StoreContent::Value(value.clone()))),
             },
             DataStoreKind::Kkv => match self.store_content(store) {
-                StoreContent::Unavailable(why) => Err(why),
+                StoreContent::Unavailable(why) => Err(why.clone()),
                 StoreContent::Value(_) => Err("it is not a KKV store".into()),
                 StoreContent::Entries(entries) => {
                     let mut entries = entries.as_ref().clone();

@@ -210,7 +210,7 @@ pub async fn show(pool: &PgPool, key: &StoreKey, page: Page, prefix: &str) -> Re
             },
         });
     }
-    let (row, data) =
+    let store::data_stores::DataStoreWithData { row, data } =
         store::data_stores::find(&mut conn, key.kind.as_str(), &key.identifier, &key.location)
             .await?
             .ok_or_else(|| not_found(key))?;

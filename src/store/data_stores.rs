@@ -216,30 +216,30 @@ pub async fn list(conn: &mut PgConnection, kind: Option<&str>) -> sqlx::Result<V
     .await
 }
 
-/// One store by its key, with its data (a KKV store's data is `{}`: its entries are apart).
+/// A store with its data (a KKV store's data is `{}`: its entries are apart).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DataStoreWithData {
+    #[sqlx(flatten)]
+    pub row: DataStoreRow,
+    pub data: Value,
+}
+
+/// One store by its key, with its data.
 pub async fn find(
     conn: &mut PgConnection,
     kind: &str,
     identifier: &str,
     location: &str,
-) -> sqlx::Result<Option<(DataStoreRow, Value)>> {
-    let row: Option<DataStoreRow> = sqlx::query_as(
-        "SELECT id, kind, identifier, location, name, description, created_at, updated_at \
+) -> sqlx::Result<Option<DataStoreWithData>> {
+    sqlx::query_as(
+        "SELECT id, kind, identifier, location, name, description, created_at, updated_at, data \
          FROM data_stores WHERE kind = $1 AND identifier = $2 AND location = $3",
     )
     .bind(kind)
     .bind(identifier)
     .bind(location)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let data: Value = sqlx::query_scalar("SELECT data FROM data_stores WHERE id = $1")
-        .bind(row.id)
-        .fetch_one(conn)
-        .await?;
-    Ok(Some((row, data)))
+    .fetch_optional(conn)
+    .await
 }
 
 /// Creates the store, or updates its name, description and (when given) data; true when it

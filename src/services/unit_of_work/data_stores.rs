@@ -42,6 +42,10 @@ impl UnitOfWork<'_> {
                 used.written,
             )
             .await?;
+            if let Some((row_id, _)) = &found {
+                self.data_store_rows
+                    .insert((model.to_string(), id.clone()), *row_id);
+            }
             let content = match (found, used.kind) {
                 (None, kind) => StoreContent::Unavailable(format!(
                     "no {} '{id}' exists for the model '{model}' (create it with PUT /v1.0/data-stores/{}/{id})",
@@ -100,18 +104,11 @@ impl UnitOfWork<'_> {
             }
             return Ok(());
         }
-        let found = store::data_stores::find_for(
-            &mut self.tx,
-            kind.as_str(),
-            store_id,
-            &locations_of(&model),
-            true,
-        )
-        .await?;
-        let Some((row_id, _)) = found else {
-            // the step read it under the same lock: it cannot have gone
+        // the step was given the store's content, loaded (and locked) by this unit: the engine
+        // refuses a write to a store that was not found
+        let Some(&row_id) = self.data_store_rows.get(&(model, store_id.to_string())) else {
             return Err(Error::Internal(anyhow!(
-                "the data store '{store_id}' written by instance {id} is gone"
+                "instance {id} wrote the data store '{store_id}', which its step was not given"
             )));
         };
         if kind != DataStoreKind::Kkv {

@@ -54,6 +54,9 @@ pub struct UnitOfWork<'c> {
     /// Tasks a message was routed to in this unit (their step may still be queued): another
     /// message for one of them waits until that step has run.
     deliveries_in_flight: std::collections::HashSet<Uuid>,
+    /// The data store rows this unit's steps loaded, by (model, store id): their writes go
+    /// there (locked when loaded) without looking them up again.
+    data_store_rows: HashMap<(String, String), i64>,
 }
 
 struct Loaded {
@@ -191,6 +194,7 @@ impl<'c> UnitOfWork<'c> {
             signal_deliveries: Vec::new(),
             signal_starts: Vec::new(),
             deliveries_in_flight: Default::default(),
+            data_store_rows: HashMap::new(),
         })
     }
 
