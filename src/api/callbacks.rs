@@ -126,6 +126,7 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
     responses(
         (status = 200, description = "What the callback did", body = CallbackAnswer),
         (status = 400, description = "`invalid_callback_body` (also: a NUL character, nesting deeper than 64 levels, a number that cannot be stored), `callback_not_found`, `not_waiting_for_callback`, `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`process_instance_suspended`: the task still waits; send the callback again after the instance is resumed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: the caller may read the instance but not update it", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),

@@ -47,9 +47,10 @@ pub enum MessageType {
     Receive,
 }
 
-/// A message's state: `ready` (a send buffered, or a receive waiting), `running` (a send
-/// being routed), `completed` (correlated or started an instance), `failed`, `cancelled`
-/// (expired, or its wait ended without it), `not_accepted` (refused).
+/// A message's stored status: `ready` (a send buffered, or a receive waiting), `running` (a
+/// send being routed), `completed` (correlated or started an instance), `failed`, `cancelled`
+/// (expired, or its wait ended without it), `not_accepted` (refused), `suspended` (a receive
+/// of a suspended instance: it takes no message until the instance is resumed).
 #[derive(Serialize, ToSchema, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
@@ -59,6 +60,22 @@ pub enum MessageStatus {
     Failed,
     Cancelled,
     NotAccepted,
+    Suspended,
+}
+
+/// What the messages list labels a message with. A send: `accepted` (taken, delivery in
+/// progress), `buffered` (waiting for a receiver until `expires_at`), `completed` (correlated
+/// or started an instance), `rejected` (not accepted, failed, or expired). A receive:
+/// `waiting` (also while its instance is suspended), `completed`, `cancelled`.
+#[derive(Serialize, ToSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageState {
+    Accepted,
+    Buffered,
+    Completed,
+    Rejected,
+    Waiting,
+    Cancelled,
 }
 
 /// Why a send was not taken.
@@ -77,6 +94,7 @@ pub struct MessageFields {
     name: String,
     message_type: MessageType,
     status: MessageStatus,
+    state: MessageState,
     /// The correlation values, canonical JSON (`{}`: none).
     correlation_key: String,
     /// A send: the instance it started or was delivered to (an engine-thrown one: its
@@ -144,7 +162,16 @@ fn fields_of(row: &services::messages::Message) -> MessageFields {
             "completed" => MessageStatus::Completed,
             "failed" => MessageStatus::Failed,
             "cancelled" => MessageStatus::Cancelled,
+            "suspended" => MessageStatus::Suspended,
             _ => MessageStatus::NotAccepted,
+        },
+        state: match services::messages::state_of(&row.message_type, &row.status) {
+            "accepted" => MessageState::Accepted,
+            "buffered" => MessageState::Buffered,
+            "completed" => MessageState::Completed,
+            "rejected" => MessageState::Rejected,
+            "waiting" => MessageState::Waiting,
+            _ => MessageState::Cancelled,
         },
         correlation_key: row.correlation_key.clone(),
         process_instance_id: row.process_instance_id,
@@ -276,6 +303,7 @@ const MESSAGE_STATUSES: &[&str] = &[
     "failed",
     "cancelled",
     "not_accepted",
+    "suspended",
 ];
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -285,9 +313,13 @@ pub struct MessageListQuery {
     /// A message name (an empty value is no filter)
     #[param(max_length = 255, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$")]
     name: Option<String>,
-    /// `ready`, `running`, `completed`, `failed`, `cancelled`, `not_accepted`
+    /// `ready`, `running`, `completed`, `failed`, `cancelled`, `not_accepted`, `suspended`
     #[param(value_type = Option<MessageStatus>)]
     status: Option<String>,
+    /// A state label: `accepted`, `buffered`, `completed`, `rejected` (sends), `waiting`,
+    /// `completed`, `cancelled` (receives)
+    #[param(value_type = Option<MessageState>)]
+    state: Option<String>,
     /// `send` or `receive`
     #[param(value_type = Option<MessageType>)]
     message_type: Option<String>,
@@ -326,7 +358,9 @@ pub async fn list_messages(
     let status = super::filter(&query.status);
     let message_type = super::filter(&query.message_type);
     let name = super::filter(&query.name);
+    let message_state = super::filter(&query.state);
     input::check_choice(status, "status", MESSAGE_STATUSES)?;
+    input::check_choice(message_state, "state", services::messages::STATES)?;
     input::check_choice(message_type, "message_type", &["send", "receive"])?;
     if let Some(name) = name {
         input::check_text(name, ErrorCode::InvalidQuery, "name", input::MAX_NAME_BYTES)?;
@@ -337,6 +371,7 @@ pub async fn list_messages(
         name,
         status,
         message_type,
+        state: message_state,
     };
     let page = services::messages::list(&state.pool, &filter, page).await?;
     Ok(HttpResponse::Ok().json(MessageList {

@@ -5,12 +5,14 @@
 
 pub mod auth;
 pub mod callbacks;
+pub mod console;
 pub mod data_stores;
 pub mod decisions;
 pub mod display;
 pub mod error;
 pub mod guard;
 pub mod health;
+pub mod lifecycle;
 pub mod messages;
 pub mod openapi_examples;
 pub mod process_instances;
@@ -42,10 +44,12 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
     paths(
         health::status, health::ready, health::metrics, openapi_json,
         messages::send_message, messages::list_messages, messages::show_message,
-        process_models::put_file, process_models::list_models, process_models::show_model,
+        process_models::put_file, process_models::get_file, process_models::list_models,
+        process_models::show_model, process_models::delete_model,
         process_instances::start_instance, process_instances::show_instance,
         process_instances::list_instances, process_instances::complete_task,
         process_instances::migrate_instance,
+        lifecycle::suspend, lifecycle::resume, lifecycle::terminate, lifecycle::retry,
         callbacks::callback, callbacks::service_tasks, callbacks::authentications,
         callbacks::connector_logs,
         secrets::put_secret, secrets::list_secrets, secrets::delete_secret,
@@ -169,13 +173,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::resource("/v1.0/process-models/{modified_process_model_identifier}")
-                .route(web::get().to(process_models::show_model)),
+                .route(web::get().to(process_models::show_model))
+                .route(web::delete().to(process_models::delete_model)),
         )
         .service(
             web::resource(
                 "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
             )
-            .route(web::put().to(process_models::put_file)),
+            .route(web::put().to(process_models::put_file))
+            .route(web::get().to(process_models::get_file)),
         )
         .service(
             web::resource("/v1.0/process-instances")
@@ -192,10 +198,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(process_instances::migrate_instance)),
         )
         .service(
+            web::resource("/v1.0/process-instances/{id}/suspend")
+                .route(web::post().to(lifecycle::suspend)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances/{id}/resume")
+                .route(web::post().to(lifecycle::resume)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances/{id}/terminate")
+                .route(web::post().to(lifecycle::terminate)),
+        )
+        .service(
+            web::resource("/v1.0/process-instances/{id}/retry")
+                .route(web::post().to(lifecycle::retry)),
+        )
+        .service(
             web::resource("/v1.0/process-instances/{id}/connector-logs")
                 .route(web::get().to(callbacks::connector_logs)),
         )
-        // after the two fixed sub-paths above, which this template would also match
+        // after the fixed sub-paths above, which this template would also match
         .service(
             web::resource(
                 "/v1.0/process-instances/{modified_process_model_identifier}/{process_instance_id}",
@@ -243,6 +265,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/decisions/{decision_id}/evaluate")
                 .route(web::post().to(decisions::evaluate_decision)),
         )
+        .configure(console::configure)
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));
 }

@@ -202,6 +202,10 @@ pub struct ProcessInstanceDetail {
     #[serde(flatten)]
     #[schema(inline)]
     instance: ProcessInstanceAnswer,
+    /// The file of its model version that holds its process (draw it with
+    /// `GET /v1.0/process-models/{model}/files/{file}?version={process_model_version}`); null
+    /// when that version cannot be found.
+    process_file_name: Option<String>,
     /// The task data.
     #[schema(value_type = Object)]
     data: Value,
@@ -220,6 +224,7 @@ impl From<InstanceDetail> for ProcessInstanceDetail {
         let row = &detail.instance;
         ProcessInstanceDetail {
             instance: ProcessInstanceAnswer::from(row),
+            process_file_name: detail.process_file_name.clone(),
             data: shown(row.data.0.clone()),
             correlations: shown(row.correlations.0.clone()),
             data_objects: shown(
@@ -373,7 +378,7 @@ pub async fn show_instance_by_id(
 }
 
 async fn instance_detail(state: &AppState, id: InstanceId) -> Result<HttpResponse, ApiError> {
-    let detail = services::instances::show(&state.pool, id).await?;
+    let detail = services::instances::show(&state.pool, &state.models, id).await?;
     super::json_off_thread(StatusCode::OK, ProcessInstanceDetail::from(detail)).await
 }
 
@@ -561,6 +566,7 @@ pub async fn migrate_instance(
     responses(
         (status = 200, description = "Completed; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`not_waiting`, `task_not_found`, `invalid_payload`, `invalid_path`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`process_instance_suspended`: the task still waits; complete it after the instance is resumed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>` (and may read the instance)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),

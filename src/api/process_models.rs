@@ -244,3 +244,91 @@ pub async fn show_model(
     let detail = services::models::show(&state.pool, &identifier).await?;
     Ok(HttpResponse::Ok().json(ModelDetailAnswer::from(detail)))
 }
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FileQuery {
+    /// A version (`version_sha`) of the model; default its current version
+    #[param(max_length = 128, pattern = "^[0-9a-f]{1,128}$")]
+    version: Option<String>,
+}
+
+/// Download one file of a process model: of its current version, or of `?version=` (every
+/// version an instance ran on is kept, so an instance's diagram can be drawn as it ran).
+#[utoipa::path(
+    get,
+    path = "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
+    tag = "process models",
+    params(
+        ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`"),
+        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\\.(bpmn|dmn)$", description = "NAME.bpmn or NAME.dmn"),
+        FileQuery,
+    ),
+    responses(
+        (status = 200, description = "The file (BPMN or DMN XML), as an attachment", content_type = "application/xml", body = String),
+        (status = 400, description = "`invalid_process_model_identifier`, `invalid_file_name`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `models:read` or `models:write`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_model_not_found`, `process_model_version_not_found`, `process_model_file_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_file(
+    principal: Principal,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    query: web::Query<FileQuery>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_any(&["models:read", "models:write"])?;
+    let (modified, file_name) = path.into_inner();
+    let identifier = services::models::identifier_from_url(&modified)?;
+    let version = super::filter(&query.version);
+    if let Some(version) = version {
+        if version.len() > 128 || !version.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ApiError::refused(
+                ErrorCode::InvalidQuery,
+                "version: a version_sha (hexadecimal)",
+            ));
+        }
+    }
+    let content = services::models::file(&state.pool, &identifier, &file_name, version).await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/xml; charset=utf-8")
+        .insert_header((
+            actix_web::http::header::CONTENT_DISPOSITION,
+            // the name passed `check_file_name`: letters, digits, `._-` only
+            format!("attachment; filename=\"{file_name}\""),
+        ))
+        .body(content))
+}
+
+/// Delete a process model with its files and versions. Refused with 409
+/// `process_model_in_use` (with `live_instances`) while instances of it are not complete or
+/// terminated (one in error may still be retried, a suspended one resumed).
+#[utoipa::path(
+    delete,
+    path = "/v1.0/process-models/{modified_process_model_identifier}",
+    tag = "process models",
+    params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "`invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `models:write`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_model_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`process_model_in_use` (with `live_instances`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_model(
+    principal: Principal,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require("models:write")?;
+    let identifier = services::models::identifier_from_url(&path)?;
+    services::models::delete(&state.pool, &identifier).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -13,7 +13,10 @@ use serde_json::Value;
 use std::sync::Arc;
 use uuid::Uuid;
 
-fn process_of<'m>(model: &'m ModelSpec, id: &str) -> Result<&'m ProcessSpec, EngineError> {
+pub(super) fn process_of<'m>(
+    model: &'m ModelSpec,
+    id: &str,
+) -> Result<&'m ProcessSpec, EngineError> {
     model
         .process(id)
         .ok_or_else(|| EngineError::Invalid(format!("process '{id}' is not in this model")))
@@ -129,7 +132,7 @@ fn start_message(element: &ElementSpec) -> Option<&str> {
 
 /// A step that could not run its scripts, or that needs a called process it was not given,
 /// did not happen: the caller may try it again.
-fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
+pub(super) fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
     match outcome {
         Err(ModelFailure {
             abort: Some(abort),
@@ -150,6 +153,9 @@ pub fn step(
     event: Event,
     context: &mut StepContext,
 ) -> Result<Vec<Effect>, EngineError> {
+    if event == Event::Retry {
+        return super::lifecycle::retry(model, state, context);
+    }
     if state.status.is_final() || state.status == InstanceStatus::Suspended {
         return Err(EngineError::Invalid(format!(
             "the process instance is {}",
@@ -231,6 +237,9 @@ fn validate(
             Ok(Validity::Apply)
         }
         Event::Signal { .. } => Ok(Validity::Apply),
+        Event::Retry => Err(EngineError::Invalid(
+            "a retry is not an event of a step".into(),
+        )),
         Event::TimerFired { task_guid } => {
             let (task, element) = target(process, state, *task_guid)?;
             if !task.waits_for_timer(element) {
@@ -266,7 +275,7 @@ fn target<'a>(
 /// Hand a validated event to the element family it concerns.
 fn apply(interpreter: &mut Interpreter, event: Event) -> Outcome {
     match event {
-        Event::Start { .. } => unreachable!("refused by validate"),
+        Event::Start { .. } | Event::Retry => unreachable!("refused by validate"),
         Event::CompleteTask { task_guid, data } => interpreter.complete_human_task(task_guid, data),
         Event::MessageDelivered {
             task_guid,

@@ -3,7 +3,7 @@
 //! ended loop): the instance goes to `Error` with a readable cause instead, and the step's
 //! state changes are dropped (the interpreter works on a copy until it finishes).
 
-use super::{activities, commands};
+use super::{activities, commands, lifecycle};
 use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, ServiceCall,
     StepContext,
@@ -59,6 +59,12 @@ pub fn step(
         Ok(result) => result,
         Err(panic) => Ok(fail(model, state, None, panic_error(&*panic))),
     }
+}
+
+/// Terminate an instance; see [`lifecycle::terminate`].
+pub fn terminate(model: &ModelSpec, state: &mut InstanceState) -> Result<Vec<Effect>, EngineError> {
+    catch_unwind(AssertUnwindSafe(|| lifecycle::terminate(model, state)))
+        .unwrap_or_else(|panic| Err(EngineError::Invalid(panic_error(&*panic).message)))
 }
 
 /// For the dispatcher: operator id, evaluated parameters, result variable, retry config.

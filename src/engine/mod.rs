@@ -26,6 +26,7 @@ mod gateways;
 mod guard;
 mod interpreter;
 mod iso8601;
+mod lifecycle;
 mod loops;
 mod migrate;
 mod multi_instance;
@@ -47,7 +48,8 @@ use uuid::Uuid;
 pub use activities::SCRIPTS_UNAVAILABLE;
 pub use context::{StepContext, TaskIds};
 pub use data_stores::{kkv_apply, DataStoreContents, StoreContent};
-pub use guard::{fail, service_call, start, step, ENGINE_PANIC};
+pub use guard::{fail, service_call, start, step, terminate, ENGINE_PANIC};
+pub use lifecycle::{resume, suspend};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
 pub use state::{
     Cycle, EngineInternal, InstanceError, InstanceState, InstanceStatus, MultiItem, MultiRun, Task,
@@ -93,6 +95,9 @@ pub enum Event {
     Signal { name: String },
     /// A waiting timer (catch event or boundary) came due.
     TimerFired { task_guid: Uuid },
+    /// An operator retries an instance in error: the task that failed runs again (see
+    /// `lifecycle::retry`).
+    Retry,
 }
 
 #[derive(Clone, Debug, PartialEq)]

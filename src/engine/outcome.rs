@@ -17,24 +17,38 @@ impl Interpreter<'_> {
 
     fn settle(mut self) -> (InstanceState, Vec<Effect>) {
         self.end_idle_listeners();
-        let process = self.process;
-        let live: Vec<_> = self.state.live_tasks().collect();
-        let waits_for_person = live.iter().any(|task| {
-            task.state == TaskState::Waiting && process.elements[&task.element_id].is_human_task()
-        });
-        self.state.status = if live.is_empty() {
+        self.state.status = self.status_of_live_tasks();
+        if self.state.status == InstanceStatus::Complete {
             // bookkeeping of what ran goes; the data objects are data and stay
             let data_objects = std::mem::take(&mut self.state.internal.data_objects);
             self.state.internal = EngineInternal {
                 data_objects,
                 ..EngineInternal::default()
             };
-            InstanceStatus::Complete
-        } else if waits_for_person {
+        }
+        (self.state, self.effects)
+    }
+
+    /// Between steps: complete without live tasks, else waiting for a person or for
+    /// something else.
+    pub fn status_of_live_tasks(&self) -> InstanceStatus {
+        let process = self.process;
+        let mut live = self.state.live_tasks().peekable();
+        if live.peek().is_none() {
+            return InstanceStatus::Complete;
+        }
+        let waits_for_person = live.any(|task| {
+            task.state == TaskState::Waiting && process.elements[&task.element_id].is_human_task()
+        });
+        if waits_for_person {
             InstanceStatus::UserInputRequired
         } else {
             InstanceStatus::Waiting
-        };
+        }
+    }
+
+    /// The state and effects as they are, without settling a status (the caller sets it).
+    pub fn into_parts(self) -> (InstanceState, Vec<Effect>) {
         (self.state, self.effects)
     }
 

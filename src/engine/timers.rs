@@ -55,7 +55,7 @@ impl<'m> Interpreter<'m> {
     }
 
     /// When the timer is first due, and (for a cycle) what follows.
-    fn evaluate_timer(
+    pub(super) fn evaluate_timer(
         &self,
         element: &ElementSpec,
         timer: &TimerSpec,

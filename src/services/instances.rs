@@ -66,6 +66,9 @@ async fn complete_task_once(
 ) -> Result<InstanceOutcome> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     uow.act_as(actor);
+    if uow.load(instance_id).await? && uow.is_suspended(instance_id) {
+        return Err(super::lifecycle::suspended(instance_id));
+    }
     let event = Event::CompleteTask {
         task_guid,
         data: data.clone(),
@@ -207,12 +210,14 @@ pub type PendingTimer = store::timers::PendingTimer;
 /// An instance with every task and its pending timers, read from one snapshot.
 pub struct InstanceDetail {
     pub instance: Instance,
+    /// The file of its version that holds its process (None when the version is gone).
+    pub process_file_name: Option<String>,
     pub tasks: Vec<StoredTask>,
     pub pending_timers: Vec<PendingTimer>,
 }
 
 /// An instance with its status, data, error and every task.
-pub async fn show(pool: &PgPool, id: InstanceId) -> Result<InstanceDetail> {
+pub async fn show(pool: &PgPool, cache: &ModelCache, id: InstanceId) -> Result<InstanceDetail> {
     let id = id.0;
     // one snapshot for the row and its tasks, so a step committing in between is seen whole
     let mut conn = pool.begin().await?;
@@ -222,8 +227,20 @@ pub async fn show(pool: &PgPool, id: InstanceId) -> Result<InstanceDetail> {
         .ok_or_else(|| instance_not_found(id))?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
     let pending_timers = store::timers::of_instance(&mut conn, id).await?;
+    let spec = cache
+        .version_spec(
+            &mut conn,
+            &instance.process_model_identifier,
+            &instance.model_version,
+        )
+        .await?;
     conn.commit().await?;
+    let process_file_name = spec
+        .as_ref()
+        .and_then(|spec| spec.process(&instance.process_id))
+        .map(|process| process.file.clone());
     Ok(InstanceDetail {
+        process_file_name,
         instance,
         tasks,
         pending_timers,

@@ -255,37 +255,17 @@ pub struct MessagePage {
     pub pagination: super::Pagination,
 }
 
-/// Which messages a list shows; `None` is no filter.
-#[derive(Debug, Clone, Copy)]
-pub struct MessageFilter<'a> {
-    pub process_instance_id: Option<i64>,
-    pub name: Option<&'a str>,
-    pub status: Option<&'a str>,
-    pub message_type: Option<&'a str>,
-}
+/// Which messages a list shows (`state`: a label of [`STATES`]); `None` is no filter.
+pub type MessageFilter<'a> = store::messages::ListFilter<'a>;
+
+/// Every message state label (see [`state_of`]).
+pub use store::messages::{state_of, STATES};
 
 /// One page of message summaries, newest first.
 pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<MessagePage> {
     let mut conn = pool.acquire().await?;
-    let rows = store::messages::list(
-        &mut conn,
-        filter.process_instance_id,
-        filter.name,
-        filter.status,
-        filter.message_type,
-        page.limit(),
-        page.offset(),
-    )
-    .await?;
-    let total = store::messages::count(
-        &mut conn,
-        filter.process_instance_id,
-        filter.name,
-        filter.status,
-        filter.message_type,
-        page.count_up_to(),
-    )
-    .await?;
+    let rows = store::messages::list(&mut conn, filter, page.limit(), page.offset()).await?;
+    let total = store::messages::count(&mut conn, filter, page.count_up_to()).await?;
     Ok(MessagePage {
         pagination: page.pagination_of(total, rows.len()),
         results: rows,

@@ -7,6 +7,7 @@ pub mod decisions;
 pub mod error_code;
 pub mod input;
 pub mod instances;
+pub mod lifecycle;
 pub mod messages;
 pub mod model_cache;
 pub mod models;

@@ -556,6 +556,80 @@ pub async fn show(pool: &PgPool, identifier: &ModelId) -> Result<ModelDetail> {
     })
 }
 
+/// The content of one file of a model: of its current version, or of `version`.
+pub async fn file(
+    pool: &PgPool,
+    identifier: &ModelId,
+    file_name: &str,
+    version: Option<&str>,
+) -> Result<String> {
+    check_file_name(file_name)?;
+    let identifier = identifier.as_str();
+    let mut conn = pool.acquire().await?;
+    let files = match version {
+        None => {
+            store::models::find(&mut conn, identifier)
+                .await?
+                .ok_or_else(|| model_not_found(identifier))?;
+            store::models::files(&mut conn, identifier)
+                .await?
+                .into_iter()
+                .map(|f| (f.file_name, f.content))
+                .collect::<Vec<_>>()
+        }
+        Some(version) => store::models::version(&mut conn, identifier, version)
+            .await?
+            .ok_or_else(|| {
+                Error::refused(
+                    ErrorCode::ProcessModelVersionNotFound,
+                    format!("process model '{identifier}' has no version '{version}'"),
+                )
+            })?
+            .files(),
+    };
+    files
+        .into_iter()
+        .find(|(name, _)| name == file_name)
+        .map(|(_, content)| content)
+        .ok_or_else(|| {
+            Error::refused(
+                ErrorCode::ProcessModelFileNotFound,
+                format!(
+                    "process model '{identifier}' has no file '{file_name}'{}",
+                    version
+                        .map(|v| format!(" in version '{v}'"))
+                        .unwrap_or_default()
+                ),
+            )
+        })
+}
+
+/// Deletes a model (its files, versions, message and timer starts), unless instances of it
+/// are live: 409 `process_model_in_use` then, with their number.
+pub async fn delete(pool: &PgPool, identifier: &ModelId) -> Result<()> {
+    let identifier = identifier.as_str();
+    let mut tx = pool.begin().await?;
+    // as an upload does: no file of it is written meanwhile
+    store::models::lock_identifier(&mut tx, identifier).await?;
+    store::models::find(&mut tx, identifier)
+        .await?
+        .ok_or_else(|| model_not_found(identifier))?;
+    let live = store::models::count_live_instances(&mut tx, identifier).await?;
+    if live > 0 {
+        return Err(Error::refused(
+            ErrorCode::ProcessModelInUse,
+            format!(
+                "process model '{identifier}' has {live} live instance(s) (not complete or \
+                 terminated): terminate them or let them finish first"
+            ),
+        )
+        .with_extra(serde_json::json!({ "live_instances": live })));
+    }
+    store::models::delete(&mut tx, identifier).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// One page of the models, by identifier.
 pub struct ModelPage {
     pub results: Vec<Model>,

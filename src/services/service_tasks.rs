@@ -167,6 +167,12 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
     if !uow.load(id).await? {
         return Ok(None);
     }
+    if uow.is_suspended(id) {
+        // leased just before the instance was suspended: the call waits for the resume
+        uow.requeue_connector_job(job.task_guid).await?;
+        uow.commit().await?;
+        return Ok(None);
+    }
     let (data, model) = {
         let state = uow.state(id).expect("loaded");
         let ready = state
@@ -246,6 +252,13 @@ async fn apply_outcome(
     }
     uow.record_connector_logs(id, job.task_guid, outcome.logs())
         .await?;
+    if uow.is_suspended(id) {
+        // suspended while the call was under way: its answer is not applied to a suspended
+        // instance, and the call is made again once it is resumed
+        uow.requeue_connector_job(job.task_guid).await?;
+        uow.commit().await?;
+        return Ok(());
+    }
     let event = match outcome {
         Outcome::Success {
             command_response, ..
@@ -360,6 +373,10 @@ async fn callback_once(
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
     if !uow.load(id).await? {
         return Err(super::instances::instance_not_found(id));
+    }
+    if uow.is_suspended(id) {
+        // the worker tries again later (it must not take a refusal as final: the task waits)
+        return Err(super::lifecycle::suspended(id));
     }
     let waiting = uow.state(id).and_then(|s| s.task(task_guid)).map(|t| {
         t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started)

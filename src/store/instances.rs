@@ -163,6 +163,24 @@ pub async fn all_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Resul
     .await
 }
 
+/// The newest task of an instance at `element_id` that failed (ERROR).
+pub async fn last_failed_task(
+    conn: &mut PgConnection,
+    instance_id: i64,
+    element_id: &str,
+) -> sqlx::Result<Option<TaskRow>> {
+    sqlx::query_as(
+        "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
+         retry_at, created_at, updated_at, process_id FROM tasks \
+         WHERE process_instance_id = $1 AND element_id = $2 AND state = 'ERROR' \
+         ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(instance_id)
+    .bind(element_id)
+    .fetch_optional(conn)
+    .await
+}
+
 pub async fn task(
     conn: &mut PgConnection,
     instance_id: i64,

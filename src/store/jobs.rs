@@ -45,7 +45,7 @@ pub struct Job {
 pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Result<Vec<Job>> {
     sqlx::query_as(
         "UPDATE jobs SET locked_until = now() + make_interval(secs => $3), leases = leases + 1 \
-         WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() \
+         WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() AND NOT held \
                         AND (locked_until IS NULL OR locked_until < now()) \
                       ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
          RETURNING id, process_instance_id, task_guid, leases",
@@ -68,6 +68,32 @@ pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::
 pub async fn cancel_for_instance(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1")
         .bind(instance_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Holds (a suspended instance) or releases (resumed) an instance's connector calls. A call
+/// released after its time is made at once; a held one that a dispatcher had already leased
+/// is given back by [`requeue`] instead of being applied.
+pub async fn hold_of_instance(
+    conn: &mut PgConnection,
+    instance_id: i64,
+    held: bool,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE jobs SET held = $2 WHERE process_instance_id = $1 AND held <> $2")
+        .bind(instance_id)
+        .bind(held)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// A leased call of a suspended instance goes back to wait for the resume, to be made then
+/// (its lease does not count: nothing was lost).
+pub async fn requeue(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
+    sqlx::query("UPDATE jobs SET locked_until = NULL, leases = 0 WHERE task_guid = $1")
+        .bind(task_guid)
         .execute(conn)
         .await?;
     Ok(())

@@ -286,7 +286,7 @@ pub async fn receive_key(conn: &mut PgConnection, receive_id: i64) -> sqlx::Resu
 pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
-         WHERE task_guid = $1 AND message_type = 'receive' AND status = 'ready'",
+         WHERE task_guid = $1 AND message_type = 'receive' AND status IN ('ready', 'suspended')",
     )
     .bind(task_guid)
     .execute(conn)
@@ -311,12 +311,56 @@ pub async fn cancel_receives_of_instance(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
+         WHERE process_instance_id = $1 AND message_type = 'receive' \
+           AND status IN ('ready', 'suspended')",
+    )
+    .bind(instance_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A suspended instance's waiting receives leave correlation (status `suspended`: the lookup
+/// of waiting receives passes them by) until it is resumed.
+pub async fn suspend_receives_of_instance(
+    conn: &mut PgConnection,
+    instance_id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE message_instances SET status = 'suspended', updated_at = now() \
          WHERE process_instance_id = $1 AND message_type = 'receive' AND status = 'ready'",
     )
     .bind(instance_id)
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// A receive of a resumed instance, waiting again.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ResumedReceive {
+    pub id: i64,
+    pub task_guid: Uuid,
+    pub name: String,
+    pub correlation_key: String,
+}
+
+/// A resumed instance's receives wait again; they are answered oldest first (each then looks
+/// in the buffer for what arrived meanwhile).
+pub async fn resume_receives_of_instance(
+    conn: &mut PgConnection,
+    instance_id: i64,
+) -> sqlx::Result<Vec<ResumedReceive>> {
+    sqlx::query_as(
+        "WITH resumed AS (UPDATE message_instances SET status = 'ready', updated_at = now() \
+             WHERE process_instance_id = $1 AND message_type = 'receive' AND status = 'suspended' \
+             RETURNING id, task_guid, name, correlation_key) \
+         SELECT id, task_guid, name, correlation_key FROM resumed \
+         WHERE task_guid IS NOT NULL ORDER BY id",
+    )
+    .bind(instance_id)
+    .fetch_all(conn)
+    .await
 }
 
 /// Serialises the two paths that can miss each other (DESIGN.md, Correlation): a send about
@@ -387,37 +431,85 @@ pub struct MessageSummary {
 
 pub const SUMMARY_TEXT_CHARS: i32 = 1000;
 
+/// What a message's state label is, from its type and status (the same mapping as
+/// [`STATE_SQL`]): a send is `accepted` (delivery under way), `buffered`, `completed` or
+/// `rejected` (not accepted, failed, or expired); a receive is `waiting` (also while its
+/// instance is suspended), `completed` or `cancelled`.
+pub fn state_of(message_type: &str, status: &str) -> &'static str {
+    match (message_type, status) {
+        ("send", "running") => "accepted",
+        ("send", "ready") => "buffered",
+        (_, "completed") => "completed",
+        ("send", _) => "rejected",
+        (_, "ready" | "running" | "suspended") => "waiting",
+        _ => "cancelled",
+    }
+}
+
+/// Every state label.
+pub const STATES: &[&str] = &[
+    "accepted",
+    "buffered",
+    "completed",
+    "rejected",
+    "waiting",
+    "cancelled",
+];
+
+/// [`state_of`] in SQL, over `m`.
+const STATE_SQL: &str = "CASE WHEN m.status = 'completed' THEN 'completed' \
+     WHEN m.message_type = 'send' THEN CASE m.status WHEN 'running' THEN 'accepted' \
+         WHEN 'ready' THEN 'buffered' ELSE 'rejected' END \
+     WHEN m.status IN ('ready', 'running', 'suspended') THEN 'waiting' ELSE 'cancelled' END";
+
 /// The messages a list shows: `$1` process instance, `$2` name, `$3` status, `$4` message
-/// type, each ignored when NULL.
-const LIST_WHERE: &str = " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
-     AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
-     AND ($4::text IS NULL OR m.message_type = $4)";
+/// type, `$5` state label, each ignored when NULL.
+fn list_where() -> &'static str {
+    static WHERE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    WHERE.get_or_init(|| {
+        format!(
+            " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
+             AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
+             AND ($4::text IS NULL OR m.message_type = $4) \
+             AND ($5::text IS NULL OR ({STATE_SQL}) = $5)"
+        )
+    })
+}
+
+/// Which messages a list shows; `None` is no filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListFilter<'a> {
+    pub process_instance_id: Option<i64>,
+    pub name: Option<&'a str>,
+    pub status: Option<&'a str>,
+    pub message_type: Option<&'a str>,
+    pub state: Option<&'a str>,
+}
 
 /// `limit` message summaries from `offset`, newest first; a `None` filter is no filter.
 pub async fn list(
     conn: &mut PgConnection,
-    process_instance_id: Option<i64>,
-    name: Option<&str>,
-    status: Option<&str>,
-    message_type: Option<&str>,
+    filter: &ListFilter<'_>,
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<MessageSummary>> {
+    let list_where = list_where();
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT m.id, m.name, m.message_type, m.status, NULL::jsonb AS payload, \
-             '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $7) AS correlation_key, \
+             '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $8) AS correlation_key, \
              m.process_instance_id, pi.process_model_identifier, m.task_guid, \
              m.message_instance_uuid, m.expires_at, m.counterpart_id, \
-             left(m.failure_cause, $7) AS failure_cause, m.failure_reason, \
-             (length(m.correlation_key) > $7 OR coalesce(length(m.failure_cause), 0) > $7) \
+             left(m.failure_cause, $8) AS failure_cause, m.failure_reason, \
+             (length(m.correlation_key) > $8 OR coalesce(length(m.failure_cause), 0) > $8) \
                  AS truncated, \
-             m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{LIST_WHERE} \
-         ORDER BY m.id DESC LIMIT $5 OFFSET $6"
+             m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{list_where} \
+         ORDER BY m.id DESC LIMIT $6 OFFSET $7"
     )))
-    .bind(process_instance_id)
-    .bind(name)
-    .bind(status)
-    .bind(message_type)
+    .bind(filter.process_instance_id)
+    .bind(filter.name)
+    .bind(filter.status)
+    .bind(filter.message_type)
+    .bind(filter.state)
     .bind(limit)
     .bind(offset)
     .bind(SUMMARY_TEXT_CHARS)
@@ -429,19 +521,18 @@ pub async fn list(
 /// total of a huge table is not worth reading it whole on every page).
 pub async fn count(
     conn: &mut PgConnection,
-    process_instance_id: Option<i64>,
-    name: Option<&str>,
-    status: Option<&str>,
-    message_type: Option<&str>,
+    filter: &ListFilter<'_>,
     up_to: i64,
 ) -> sqlx::Result<i64> {
+    let list_where = list_where();
     sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM (SELECT 1 FROM message_instances m{LIST_WHERE} LIMIT $5) AS counted"
+        "SELECT count(*) FROM (SELECT 1 FROM message_instances m{list_where} LIMIT $6) AS counted"
     )))
-    .bind(process_instance_id)
-    .bind(name)
-    .bind(status)
-    .bind(message_type)
+    .bind(filter.process_instance_id)
+    .bind(filter.name)
+    .bind(filter.status)
+    .bind(filter.message_type)
+    .bind(filter.state)
     .bind(up_to)
     .fetch_one(conn)
     .await

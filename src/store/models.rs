@@ -429,3 +429,25 @@ pub async fn without_process_definitions(
     .fetch_all(conn)
     .await
 }
+
+/// How many instances of a model are not complete or terminated (an instance in error may be
+/// retried, a suspended one resumed: both still need the model).
+pub async fn count_live_instances(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM process_instances \
+         WHERE process_model_identifier = $1 AND status NOT IN ('complete', 'terminated')",
+    )
+    .bind(identifier)
+    .fetch_one(conn)
+    .await
+}
+
+/// Deletes a model with its files, versions, triggers and definitions (their rows cascade);
+/// whether it existed.
+pub async fn delete(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<bool> {
+    let deleted = sqlx::query("DELETE FROM process_models WHERE identifier = $1")
+        .bind(identifier)
+        .execute(conn)
+        .await?;
+    Ok(deleted.rows_affected() > 0)
+}

@@ -78,7 +78,7 @@ pub async fn claim_due(
 ) -> sqlx::Result<Vec<DueTimer>> {
     sqlx::query_as(
         "UPDATE timers SET claimed_until = $1 + make_interval(secs => $3) \
-         WHERE id IN (SELECT id FROM timers WHERE due_at <= $1 \
+         WHERE id IN (SELECT id FROM timers WHERE due_at <= $1 AND NOT held \
                         AND (claimed_until IS NULL OR claimed_until < $1) \
                       ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
          RETURNING id, process_instance_id, due_at",
@@ -111,11 +111,32 @@ pub async fn take(conn: &mut PgConnection, timer_id: i64) -> sqlx::Result<Option
         .await
 }
 
+/// Holds (a suspended instance) or releases (resumed) an instance's timers; a released one due
+/// meanwhile fires at once, and the workers are woken to look.
+pub async fn hold_of_instance(
+    conn: &mut PgConnection,
+    instance_id: i64,
+    held: bool,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "WITH t AS (UPDATE timers SET held = $2, claimed_until = NULL \
+                    WHERE process_instance_id = $1 AND held <> $2 RETURNING id) \
+         SELECT pg_notify($3, '') WHERE NOT $2 AND EXISTS (SELECT 1 FROM t)",
+    )
+    .bind(instance_id)
+    .bind(held)
+    .bind(TIMERS_CHANNEL)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// When the next timer or timer start is due (claimed ones included: a worker that dies
 /// leaves them due).
 pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
     sqlx::query_scalar(
-        "SELECT least((SELECT min(due_at) FROM timers), (SELECT min(due_at) FROM start_timers))",
+        "SELECT least((SELECT min(due_at) FROM timers WHERE NOT held), \
+                      (SELECT min(due_at) FROM start_timers))",
     )
     .fetch_one(pool)
     .await

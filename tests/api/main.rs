@@ -2,6 +2,7 @@
 
 mod auth;
 mod cli;
+mod console;
 mod data;
 mod data_stores;
 mod decisions;
@@ -13,6 +14,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod instances;
+mod lifecycle;
 mod messages;
 mod models;
 mod openapi;

@@ -837,3 +837,65 @@ fn shuffle(items: &mut [usize]) {
         items.swap(i, rng.random_range(0..=i));
     }
 }
+
+#[tokio::test]
+async fn every_message_carries_a_state_label_and_lists_filter_by_it() {
+    let app = spawn_app().await;
+    orders(&app).await;
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let buffer = [
+        ("time_to_live_in_seconds", "60"),
+        ("message_instance_uuid", uuid.as_str()),
+    ];
+    // completed (started an instance, which now waits: a waiting receive), buffered, rejected
+    let (status, _) = send(&app, "placed", &json!({"order_id": 1}), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = send(&app, "paid", &json!({"order_id": 2}), &buffer).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (status, _) = send(&app, "nobody waits", &json!({}), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let all = messages(&app, "").await;
+    let labels: Vec<(&str, &str, &str)> = all
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap(),
+                m["message_type"].as_str().unwrap(),
+                m["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("nobody waits", "send", "rejected"),
+            ("paid", "send", "buffered"),
+            // the send is recorded once what it started has run (and waits)
+            ("placed", "send", "completed"),
+            ("paid", "receive", "waiting"),
+        ]
+    );
+    for (state, expected) in [
+        ("rejected", vec!["nobody waits"]),
+        ("buffered", vec!["paid"]),
+        ("waiting", vec!["paid"]),
+        ("completed", vec!["placed"]),
+        ("cancelled", vec![]),
+        ("accepted", vec![]),
+    ] {
+        let names: Vec<String> = messages(&app, &format!("state={state}"))
+            .await
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, expected, "state={state}");
+    }
+    let shown = get(&app, &format!("/v1.0/message-instances/{}", all[1]["id"]))
+        .await
+        .1;
+    assert_eq!(shown["state"], "buffered");
+    let (status, body) = get(&app, "/v1.0/messages?state=lost").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "invalid_query");
+}

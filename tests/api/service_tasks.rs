@@ -1385,3 +1385,79 @@ async fn a_parallel_multi_instance_service_task_calls_once_per_item_and_takes_ca
         json!({"words": ["one", "two", "three"], "echoes": [{"echo": "one"}, {"echo": "two"}, {"echo": "three"}]})
     );
 }
+
+/// POST /v1.0/process-instances/{id}/{command} as admin, insisting on 200.
+async fn instance_command(app: &TestApp, id: i64, command: &str) -> Value {
+    let response = app
+        .post_json(
+            &format!("/v1.0/process-instances/{id}/{command}"),
+            &Value::Null,
+            "admin",
+        )
+        .await;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, StatusCode::OK, "{command}: {body}");
+    body
+}
+
+#[tokio::test]
+async fn retry_after_a_connector_outage_calls_the_proxy_again_and_runs_on() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    // the outage: an uncaught failure puts the instance in error
+    proxy.answer(
+        502,
+        json!({"command_response": {}, "error": {"error_code": "upstream_down", "message": "bad gateway"}}),
+    );
+    let id = start_ok(&app, "svc/echo", &json!({"word": "again"})).await;
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
+    assert_eq!(proxy.calls().len(), 1);
+
+    // over: the retry makes the call due again; the dispatcher makes it
+    let retried = instance_command(&app, id, "retry").await;
+    assert_eq!(
+        retried["process_instance"]["status"], "waiting",
+        "{retried}"
+    );
+    proxy.answer(200, envelope(json!({"echo": "again"}), 200));
+    dispatch(&app, 1).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(shown["data"]["result"]["body"], json!({"echo": "again"}));
+    assert_eq!(proxy.calls().len(), 2);
+}
+
+#[tokio::test]
+async fn a_suspended_instance_makes_no_connector_call_until_resumed() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let id = start_ok(&app, "svc/echo", &json!({"word": "held"})).await;
+    instance_command(&app, id, "suspend").await;
+    dispatch(&app, 0).await;
+    assert!(proxy.calls().is_empty(), "no call while suspended");
+
+    instance_command(&app, id, "resume").await;
+    proxy.answer(202, envelope(json!({}), 202));
+    dispatch(&app, 1).await;
+    let call = proxy.calls()[0].body.clone();
+    let guid = call["wf__task_id"].as_str().unwrap().to_string();
+    let token = call["wf__callback_token"].as_str().unwrap().to_string();
+
+    // a callback while suspended is refused with a code that says to send it again later
+    instance_command(&app, id, "suspend").await;
+    let body =
+        json!({"command_response": {"body": {"late": true}, "mimetype": "application/json"}});
+    let (status, refused) = callback(&app, id, &guid, Some(&token), &body).await;
+    assert_eq!(
+        (status, refused["error_code"].as_str()),
+        (StatusCode::CONFLICT, Some("process_instance_suspended")),
+        "{refused}"
+    );
+    instance_command(&app, id, "resume").await;
+    let (status, done) = callback(&app, id, &guid, Some(&token), &body).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(show(&app, id).await["status"], "complete");
+}

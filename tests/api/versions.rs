@@ -189,3 +189,117 @@ async fn a_waiting_correlation_keeps_working_after_a_migration() {
         .any(|t| t["element_id"] == "finished");
     assert!(ended, "it ended at the new version's end event: {shown}");
 }
+
+/// GET a model file as `scope`: (status, content type, body text).
+async fn download(app: &TestApp, path: &str, scope: &str) -> (StatusCode, String, String) {
+    let response = app.get_as(path, scope).await;
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    (
+        status,
+        content_type,
+        response.text().await.unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn a_file_downloads_as_its_current_version_or_as_any_version_an_instance_ran_on() {
+    let app = spawn_app().await;
+    let first = approval("approve", "x = 1");
+    upload_ok(&app, MODEL, "leave.bpmn", &first).await;
+    let id = start_ok(&app, MODEL, &json!({})).await;
+    let old = version_of(&app, id).await;
+    let second = approval("approve", "x = 2");
+    upload_ok(&app, MODEL, "leave.bpmn", &second).await;
+    assert_eq!(show(&app, id).await["process_file_name"], "leave.bpmn");
+
+    let path = "/v1.0/process-models/hr:leave/files/leave.bpmn";
+    let (status, content_type, body) = download(&app, path, "models:read").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        content_type.starts_with("application/xml"),
+        "{content_type}"
+    );
+    assert_eq!(body, second);
+    let (status, _, body) = download(&app, &format!("{path}?version={old}"), "models:read").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, first, "the version the instance runs on");
+
+    for (path, code) in [
+        (
+            format!("{path}?version=abc123"),
+            "process_model_version_not_found",
+        ),
+        (
+            "/v1.0/process-models/hr:leave/files/other.bpmn".to_string(),
+            "process_model_file_not_found",
+        ),
+        (
+            "/v1.0/process-models/hr:none/files/leave.bpmn".to_string(),
+            "process_model_not_found",
+        ),
+    ] {
+        let (status, body) = problem(app.get_as(&path, "models:read").await).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert_eq!(body["error_code"], code, "{path}");
+    }
+    let (status, body) = problem(
+        app.get_as(&format!("{path}?version=no%20hex"), "models:read")
+            .await,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_query"))
+    );
+    let (status, _) = problem(app.get_as(path, "instances:read:*").await).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_model_is_deleted_only_when_no_instance_of_it_is_live() {
+    let app = spawn_app().await;
+    upload_leave(&app, "approve", "x = 1").await;
+    let id = start_ok(&app, MODEL, &json!({})).await;
+    let delete = |scope: &'static str| {
+        app.request(reqwest::Method::DELETE, "/v1.0/process-models/hr:leave")
+            .bearer_auth(app.token(scope))
+            .send()
+    };
+    let (status, body) = problem(delete("models:read").await.unwrap()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = problem(delete("models:write").await.unwrap()).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error_code"], "process_model_in_use");
+    assert_eq!(body["live_instances"], 1);
+
+    let response = app
+        .post_json(
+            &format!("/v1.0/process-instances/{id}/terminate"),
+            &Value::Null,
+            "admin",
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let response = delete("models:write").await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let (status, body) = get(&app, "/v1.0/process-models/hr:leave").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = problem(delete("models:write").await.unwrap()).await;
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("process_model_not_found"))
+    );
+    // the terminated instance is still shown; its version went with the model
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "terminated");
+    let version = shown["process_model_version"].as_str().unwrap();
+    let path = format!("/v1.0/process-models/hr:leave/files/leave.bpmn?version={version}");
+    let (status, _) = problem(app.get_as(&path, "models:read").await).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

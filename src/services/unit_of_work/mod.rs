@@ -12,6 +12,7 @@
 
 mod callees;
 mod data_stores;
+mod lifecycle;
 mod persistence;
 mod records;
 mod routing;

@@ -76,6 +76,11 @@ impl UnitOfWork<'_> {
         Ok(store::jobs::cancel_for_task(&mut self.tx, task_guid).await?)
     }
 
+    /// A leased connector call of a suspended instance waits for the resume.
+    pub async fn requeue_connector_job(&mut self, task_guid: Uuid) -> Result<()> {
+        Ok(store::jobs::requeue(&mut self.tx, task_guid).await?)
+    }
+
     pub async fn record_connector_logs(
         &mut self,
         id: i64,

@@ -225,7 +225,7 @@ impl<'c> UnitOfWork<'c> {
         })
     }
 
-    fn mark_stepped(&mut self, id: i64) -> Result<()> {
+    pub(super) fn mark_stepped(&mut self, id: i64) -> Result<()> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(Error::Internal(anyhow!(

@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""Browser test of the web console (/console/) against a running workflow-backend.
+
+    python tests/browser/console_test.py URL SECRET [--screenshots DIR] [--server-binary PATH]
+
+URL is the running server (e.g. http://127.0.0.1:7000), SECRET its WORKFLOW_BACKEND_JWT_SECRET:
+the test mints its tokens with `<server-binary> token` (default ./target/debug/workflow-backend).
+It seeds its own models and messages through the API (unique names per run), then drives
+Debian's Chromium (/usr/bin/chromium, headless) with Playwright for Python (`pip install
+playwright`; no `playwright install`): sign-in, the message list and a message, instances
+(diagram marker on the waiting task, completing it, suspend/resume, terminate), models (diagram,
+download, upload), 401 and 403 answers, sign-out. Any browser console error or page error fails
+it. Exits 0 when every check passed.
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - environment check
+    sys.exit("FAIL: Playwright for Python is missing: pip install playwright (no `playwright install`)")
+
+HERE = Path(__file__).resolve().parent
+CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 800}
+TASK_NAME_V1 = "Pack the order"
+TASK_NAME_V2 = "Pack and label the order"
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("url", help="base URL of the running server")
+    parser.add_argument("secret", help="the server's WORKFLOW_BACKEND_JWT_SECRET")
+    parser.add_argument("--screenshots", metavar="DIR", help="save full-page PNGs here")
+    parser.add_argument(
+        "--server-binary",
+        default="./target/debug/workflow-backend",
+        metavar="PATH",
+        help="binary used to mint tokens (default ./target/debug/workflow-backend)",
+    )
+    parser.add_argument("--headed", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def mint_token(binary, secret, scope, sub="console-test"):
+    env = dict(os.environ, WORKFLOW_BACKEND_JWT_SECRET=secret)
+    done = subprocess.run(
+        [binary, "token", "--sub", sub, "--scope", scope, "--ttl", "3600"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"`{binary} token` failed: {done.stderr.strip()}")
+    return done.stdout.strip().splitlines()[-1].strip()
+
+
+class Api:
+    """The public API through urllib (seeding and checks)."""
+
+    def __init__(self, base, token):
+        self.base = base.rstrip("/")
+        self.token = token
+
+    def call(self, method, path, body=None, content_type="application/json", expect=(200,)):
+        data = None
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if body is not None:
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        request = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, text = response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            status, text = error.code, error.read().decode()
+        if status not in expect:
+            raise AssertionError(f"{method} {path}: expected {expect}, got {status}: {text[:500]}")
+        return status, (json.loads(text) if text else None)
+
+    def send_message(self, name, payload, expect=(200,), **params):
+        path = f"/v1.0/messages/{urllib.parse.quote(name, safe='')}"
+        if params:
+            path += "?" + urllib.parse.urlencode(params)
+        return self.call("POST", path, payload, expect=expect)
+
+
+def model_file(name, run, task_name=TASK_NAME_V1):
+    text = (HERE / "models" / name).read_text()
+    return text.replace("{RUN}", run).replace("{TASK_NAME}", task_name)
+
+
+def seed(api, run):
+    """Two models and the messages that give a completed, a rejected and a buffered send."""
+    s = {
+        "run": run,
+        "orders_model": f"console-test-{run}/orders",
+        "invoices_model": f"console-test-{run}/invoices",
+        "order_message": f"console order placed {run}",
+        "opened_message": f"console invoice opened {run}",
+        "paid_message": f"console invoice paid {run}",
+        "failing_model": f"console-test-{run}/failing",
+        "batch_message": f"console batch received {run}",
+        "rejected_message": f"console nobody listens {run}",
+    }
+    models = (
+        (s["orders_model"], "orders.bpmn"),
+        (s["invoices_model"], "invoices.bpmn"),
+        (s["failing_model"], "failing.bpmn"),
+    )
+    for model, file in models:
+        api.call(
+            "PUT",
+            f"/v1.0/process-models/{model.replace('/', ':')}/files/{file}",
+            model_file(file, run),
+            content_type="application/xml",
+            expect=(200, 201),
+        )
+    # three orders: each starts an instance waiting at the manual task (a completed send)
+    s["orders"] = []
+    for n in range(1, 4):
+        _, answer = api.send_message(s["order_message"], {"order_id": n})
+        s["orders"].append(answer["process_instance"]["id"])
+    # two invoices wait for their payment (receives); one is paid (completed send and receive)
+    s["invoices"] = []
+    for invoice in ("INV-1", "INV-2"):
+        _, answer = api.send_message(s["opened_message"], {"invoice_id": invoice})
+        s["invoices"].append(answer["process_instance"]["id"])
+    api.send_message(s["paid_message"], {"invoice_id": "INV-1", "amount": 12})
+    # a payment nobody waits for yet, kept for two minutes (buffered)
+    status, answer = api.send_message(
+        s["paid_message"],
+        {"invoice_id": "INV-404", "amount": 99},
+        expect=(202,),
+        time_to_live_in_seconds=120,
+        message_instance_uuid=str(uuid.uuid4()),
+    )
+    s["buffered_id"] = answer["message_instance"]["id"]
+    # a batch whose script divides by zero: an instance in error
+    _, answer = api.send_message(s["batch_message"], {"size": 10, "parts": 0})
+    assert answer["process_instance"]["status"] == "error", answer
+    s["failing"] = answer["process_instance"]["id"]
+    # a message with no receiver at all: refused (400 message_not_accepted), kept for audit
+    _, problem = api.send_message(s["rejected_message"], {"reason": "nobody listens"}, expect=(400,))
+    assert problem["error_code"] == "message_not_accepted", problem
+    return s
+
+
+class Run:
+    """Checks in order; the first failure stops the run."""
+
+    def __init__(self, args):
+        self.args = args
+        self.base = args.url.rstrip("/")
+        self.shots = Path(args.screenshots) if args.screenshots else None
+        self.passed = []
+        self.console_errors = []
+        self.allowed_statuses = set()
+
+    def check(self, text):
+        self.passed.append(text)
+        print(f"  ok  {text}", flush=True)
+
+    def url(self, path):
+        return self.base + path
+
+    def screenshot(self, page, name):
+        # the layout fits a 1280 px wide laptop screen: no sideways scrolling
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= VIEWPORT["width"], f"{name}: the page is {width}px wide (sideways scrolling)"
+        if self.shots:
+            self.shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(self.shots / name), full_page=True)
+
+    def watch(self, page):
+        def on_console(message):
+            if message.type != "error":
+                return
+            text = message.text
+            status = re.search(r"status of (\d{3})", text)
+            if status and int(status.group(1)) in self.allowed_statuses:
+                return
+            self.console_errors.append(f"console error at {page.url}: {text}")
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda error: self.console_errors.append(f"page error at {page.url}: {error}"))
+
+    def assert_no_browser_errors(self, where):
+        if self.console_errors:
+            raise AssertionError(f"browser errors ({where}):\n  " + "\n  ".join(self.console_errors))
+
+    def sign_in(self, page, token):
+        expect(page.locator("input[name=token]")).to_be_visible()
+        page.locator("input[name=token]").fill(token)
+        page.get_by_role("button", name="Sign in").click()
+
+    def main(self):
+        args = self.args
+        admin = mint_token(args.server_binary, args.secret, "admin")
+        reader = mint_token(args.server_binary, args.secret, "instances:read:*", sub="console-reader")
+        api = Api(self.base, admin)
+        run = secrets.token_hex(4)
+        print(f"seeding run {run} on {self.base}", flush=True)
+        s = seed(api, run)
+        self.check(f"seeded 3 models (console-test-{run}/...), 6 instances and 10 messages")
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox"], headless=not args.headed
+            )
+            context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+            context.set_default_timeout(15_000)
+            page = context.new_page()
+            self.watch(page)
+            try:
+                self.browse(page, api, s, admin, reader)
+            finally:
+                context.close()
+                browser.close()
+
+    def browse(self, page, api, s, admin, reader):
+        # sign-in: any page without a token leads there
+        page.goto(self.url("/console/"))
+        expect(page).to_have_url(re.compile(r"/console/sign-in"))
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        self.screenshot(page, "sign-in.png")
+        self.sign_in(page, admin)
+        expect(page.get_by_role("heading", name="Messages", exact=True)).to_be_visible()
+        expect(page).to_have_url(re.compile(r"/console/messages$"))
+        expect(page.locator(".wb-who")).to_contain_text("console-test")
+        self.check("sign-in with a pasted token leads to the messages")
+
+        # the message list: a completed, a rejected and a buffered send, with their labels
+        row = lambda name: page.locator(f'tr[data-message-name="{name}"]')
+        expect(row(s["rejected_message"]).locator(".wb-state")).to_have_text("rejected")
+        expect(row(s["paid_message"]).locator('.wb-state[data-state="buffered"]')).to_have_text("buffered")
+        expect(row(s["order_message"]).first.locator(".wb-state")).to_have_text("completed")
+        expect(row(s["paid_message"]).locator('.wb-state[data-state="waiting"]')).to_have_text("waiting")
+        expect(row(s["paid_message"]).filter(has_text="INV-404").locator("td").nth(7)).to_contain_text(re.compile(r"in \d"))
+        self.screenshot(page, "messages.png")
+        self.check("messages list shows completed, rejected, buffered and waiting labels, keys and expiry")
+
+        page.get_by_label("State", exact=True).select_option("buffered")
+        page.get_by_role("button", name="Apply").click()
+        expect(page).to_have_url(re.compile(r"state=buffered"))
+        expect(row(s["paid_message"]).locator(".wb-state")).to_have_text("buffered")
+        expect(row(s["rejected_message"])).to_have_count(0)
+        expect(page.locator("tbody .wb-state:not([data-state=buffered])")).to_have_count(0)
+        page.get_by_role("link", name="Clear filters").click()
+        page.get_by_label("Name", exact=True).fill(s["rejected_message"])
+        page.get_by_role("button", name="Apply").click()
+        expect(page.locator("tbody tr")).to_have_count(1)
+        self.check("filters by state and by name")
+
+        page.locator(f'tr[data-message-name="{s["rejected_message"]}"] a').first.click()
+        expect(page.get_by_role("heading", name=s["rejected_message"])).to_be_visible()
+        expect(page.locator("#failure-cause")).to_be_visible()
+        expect(page.locator("#failure-cause")).to_contain_text("no_receiver")
+        expect(page.locator(".wb-json")).to_contain_text('"nobody listens"')
+        self.screenshot(page, "message-detail.png")
+        self.check("message detail shows the failure cause and the payload")
+
+        # instances: the list filtered on the test's model
+        page.get_by_role("link", name="Instances", exact=True).click()
+        expect(page.get_by_role("heading", name="Instances", exact=True)).to_be_visible()
+        page.get_by_label("Model", exact=True).fill(s["orders_model"])
+        page.get_by_role("button", name="Apply").click()
+        expect(page.locator("tbody tr")).to_have_count(3)
+        for instance in s["orders"]:
+            expect(page.locator(f'tr[data-instance-id="{instance}"] .wb-status')).to_have_text("user input required")
+        self.screenshot(page, "instances.png")
+        self.check("instances list filtered by model, with status labels")
+
+        first, second, third = s["orders"]
+        page.get_by_role("link", name=f"Instance {first}", exact=True).click()
+        expect(page.get_by_role("heading", name=f"Instance #{first}")).to_be_visible()
+        current = page.locator('g.djs-element[data-element-id="pack_order"].wb-current')
+        expect(current).to_be_visible()
+        expect(page.locator('g.djs-element[data-element-id="order_placed"].wb-completed')).to_be_visible()
+        expect(page.locator("#instance-diagram")).to_contain_text(TASK_NAME_V1)
+        expect(page.locator('tr[data-element-id="pack_order"] .wb-task')).to_have_text(re.compile(r"^(ready|waiting|started)$"))
+        expect(page.locator("#s-messages ~ *").first).to_contain_text(s["order_message"])
+        self.screenshot(page, "instance-detail.png")
+        self.check("instance page draws the diagram with the waiting manual task marked wb-current")
+
+        card = page.locator('.wb-card[data-element-id="pack_order"]')
+        card.locator("textarea").fill('{"packed_by": "console test", "boxes": 2}')
+        card.get_by_role("button", name="Complete task").click()
+        expect(page.locator("#instance-status .wb-status")).to_have_text("complete")
+        expect(page.locator('g.djs-element[data-element-id="pack_order"].wb-completed')).to_be_visible()
+        expect(page.locator('g.djs-element[data-element-id="order_shipped"].wb-completed')).to_be_visible()
+        expect(page.locator(".wb-json").first).to_contain_text('"packed_by": "console test"')
+        _, shown = api.call("GET", f"/v1.0/process-instances/{s['orders_model'].replace('/', ':')}/{first}")
+        assert shown["status"] == "complete", shown["status"]
+        self.check("completing the manual task with JSON completes the instance")
+
+        # a deep link: suspend, resume, then terminate after an in-page confirmation
+        page.goto(self.url(f"/console/instances/{second}"))
+        expect(page.locator('g.djs-element[data-element-id="pack_order"].wb-current')).to_be_visible()
+        page.get_by_role("button", name="Suspend").click()
+        expect(page.locator("#instance-status .wb-status")).to_have_text("suspended")
+        expect(page.get_by_role("button", name="Complete task")).to_be_disabled()
+        page.get_by_role("button", name="Resume").click()
+        expect(page.locator("#instance-status .wb-status")).to_have_attribute(
+            "data-status", re.compile(r"^(user_input_required|waiting)$")
+        )
+        self.check("suspend and resume from the instance page")
+        page.get_by_role("button", name="Terminate…").click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_be_visible()
+        dialog.get_by_role("button", name="Keep it").click()
+        expect(dialog).to_have_count(0)
+        expect(page.locator("#instance-status .wb-status")).not_to_have_text("terminated")
+        page.get_by_role("button", name="Terminate…").click()
+        page.get_by_role("dialog").get_by_role("button", name="Terminate instance").click()
+        expect(page.locator("#instance-status .wb-status")).to_have_text("terminated")
+        expect(page.locator('g.djs-element[data-element-id="pack_order"].wb-current')).to_have_count(0)
+        self.check("terminate asks for confirmation, then the status becomes terminated")
+
+        # an instance waiting for a correlated message
+        page.goto(self.url(f"/console/instances/{s['invoices'][1]}"))
+        expect(page.locator('g.djs-element[data-element-id="invoice_paid"].wb-current')).to_be_visible()
+        expect(page.locator('.wb-messages tr[data-state="waiting"]')).to_have_count(1)
+        self.check("an instance waiting for a message marks its catch event and lists the wait")
+
+        # an instance in error: the failed element is marked, the error explained, retry offered
+        page.goto(self.url(f"/console/instances/{s['failing']}"))
+        expect(page.locator("#instance-status .wb-status")).to_have_text("error")
+        expect(page.locator('g.djs-element[data-element-id="split_batch"].wb-error')).to_be_visible()
+        expect(page.locator("#instance-error")).to_contain_text("ZeroDivisionError")
+        # the script still divides by zero: the retry runs it again and fails again (200, in
+        # error with the new cause); the page says so in words
+        page.get_by_role("button", name="Retry").click()
+        expect(page.locator(".wb-toolbar .wb-notice, .wb-view > .wb-notice")).to_be_visible()
+        expect(page.locator("#instance-status .wb-status")).to_have_text("error")
+        self.check("an instance in error marks the failed element wb-error, explains it, and retries")
+
+        # models: list, model page with diagram, download, upload
+        page.get_by_role("link", name="Models", exact=True).click()
+        expect(page.get_by_role("heading", name="Models", exact=True)).to_be_visible()
+        # the list is paged by identifier: go through the pages to the test's model if needed
+        model_link = page.get_by_role("link", name=s["orders_model"], exact=True)
+        for number in range(2, 200):
+            expect(page.locator("table.wb-models")).to_be_visible()
+            if model_link.count() or not page.get_by_role("link", name="Next →").count():
+                break
+            page.get_by_role("link", name="Next →").click()
+            expect(page.locator(".wb-pager")).to_contain_text(f"Page {number} of")
+        expect(model_link).to_be_visible()
+        self.screenshot(page, "models.png")
+        model_link.click()
+        expect(page.locator(".wb-id")).to_have_text(s["orders_model"])
+        expect(page.locator('#model-diagram g.djs-element[data-element-id="pack_order"]')).to_be_visible()
+        expect(page.locator('tr[data-file="orders.bpmn"]')).to_be_visible()
+        with page.expect_download() as info:
+            page.get_by_role("button", name="Download orders.bpmn").click()
+        download = info.value
+        assert download.suggested_filename == "orders.bpmn", download.suggested_filename
+        content = Path(download.path()).read_text()
+        assert f'id="console_orders_{s["run"]}"' in content, content[:300]
+        self.screenshot(page, "model-detail.png")
+        self.check("model page draws the diagram and downloads a file")
+
+        page.locator("#upload-file").set_input_files(
+            files=[{
+                "name": "orders.bpmn",
+                "mimeType": "application/xml",
+                "buffer": model_file("orders.bpmn", s["run"], TASK_NAME_V2).encode(),
+            }]
+        )
+        page.locator("form.wb-upload").get_by_role("button", name="Upload").click()
+        expect(page.locator(".wb-notice-ok")).to_contain_text("orders.bpmn saved")
+        expect(page.locator("#model-diagram")).to_contain_text(TASK_NAME_V2)
+        expect(page.locator("#diagram-version option")).to_have_count(2)
+        page.locator("#diagram-version").select_option(index=1)
+        expect(page.locator("#model-diagram")).to_contain_text(TASK_NAME_V1)
+        # the third order still runs on the first version: its page draws that version
+        page.goto(self.url(f"/console/instances/{third}"))
+        expect(page.locator('g.djs-element[data-element-id="pack_order"].wb-current')).to_be_visible()
+        expect(page.locator("#instance-diagram")).to_contain_text(TASK_NAME_V1)
+        self.check("upload makes a new version; instances and the version picker draw their own version")
+
+        self.assert_no_browser_errors("while signed in as admin")
+
+        # 403: a token without the scope; the page says which scope is missing
+        self.allowed_statuses = {403}
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.locator("#signin-reason")).to_contain_text("signed out")
+        assert page.evaluate("sessionStorage.length") == 0
+        self.sign_in(page, reader)
+        expect(page.get_by_role("heading", name="Messages", exact=True)).to_be_visible()
+        page.get_by_role("link", name="Models", exact=True).click()
+        expect(page.locator(".wb-notice-error")).to_contain_text(re.compile(r"lacks scope models:read"))
+        self.check("sign-out, then a 403 says which scope the token lacks")
+
+        # 401: a token the service refuses sends the user back to sign-in with the reason
+        self.allowed_statuses = {401}
+        page.evaluate("sessionStorage.setItem('wb-console.token', 'not-a-token')")
+        page.goto(self.url(f"/console/instances/{third}"))
+        expect(page).to_have_url(re.compile(r"/console/sign-in\?next="))
+        expect(page.locator("#signin-reason")).to_contain_text("refused the token")
+        self.sign_in(page, admin)
+        expect(page.get_by_role("heading", name=f"Instance #{third}")).to_be_visible()
+        self.check("a 401 goes back to sign-in with the reason, and then back to the page")
+        self.allowed_statuses = set()
+        self.assert_no_browser_errors("at the end")
+
+
+def main():
+    args = parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"FAIL: {CHROMIUM} is missing (apt-get install chromium)", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    run = Run(args)
+    try:
+        run.main()
+        run.assert_no_browser_errors("at the end")
+    except Exception as error:  # noqa: BLE001 - report any failure and exit non-zero
+        traceback.print_exc()
+        print(f"\nFAIL after {len(run.passed)} passed checks: {error}", file=sys.stderr)
+        return 1
+    print(f"\nPASS: {len(run.passed)} checks in {time.monotonic() - started:.1f}s", end="")
+    print(f"; screenshots in {run.shots}" if run.shots else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
