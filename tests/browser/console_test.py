@@ -203,6 +203,17 @@ class Run:
         if self.console_errors:
             raise AssertionError(f"browser errors ({where}):\n  " + "\n  ".join(self.console_errors))
 
+    def tab_to(self, page, selector, presses=30):
+        """Presses Tab until the element matching `selector` has the focus (fails if it never
+        does: the element is not reachable from the keyboard)."""
+        target = page.locator(selector).first
+        expect(target).to_be_visible()
+        for _ in range(presses):
+            page.keyboard.press("Tab")
+            if target.evaluate("element => element === document.activeElement"):
+                return
+        raise AssertionError(f"{selector} is not reachable with Tab ({presses} presses)")
+
     def sign_in(self, page, token):
         expect(page.locator("input[name=token]")).to_be_visible()
         page.locator("input[name=token]").fill(token)
@@ -238,11 +249,20 @@ class Run:
         expect(page).to_have_url(re.compile(r"/console/sign-in"))
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         self.screenshot(page, "sign-in.png")
-        self.sign_in(page, admin)
+        # with the keyboard only: Tab to the token field, type, Enter
+        self.tab_to(page, "input[name=token]")
+        page.keyboard.type(admin)
+        page.keyboard.press("Enter")
         expect(page.get_by_role("heading", name="Messages", exact=True)).to_be_visible()
         expect(page).to_have_url(re.compile(r"/console/messages$"))
         expect(page.locator(".wb-who")).to_contain_text("console-test")
-        self.check("sign-in with a pasted token leads to the messages")
+        # the navigation is reachable from the keyboard too
+        self.tab_to(page, 'nav a[href="/console/instances"]')
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", name="Instances", exact=True)).to_be_visible()
+        page.get_by_role("link", name="Messages", exact=True).click()
+        expect(page.get_by_role("heading", name="Messages", exact=True)).to_be_visible()
+        self.check("sign-in and navigation with the keyboard alone; sign-in leads to the messages")
 
         # the message list: a completed, a rejected and a buffered send, with their labels
         row = lambda name: page.locator(f'tr[data-message-name="{name}"]')

@@ -405,7 +405,7 @@ impl<'c> UnitOfWork<'c> {
     /// Fires a claimed timer: locks its instance, takes the timer (gone: another worker fired
     /// it or a step cancelled it, and nothing happens) and steps the instance. Whether it fired.
     pub async fn fire_timer(&mut self, instance_id: i64, timer_id: i64) -> Result<bool> {
-        // a suspended instance keeps its timer: it is due again when its claim runs out
+        // suspended after the claim: its timer is held now, and fires once it is resumed
         if !self.load(instance_id).await? || !self.takes_events(instance_id) {
             return Ok(false);
         }
