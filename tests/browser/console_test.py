@@ -203,16 +203,17 @@ class Run:
         if self.console_errors:
             raise AssertionError(f"browser errors ({where}):\n  " + "\n  ".join(self.console_errors))
 
-    def tab_to(self, page, selector, presses=30):
-        """Presses Tab until the element matching `selector` has the focus (fails if it never
-        does: the element is not reachable from the keyboard)."""
+    def tab_to(self, page, selector, key="Tab", presses=200):
+        """Presses `key` (Tab, or Shift+Tab to go back) until the element matching `selector`
+        has the focus; fails if it never does (it is not reachable from the keyboard). Lists
+        may hold many links, hence the generous bound."""
         target = page.locator(selector).first
         expect(target).to_be_visible()
         for _ in range(presses):
-            page.keyboard.press("Tab")
+            page.keyboard.press(key)
             if target.evaluate("element => element === document.activeElement"):
                 return
-        raise AssertionError(f"{selector} is not reachable with Tab ({presses} presses)")
+        raise AssertionError(f"{selector} is not reachable with {key} ({presses} presses)")
 
     def sign_in(self, page, token):
         expect(page.locator("input[name=token]")).to_be_visible()
@@ -256,8 +257,8 @@ class Run:
         expect(page.get_by_role("heading", name="Messages", exact=True)).to_be_visible()
         expect(page).to_have_url(re.compile(r"/console/messages$"))
         expect(page.locator(".wb-who")).to_contain_text("console-test")
-        # the navigation is reachable from the keyboard too
-        self.tab_to(page, 'nav a[href="/console/instances"]')
+        # the navigation is reachable from the keyboard too (it is above the page: back up to it)
+        self.tab_to(page, 'nav a[href="/console/instances"]', key="Shift+Tab")
         page.keyboard.press("Enter")
         expect(page.get_by_role("heading", name="Instances", exact=True)).to_be_visible()
         page.get_by_role("link", name="Messages", exact=True).click()
