@@ -7,6 +7,13 @@
 //! receive looks for a matching buffered message) and correlation to those instances: the
 //! figures must stay within 10% of the empty-buffer ones.
 //!
+//! Then the service-task round trip: a message starts an instance that reaches a service task;
+//! the connector (a fake proxy this program serves on 127.0.0.1:$LOADGEN_PROXY_PORT, default
+//! 7101, which the server must have as WORKFLOW_BACKEND_CONNECTOR_PROXY_URL) answers 202 and
+//! calls back at once; the round trip ends when the callback's answer says the instance
+//! completed. It prints the round trips per second at 16 clients and how long after the
+//! message's answer the connector was called (the dispatch latency).
+//!
 //! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE] [BUFFERED]
 
 use reqwest::Client;
@@ -217,9 +224,121 @@ async fn main() {
         )
         .await;
     }
+    service_task_round_trips(&target, &run, total).await;
     if buffered > 0 {
         full_buffer(&target, &run, total, buffered).await;
     }
+}
+
+/// Message start -> service task `bench/Echo` (parameter `key` from the payload) -> end.
+fn service_task(name: &str) -> String {
+    format!(
+        r#"{HEADER}<bpmn:message id="m" name="{name}" />
+<bpmn:process id="bench_service" isExecutable="true">
+  <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
+  <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="call" />
+  <bpmn:serviceTask id="call"><bpmn:extensionElements><spiffworkflow:serviceTaskOperator id="bench/Echo" resultVariable="result"><spiffworkflow:parameters><spiffworkflow:parameter id="key" type="str" value="payload[&quot;key&quot;]" /></spiffworkflow:parameters></spiffworkflow:serviceTaskOperator></bpmn:extensionElements></bpmn:serviceTask>
+  <bpmn:sequenceFlow id="f2" sourceRef="call" targetRef="done" /><bpmn:endEvent id="done" />
+</bpmn:process></bpmn:definitions>"#
+    )
+}
+
+/// A round trip under way: when the connector was called, and who waits for its end.
+#[derive(Default)]
+struct Pending {
+    called: Option<Instant>,
+    done: Option<tokio::sync::oneshot::Sender<Instant>>,
+}
+
+type PendingCalls = Arc<std::sync::Mutex<std::collections::HashMap<String, Pending>>>;
+
+/// The fake connector proxy: every call is answered 202 and called back at once.
+async fn fake_proxy_call(
+    body: actix_web::web::Json<serde_json::Value>,
+    pending: actix_web::web::Data<PendingCalls>,
+    client: actix_web::web::Data<Client>,
+) -> actix_web::HttpResponse {
+    let called = Instant::now();
+    let key = body["key"].as_str().unwrap_or_default().to_string();
+    if let Some(slot) = pending.lock().unwrap().get_mut(&key) {
+        slot.called = Some(called);
+    }
+    let url = body["wf__callback_url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let token = body["wf__callback_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (pending, client) = (pending.get_ref().clone(), client.get_ref().clone());
+    tokio::spawn(async move {
+        let envelope = json!({
+            "command_response": {"body": {"echo": key}, "mimetype": "application/json", "http_status": 200},
+            "command_response_version": 2,
+            "error": null,
+        });
+        let answer = client
+            .put(&url)
+            .bearer_auth(&token)
+            .json(&envelope)
+            .send()
+            .await
+            .expect("callback");
+        let status = answer.status().as_u16();
+        let text = answer.text().await.unwrap_or_default();
+        assert_eq!(status, 200, "callback: {text}");
+        let slot = pending.lock().unwrap().remove(&key);
+        if let Some(Pending {
+            called: Some(called),
+            done: Some(done),
+        }) = slot
+        {
+            let _ = done.send(called);
+        }
+    });
+    actix_web::HttpResponse::Accepted().json(json!({
+        "command_response": {"body": {}, "mimetype": "application/json", "http_status": 202},
+        "command_response_version": 2,
+        "error": null,
+    }))
+}
+
+/// The service-task round trip at 16 clients (see the module's comment).
+async fn service_task_round_trips(target: &Arc<Target>, run: &str, total: usize) {
+    let port: u16 = std::env::var("LOADGEN_PROXY_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(7101);
+    let pending: PendingCalls = Arc::default();
+    let proxy_state = (
+        actix_web::web::Data::new(pending.clone()),
+        actix_web::web::Data::new(target.client.clone()),
+    );
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(proxy_state.0.clone())
+            .app_data(proxy_state.1.clone())
+            .route(
+                "/v1/do/bench/Echo",
+                actix_web::web::post().to(fake_proxy_call),
+            )
+    })
+    .workers(1)
+    .bind(("127.0.0.1", port))
+    .unwrap_or_else(|e| panic!("the fake connector proxy cannot listen on port {port}: {e}"))
+    .run();
+    let proxy = server.handle();
+    tokio::spawn(server);
+
+    let name = format!("bench_service_{run}");
+    target
+        .upload(&format!("bench:service_{run}"), service_task(&name))
+        .await;
+    for clients in [1, 16] {
+        service_case(target, &name, run, &pending, clients, total).await;
+    }
+    proxy.stop(true).await;
 }
 
 /// Start (of a model whose instances then wait) and correlation, first with an empty buffer,
@@ -307,4 +426,69 @@ async fn keyed_messages(
         }
     })
     .await;
+}
+
+/// One service-task case: `total` round trips from `clients` clients, then the dispatch
+/// latency's percentiles.
+async fn service_case(
+    target: &Arc<Target>,
+    name: &str,
+    run: &str,
+    pending: &PendingCalls,
+    clients: usize,
+    total: usize,
+) {
+    let dispatch = Arc::new(std::sync::Mutex::new(Vec::with_capacity(total)));
+    let (t, n, p, d, run) = (
+        target.clone(),
+        name.to_string(),
+        pending.clone(),
+        dispatch.clone(),
+        format!("{run}_c{clients}"),
+    );
+    run_case("service", clients, total, move |i| {
+        let (t, name, pending, dispatch) = (t.clone(), n.clone(), p.clone(), d.clone());
+        let key = format!("{run}_{i}");
+        async move {
+            let started = Instant::now();
+            let (done, finished) = tokio::sync::oneshot::channel();
+            pending.lock().unwrap().insert(
+                key.clone(),
+                Pending {
+                    called: None,
+                    done: Some(done),
+                },
+            );
+            t.post(&format!("/v1.0/messages/{name}"), json!({ "key": key }), 200)
+                .await;
+            let answered = Instant::now();
+            let called = tokio::time::timeout(Duration::from_secs(30), finished)
+                .await
+                .expect("the round trip ended within 30 s (is the server's connector proxy URL this program's fake proxy?)")
+                .expect("the callback was made");
+            dispatch
+                .lock()
+                .unwrap()
+                .push(called.saturating_duration_since(answered));
+            started.elapsed()
+        }
+    })
+    .await;
+    let mut dispatch = std::mem::take(&mut *dispatch.lock().unwrap());
+    dispatch.sort();
+    let pct = |q: f64| {
+        dispatch[((dispatch.len() as f64 * q).ceil() as usize).saturating_sub(1)].as_secs_f64()
+            * 1e3
+    };
+    println!(
+        "{:<12} clients={:<3} messages={:<6} {:>15}  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms",
+        "(dispatch)",
+        clients,
+        total,
+        "",
+        pct(0.50),
+        pct(0.95),
+        pct(0.99),
+        dispatch.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
+    );
 }

@@ -38,6 +38,41 @@ pub struct AppState {
     pub connector: Option<ConnectorClient>,
     /// Woken when a message is buffered: the expiry sweeper then knows its next deadline.
     pub message_buffered: Arc<tokio::sync::Notify>,
+    /// The connector dispatcher's backlog, as `/metrics` and readiness show it.
+    pub connector_jobs: ConnectorJobGauges,
+}
+
+/// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), calls
+/// under way, and free slots.
+#[derive(Clone)]
+pub struct ConnectorJobGauges {
+    pub waiting: prometheus::IntGauge,
+    pub in_flight: prometheus::IntGauge,
+    pub idle_slots: prometheus::IntGauge,
+}
+
+impl ConnectorJobGauges {
+    fn registered_in(registry: &prometheus::Registry) -> anyhow::Result<ConnectorJobGauges> {
+        let gauge = |name: &str, help: &str| -> anyhow::Result<prometheus::IntGauge> {
+            let gauge = prometheus::IntGauge::new(name, help)?;
+            registry.register(Box::new(gauge.clone()))?;
+            Ok(gauge)
+        };
+        Ok(ConnectorJobGauges {
+            waiting: gauge(
+                "workflow_backend_connector_jobs_waiting",
+                "Connector calls that are due and wait for a dispatcher slot (the backlog)",
+            )?,
+            in_flight: gauge(
+                "workflow_backend_connector_jobs_in_flight",
+                "Connector calls this replica is making",
+            )?,
+            idle_slots: gauge(
+                "workflow_backend_connector_jobs_idle_slots",
+                "Connector calls this replica could start now",
+            )?,
+        })
+    }
 }
 
 impl AppState {
@@ -135,6 +170,7 @@ impl Application {
             frontend_url: settings.public_url.clone(),
             env_identifier: settings.scripts.env_identifier.clone(),
         };
+        let registry = prometheus::Registry::new();
         let state = web::Data::new(AppState {
             pool,
             settings: Arc::new(settings),
@@ -142,10 +178,12 @@ impl Application {
             models: ModelCache::new(scripts).with_site(site),
             connector,
             message_buffered: Arc::new(tokio::sync::Notify::new()),
+            connector_jobs: ConnectorJobGauges::registered_in(&registry)?,
         });
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
         // label value, so the number of series stays bounded.
         let metrics = PrometheusMetricsBuilder::new("workflow_backend")
+            .registry(registry)
             .endpoint("/metrics")
             .mask_unmatched_patterns("UNMATCHED")
             .build()

@@ -22,6 +22,12 @@ pub struct ReadyBody {
     pub ok: bool,
     /// `up` when the database answered, `busy` when every pooled connection is in use.
     pub database: String,
+    /// Connector calls due and waiting for a dispatcher slot, as last counted (at most a
+    /// second old while the dispatcher runs): a number that keeps growing means calls are
+    /// recorded faster than they are made. Also on `/metrics` as
+    /// `workflow_backend_connector_jobs_waiting`.
+    #[serde(default)]
+    pub connector_jobs_waiting: i64,
 }
 
 /// The process is up (no database check, no authentication).
@@ -54,6 +60,7 @@ pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, A
         return Ok(web::Json(ReadyBody {
             ok: true,
             database: "busy".into(),
+            connector_jobs_waiting: state.connector_jobs.waiting.get(),
         }));
     }
     let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(pool);
@@ -62,6 +69,7 @@ pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, A
             return Ok(web::Json(ReadyBody {
                 ok: true,
                 database: "up".into(),
+                connector_jobs_waiting: state.connector_jobs.waiting.get(),
             }))
         }
         Ok(Err(e)) => e.to_string(),

@@ -7,8 +7,11 @@ use uuid::Uuid;
 
 pub const CONNECTOR_CALL: &str = "connector_call";
 
-/// Records a connector call for a task, due at `run_at` (now when `None`). One job per task:
-/// a retry moves it, not copies it.
+/// Notified when a connector call is recorded (at commit): dispatchers of every replica wake.
+pub const JOBS_CHANNEL: &str = "workflow_backend_jobs";
+
+/// Records a connector call for a task, due at `run_at` (now when `None`), and wakes the
+/// dispatchers when the transaction commits. One job per task: a retry moves it, not copies it.
 pub async fn enqueue_connector_call(
     conn: &mut PgConnection,
     instance_id: i64,
@@ -16,18 +19,47 @@ pub async fn enqueue_connector_call(
     run_at: Option<DateTime<Utc>>,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) \
-         VALUES ($1, $2, $3, COALESCE($4, now())) \
-         ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL, \
-         attempts = jobs.attempts + 1, leases = 0",
+        "WITH j AS (INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) \
+                    VALUES ($1, $2, $3, COALESCE($4, now())) \
+                    ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, \
+                    locked_until = NULL, attempts = jobs.attempts + 1, leases = 0 \
+                    RETURNING 1) \
+         SELECT pg_notify($5, '') FROM j",
     )
     .bind(CONNECTOR_CALL)
     .bind(instance_id)
     .bind(task_guid)
     .bind(run_at)
+    .bind(JOBS_CHANNEL)
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// When the next job that is not running or held comes due (a retry waiting out its backoff,
+/// a lease running out); `None` when there is none.
+pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
+    sqlx::query_scalar(
+        "SELECT min(greatest(run_at, coalesce(locked_until, run_at))) FROM jobs \
+         WHERE kind = $1 AND NOT held",
+    )
+    .bind(CONNECTOR_CALL)
+    .fetch_one(pool)
+    .await
+}
+
+/// How many jobs are due and wait for a dispatcher (not running, not held), counted up to
+/// `up_to`: the backlog.
+pub async fn count_waiting(pool: &PgPool, up_to: i64) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE kind = $1 AND NOT held \
+             AND run_at <= now() AND (locked_until IS NULL OR locked_until < now()) \
+             LIMIT $2) AS due",
+    )
+    .bind(CONNECTOR_CALL)
+    .bind(up_to)
+    .fetch_one(pool)
+    .await
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -81,11 +113,17 @@ pub async fn hold_of_instance(
     instance_id: i64,
     held: bool,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET held = $2 WHERE process_instance_id = $1 AND held <> $2")
-        .bind(instance_id)
-        .bind(held)
-        .execute(conn)
-        .await?;
+    // released calls wake the dispatchers, as new ones do
+    sqlx::query(
+        "WITH j AS (UPDATE jobs SET held = $2 WHERE process_instance_id = $1 AND held <> $2 \
+                    RETURNING 1) \
+         SELECT pg_notify($3, '') WHERE NOT $2 AND EXISTS (SELECT 1 FROM j)",
+    )
+    .bind(instance_id)
+    .bind(held)
+    .bind(JOBS_CHANNEL)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

@@ -1,6 +1,12 @@
 //! Takes due connector jobs (any number of replicas: `FOR UPDATE SKIP LOCKED` leases) and
 //! runs them: prepare in one transaction, call the proxy outside any, apply in another.
 //!
+//! The worker is a pipeline: up to [`MAX_IN_FLIGHT`] jobs run at once, and a slot freed by a
+//! finished job is filled at once, so a slow call never holds up the others. It claims when
+//! woken: a job recorded on any replica (`NOTIFY` on [`JOBS_CHANNEL`]), a job finishing, the
+//! next scheduled job coming due (a retry's backoff, a lease running out), or at the latest
+//! every [`SAFETY_POLL`] (a lost notification). Idle, it sleeps.
+//!
 //! Each job runs in its own tokio task, so a panic in one is caught: it is logged with the
 //! job, the job is given back (its lease still counts towards
 //! [`service_tasks::MAX_LEASES`]), and the loop goes on. [`dispatch_due_once`] is one round,
@@ -8,16 +14,25 @@
 
 use crate::services::service_tasks;
 use crate::startup::AppState;
-use crate::store::jobs::Job;
+use crate::store::jobs::{Job, JOBS_CHANNEL};
 use actix_web::web;
+use chrono::Utc;
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 
-pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// The longest the worker sleeps without a notification.
+pub const SAFETY_POLL: Duration = Duration::from_secs(1);
 /// A job whose worker died is taken again after this.
 pub const LEASE: Duration = Duration::from_secs(120);
+/// Jobs one replica runs at once (each holds a database connection only while it prepares
+/// or applies, not while the proxy answers).
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Jobs [`dispatch_due_once`] takes.
 const BATCH: i64 = 16;
+/// How often the backlog gauge is refreshed while jobs run.
+const BACKLOG_EVERY: Duration = Duration::from_secs(1);
 
 /// What one round did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -28,17 +43,140 @@ pub struct Round {
 }
 
 pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
+    let mut listener = super::listen(&state, JOBS_CHANNEL, "connector dispatcher").await;
+    let mut running: JoinSet<(Job, Outcome)> = JoinSet::new();
+    let mut backlog_read = Instant::now() - BACKLOG_EVERY;
+    let mut claim = true;
+    // The last claim filled every free slot: more may be due, so a freed slot is filled at
+    // once. Otherwise nothing is due but what a notification or the clock announces, and a
+    // job ending costs no query.
+    let mut saturated = false;
     loop {
         if *shutdown.borrow() {
-            return;
+            break;
         }
-        let round = dispatch_due_once(&state).await;
-        if round.claimed == 0 {
-            tokio::select! {
-                _ = tokio::time::sleep(POLL_INTERVAL) => {}
-                _ = shutdown.changed() => {}
+        if claim {
+            let free = MAX_IN_FLIGHT - running.len();
+            saturated = free == 0 || claim_into(&state, &mut running, free as i64).await == free;
+            state.connector_jobs.in_flight.set(running.len() as i64);
+            state
+                .connector_jobs
+                .idle_slots
+                .set((MAX_IN_FLIGHT - running.len()) as i64);
+        }
+        if backlog_read.elapsed() >= BACKLOG_EVERY {
+            backlog_read = Instant::now();
+            refresh_backlog(&state).await;
+        }
+        // with jobs running, their ends wake the worker often enough for a retry coming due
+        let pause = if running.is_empty() {
+            until_next_due(&state).await
+        } else {
+            SAFETY_POLL
+        };
+        claim = false;
+        tokio::select! {
+            Some(done) = running.join_next(), if !running.is_empty() => {
+                report(done);
+                // the others that ended meanwhile, so that one claim fills their slots
+                while let Some(done) = running.try_join_next() {
+                    report(done);
+                }
+                claim = saturated;
+                if running.is_empty() {
+                    state.connector_jobs.in_flight.set(0);
+                    state.connector_jobs.idle_slots.set(MAX_IN_FLIGHT as i64);
+                }
             }
+            woken = super::wake(&mut listener, "connector dispatcher") => {
+                if !woken {
+                    listener = None;
+                }
+                claim = true;
+            }
+            _ = tokio::time::sleep(pause) => claim = true,
+            _ = shutdown.changed() => {}
         }
+    }
+    // shutting down: no new claims; the calls under way finish and their answers are recorded
+    while let Some(done) = running.join_next().await {
+        report(done);
+    }
+}
+
+/// A job's run: its result, or the panic that ended it.
+type Outcome = crate::services::Result<()>;
+
+/// Claims up to `limit` due jobs and starts each in `running`; how many it claimed.
+async fn claim_into(
+    state: &web::Data<AppState>,
+    running: &mut JoinSet<(Job, Outcome)>,
+    limit: i64,
+) -> usize {
+    let jobs = match crate::store::jobs::claim_due(&state.pool, limit, LEASE).await {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            tracing::warn!(error = %e, "connector dispatcher: cannot claim jobs");
+            return 0;
+        }
+    };
+    let claimed = jobs.len();
+    for job in jobs {
+        let state = state.clone();
+        running.spawn(async move {
+            // a panic inside the job's own task is caught here, with the job still known
+            let ran = tokio::spawn({
+                let (state, job) = (state.clone(), job.clone());
+                async move { service_tasks::run_job(&state.service_tasks(), &job).await }
+            })
+            .await;
+            match ran {
+                Ok(result) => (job, result),
+                Err(panic) => {
+                    tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %panic, "connector job panicked; it counts as a failed attempt");
+                    if let Err(e) = crate::store::jobs::release(&state.pool, job.id).await {
+                        tracing::warn!(job = job.id, error = %e, "cannot give back a panicked job; its lease will run out");
+                    }
+                    (job, Ok(()))
+                }
+            }
+        });
+    }
+    claimed
+}
+
+fn report(done: Result<(Job, Outcome), tokio::task::JoinError>) {
+    match done {
+        Ok((_, Ok(()))) => {}
+        Ok((job, Err(e))) => {
+            tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %e, "connector job failed");
+        }
+        Err(e) => tracing::error!(error = %e, "connector job runner ended abnormally"),
+    }
+}
+
+/// How long to sleep when nothing wakes the worker: until the next scheduled job, at most
+/// [`SAFETY_POLL`].
+async fn until_next_due(state: &AppState) -> Duration {
+    match crate::store::jobs::next_due(&state.pool).await {
+        Ok(Some(at)) => (at - Utc::now())
+            .to_std()
+            .unwrap_or(Duration::from_millis(10))
+            .clamp(Duration::from_millis(10), SAFETY_POLL),
+        Ok(None) => SAFETY_POLL,
+        Err(e) => {
+            tracing::warn!(error = %e, "connector dispatcher: cannot read the next due job");
+            SAFETY_POLL
+        }
+    }
+}
+
+/// Updates the backlog gauge: due jobs waiting for a slot (counted up to 100,000). The worker
+/// runs it at most every second; tests call it directly.
+pub async fn refresh_backlog(state: &AppState) {
+    match crate::store::jobs::count_waiting(&state.pool, 100_000).await {
+        Ok(waiting) => state.connector_jobs.waiting.set(waiting),
+        Err(e) => tracing::debug!(error = %e, "connector dispatcher: cannot count the backlog"),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod message_expiry;
 pub mod timer_firer;
 
 use actix_web::web;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -40,4 +41,48 @@ pub fn spawn_all(
         tokio::spawn(timer_firer::run(state.clone(), shutdown.clone())),
         tokio::spawn(connector_dispatcher::run(state, shutdown)),
     ]
+}
+
+/// A `LISTEN` on `channel`, on a connection of its own: `PgListener` keeps the connection it
+/// listens on for its whole life, and taking it from the request pool would leave requests one
+/// short. `None` (the worker then polls) when it cannot be set up.
+pub(crate) async fn listen(state: &AppState, channel: &str, worker: &str) -> Option<PgListener> {
+    let options = state.pool.connect_options().as_ref().clone();
+    let own = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    let mut listener = match PgListener::connect_with(&own).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::warn!(error = %e, "{worker}: no LISTEN connection; polling instead");
+            return None;
+        }
+    };
+    match listener.listen(channel).await {
+        Ok(()) => Some(listener),
+        Err(e) => {
+            tracing::warn!(error = %e, "{worker}: LISTEN failed; polling instead");
+            None
+        }
+    }
+}
+
+/// Waits for a notification (several at once wake once); false when the listener broke (the
+/// worker then polls). Without a listener it never returns.
+pub(crate) async fn wake(listener: &mut Option<PgListener>, worker: &str) -> bool {
+    match listener {
+        Some(l) => match l.recv().await {
+            Ok(_) => {
+                // only what has arrived already: `try_recv` would wait for the next one, and
+                // a notification taken by a wait that `select!` then drops is lost
+                while l.next_buffered().is_some() {}
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "{worker}: notifications stopped; polling instead");
+                false
+            }
+        },
+        None => std::future::pending().await,
+    }
 }

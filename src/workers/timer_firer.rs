@@ -9,7 +9,6 @@ use crate::startup::AppState;
 use crate::store::timers::{next_due, TIMERS_CHANNEL};
 use actix_web::web;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgListener, PgPoolOptions};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -19,7 +18,7 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(5);
 pub const BATCH: i64 = 100;
 
 pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
-    let mut listener = listen(&state).await;
+    let mut listener = super::listen(&state, TIMERS_CHANNEL, "timer worker").await;
     loop {
         if *shutdown.borrow() {
             return;
@@ -47,7 +46,7 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            woken = wake(&mut listener) => {
+            woken = super::wake(&mut listener, "timer worker") => {
                 if !woken {
                     listener = None;
                 }
@@ -68,46 +67,5 @@ pub async fn fire_due_once(state: &web::Data<AppState>, now: DateTime<Utc>) -> F
             tracing::warn!(error = %e, "timer worker: cannot claim due timers");
             FireRound::default()
         }
-    }
-}
-
-/// The listener gets a connection of its own: `PgListener` keeps the connection it listens on
-/// for its whole life, and taking it from the request pool would leave requests one short.
-async fn listen(state: &AppState) -> Option<PgListener> {
-    let options = state.pool.connect_options().as_ref().clone();
-    let own = PgPoolOptions::new()
-        .max_connections(1)
-        .connect_lazy_with(options);
-    let mut listener = match PgListener::connect_with(&own).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            tracing::warn!(error = %e, "timer worker: no LISTEN connection; polling instead");
-            return None;
-        }
-    };
-    match listener.listen(TIMERS_CHANNEL).await {
-        Ok(()) => Some(listener),
-        Err(e) => {
-            tracing::warn!(error = %e, "timer worker: LISTEN failed; polling instead");
-            None
-        }
-    }
-}
-
-/// Waits for a timer notification; false when the listener broke (the loop then polls).
-async fn wake(listener: &mut Option<PgListener>) -> bool {
-    match listener {
-        Some(l) => match l.recv().await {
-            Ok(_) => {
-                // several timers written at once wake once
-                while let Ok(Some(_)) = l.try_recv().await {}
-                true
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "timer worker: notifications stopped; polling instead");
-                false
-            }
-        },
-        None => std::future::pending().await,
     }
 }

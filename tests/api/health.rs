@@ -23,7 +23,7 @@ async fn ready_when_the_database_answers() {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         response.json::<Value>().await.unwrap(),
-        json!({"ok": true, "database": "up"})
+        json!({"ok": true, "database": "up", "connector_jobs_waiting": 0})
     );
 }
 

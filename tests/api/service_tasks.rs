@@ -1461,3 +1461,31 @@ async fn a_suspended_instance_makes_no_connector_call_until_resumed() {
     assert_eq!(status, StatusCode::OK, "{done}");
     assert_eq!(show(&app, id).await["status"], "complete");
 }
+
+#[tokio::test]
+async fn the_connector_backlog_shows_in_readiness_and_metrics() {
+    use workflow_backend::workers::connector_dispatcher::refresh_backlog;
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    for word in ["a", "b"] {
+        start_ok(&app, "svc/echo", &json!({"word": word})).await;
+    }
+    refresh_backlog(&app.state).await;
+    let (status, ready) = get(&app, "/v1.0/health/ready").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ready["connector_jobs_waiting"], 2, "{ready}");
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("workflow_backend_connector_jobs_waiting 2"),
+        "{metrics}"
+    );
+
+    proxy.answer(200, envelope(json!({}), 200));
+    proxy.answer(200, envelope(json!({}), 200));
+    dispatch(&app, 2).await;
+    refresh_backlog(&app.state).await;
+    assert_eq!(
+        get(&app, "/v1.0/health/ready").await.1["connector_jobs_waiting"],
+        0
+    );
+}
