@@ -42,13 +42,12 @@ pub struct AppState {
     pub connector_jobs: ConnectorJobGauges,
 }
 
-/// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), calls
-/// under way, and free slots.
+/// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), and
+/// calls under way (free slots are `MAX_IN_FLIGHT` minus these).
 #[derive(Clone)]
 pub struct ConnectorJobGauges {
     pub waiting: prometheus::IntGauge,
     pub in_flight: prometheus::IntGauge,
-    pub idle_slots: prometheus::IntGauge,
 }
 
 impl ConnectorJobGauges {
@@ -66,10 +65,6 @@ impl ConnectorJobGauges {
             in_flight: gauge(
                 "workflow_backend_connector_jobs_in_flight",
                 "Connector calls this replica is making",
-            )?,
-            idle_slots: gauge(
-                "workflow_backend_connector_jobs_idle_slots",
-                "Connector calls this replica could start now",
             )?,
         })
     }

@@ -52,39 +52,28 @@ fn file(path: &str) -> Option<(&'static str, &'static [u8])> {
 /// A route of the single-page console (`""`, `messages`, `instances/42`, `models/a:b.c`),
 /// not a missing asset (a name with an asset's extension: model ids may contain dots).
 fn is_page(path: &str) -> bool {
-    let last = path.rsplit('/').next().unwrap_or_default();
-    let asset = last.rsplit_once('.').is_some_and(|(_, extension)| {
-        matches!(
-            extension,
-            "html"
-                | "js"
-                | "mjs"
-                | "css"
-                | "svg"
-                | "png"
-                | "ico"
-                | "json"
-                | "woff"
-                | "woff2"
-                | "map"
-        )
-    });
-    !asset
+    asset_type(path.rsplit('/').next().unwrap_or_default()).is_none()
 }
 
 fn content_type(name: &str) -> &'static str {
-    match name.rsplit('.').next().unwrap_or_default() {
+    asset_type(name).unwrap_or("text/plain; charset=utf-8")
+}
+
+/// The media type of an asset, by its extension (`None`: not an asset's name).
+fn asset_type(name: &str) -> Option<&'static str> {
+    let (_, extension) = name.rsplit_once('.')?;
+    Some(match extension {
         "html" => "text/html; charset=utf-8",
         "js" | "mjs" => "text/javascript; charset=utf-8",
         "css" => "text/css; charset=utf-8",
         "svg" => "image/svg+xml",
         "png" => "image/png",
         "ico" => "image/x-icon",
-        "json" => "application/json",
+        "json" | "map" => "application/json",
         "woff2" => "font/woff2",
         "woff" => "font/woff",
-        _ => "text/plain; charset=utf-8",
-    }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

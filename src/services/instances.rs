@@ -227,14 +227,15 @@ pub async fn show(pool: &PgPool, cache: &ModelCache, id: InstanceId) -> Result<I
         .ok_or_else(|| instance_not_found(id))?;
     let tasks = store::instances::all_tasks(&mut conn, id).await?;
     let pending_timers = store::timers::of_instance(&mut conn, id).await?;
+    conn.commit().await?;
+    // after the snapshot: a version not compiled yet is compiled without holding it open
     let spec = cache
         .version_spec(
-            &mut conn,
+            &mut *pool.acquire().await?,
             &instance.process_model_identifier,
             &instance.model_version,
         )
         .await?;
-    conn.commit().await?;
     let process_file_name = spec
         .as_ref()
         .and_then(|spec| spec.process(&instance.process_id))

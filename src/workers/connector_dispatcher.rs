@@ -58,12 +58,8 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
         if claim {
             let free = MAX_IN_FLIGHT - running.len();
             saturated = free == 0 || claim_into(&state, &mut running, free as i64).await == free;
-            state.connector_jobs.in_flight.set(running.len() as i64);
-            state
-                .connector_jobs
-                .idle_slots
-                .set((MAX_IN_FLIGHT - running.len()) as i64);
         }
+        state.connector_jobs.in_flight.set(running.len() as i64);
         if backlog_read.elapsed() >= BACKLOG_EVERY {
             backlog_read = Instant::now();
             refresh_backlog(&state).await;
@@ -83,10 +79,6 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
                     report(done);
                 }
                 claim = saturated;
-                if running.is_empty() {
-                    state.connector_jobs.in_flight.set(0);
-                    state.connector_jobs.idle_slots.set(MAX_IN_FLIGHT as i64);
-                }
             }
             woken = super::wake(&mut listener, "connector dispatcher") => {
                 if !woken {

@@ -46,7 +46,7 @@ pub fn spawn_all(
 /// A `LISTEN` on `channel`, on a connection of its own: `PgListener` keeps the connection it
 /// listens on for its whole life, and taking it from the request pool would leave requests one
 /// short. `None` (the worker then polls) when it cannot be set up.
-pub(crate) async fn listen(state: &AppState, channel: &str, worker: &str) -> Option<PgListener> {
+pub async fn listen(state: &AppState, channel: &str, worker: &str) -> Option<PgListener> {
     let options = state.pool.connect_options().as_ref().clone();
     let own = PgPoolOptions::new()
         .max_connections(1)
@@ -69,7 +69,7 @@ pub(crate) async fn listen(state: &AppState, channel: &str, worker: &str) -> Opt
 
 /// Waits for a notification (several at once wake once); false when the listener broke (the
 /// worker then polls). Without a listener it never returns.
-pub(crate) async fn wake(listener: &mut Option<PgListener>, worker: &str) -> bool {
+pub async fn wake(listener: &mut Option<PgListener>, worker: &str) -> bool {
     match listener {
         Some(l) => match l.recv().await {
             Ok(_) => {

@@ -32,6 +32,16 @@ async fn command(app: &TestApp, id: i64, command: &str) -> (StatusCode, Value) {
     command_as(app, id, command, ADMIN).await
 }
 
+/// The command is refused with 409 and `code`.
+async fn assert_refused(app: &TestApp, id: i64, name: &str, code: &str) {
+    let (status, body) = command(app, id, name).await;
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (StatusCode::CONFLICT, Some(code)),
+        "{name}: {body}"
+    );
+}
+
 async fn command_ok(app: &TestApp, id: i64, name: &str) -> Value {
     let (status, body) = command(app, id, name).await;
     assert_eq!(status, StatusCode::OK, "{name}: {body}");
@@ -233,16 +243,8 @@ async fn terminate_cancels_every_live_task_timer_and_receive_in_one_go() {
         status_of(&command_ok(&app, id, "terminate").await),
         "terminated"
     );
-    let (status, body) = command(&app, id, "suspend").await;
-    assert_eq!(
-        (status, body["error_code"].as_str()),
-        (StatusCode::CONFLICT, Some("process_instance_finished"))
-    );
-    let (status, body) = command(&app, id, "resume").await;
-    assert_eq!(
-        (status, body["error_code"].as_str()),
-        (StatusCode::CONFLICT, Some("process_instance_not_suspended"))
-    );
+    assert_refused(&app, id, "suspend", "process_instance_finished").await;
+    assert_refused(&app, id, "resume", "process_instance_not_suspended").await;
 }
 
 #[tokio::test]
@@ -270,16 +272,8 @@ async fn retry_runs_the_failed_task_again_once_its_cause_is_fixed() {
     assert_eq!(status, StatusCode::CREATED, "{started}");
     assert_eq!(status_of(&started), "error", "{started}");
     let id = started["process_instance"]["id"].as_i64().unwrap();
-    let (status, body) = command(&app, id, "resume").await;
-    assert_eq!(
-        body["error_code"], "process_instance_not_suspended",
-        "{status} {body}"
-    );
-    let (status, body) = command(&app, id, "suspend").await;
-    assert_eq!(
-        (status, body["error_code"].as_str()),
-        (StatusCode::CONFLICT, Some("process_instance_finished"))
-    );
+    assert_refused(&app, id, "resume", "process_instance_not_suspended").await;
+    assert_refused(&app, id, "suspend", "process_instance_finished").await;
 
     // still failing: back in error
     let again = command_ok(&app, id, "retry").await;
@@ -307,11 +301,7 @@ async fn retry_runs_the_failed_task_again_once_its_cause_is_fixed() {
         .unwrap();
     assert_eq!(price["state"], "COMPLETED", "{shown}");
 
-    let (status, body) = command(&app, id, "retry").await;
-    assert_eq!(
-        (status, body["error_code"].as_str()),
-        (StatusCode::CONFLICT, Some("process_instance_not_in_error"))
-    );
+    assert_refused(&app, id, "retry", "process_instance_not_in_error").await;
 }
 
 #[tokio::test]

@@ -23,3 +23,4 @@ mod secrets;
 mod service_tasks;
 mod structure;
 mod versions;
+mod workers;
