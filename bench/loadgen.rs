@@ -14,6 +14,11 @@
 //! completed. It prints the round trips per second at 16 clients and how long after the
 //! message's answer the connector was called (the dispatch latency).
 //!
+//! With LOADGEN_DATABASE_URL (the server's database) and LOADGEN_SERVER_PID set, each line
+//! also says what one message cost: WAL bytes written, CPU of every `postgres` process and CPU
+//! of the server process, from `pg_current_wal_lsn()` and /proc before and after the case
+//! (machine-wide for Postgres: run it on a quiet machine).
+//!
 //! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE] [BUFFERED]
 
 use reqwest::Client;
@@ -120,6 +125,7 @@ where
 {
     let make = Arc::new(make);
     let next = Arc::new(AtomicUsize::new(0));
+    let meter = Cost::sample().await;
     let started = Instant::now();
     let workers: Vec<_> = (0..clients)
         .map(|_| {
@@ -142,19 +148,100 @@ where
         latencies.extend(worker.await.expect("worker"));
     }
     let elapsed = started.elapsed();
+    let cost = match meter {
+        Some(before) => before.per_message(total).await,
+        None => String::new(),
+    };
     latencies.sort();
     let pct = |p: f64| {
         latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)].as_secs_f64()
             * 1e3
     };
     println!(
-        "{label:<12} clients={clients:<3} messages={total:<6} rate={:>8.1}/s  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms",
+        "{label:<12} clients={clients:<3} messages={total:<6} rate={:>8.1}/s  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms{cost}",
         total as f64 / elapsed.as_secs_f64(),
         pct(0.50),
         pct(0.95),
         pct(0.99),
         latencies.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
     );
+}
+
+/// WAL position and CPU times at one moment, to say what the messages between two samples cost.
+struct Cost {
+    wal_lsn: String,
+    postgres_ticks: u64,
+    server_ticks: u64,
+}
+
+impl Cost {
+    /// `None` unless LOADGEN_DATABASE_URL and LOADGEN_SERVER_PID are set.
+    async fn sample() -> Option<Cost> {
+        let url = std::env::var("LOADGEN_DATABASE_URL").ok()?;
+        let server: u32 = std::env::var("LOADGEN_SERVER_PID").ok()?.parse().ok()?;
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+            .await
+            .expect("LOADGEN_DATABASE_URL connects");
+        let (wal_lsn,): (String,) = sqlx::query_as("SELECT pg_current_wal_lsn()::text")
+            .fetch_one(&mut conn)
+            .await
+            .expect("WAL position");
+        Some(Cost {
+            wal_lsn,
+            postgres_ticks: postgres_ticks(),
+            server_ticks: process_ticks(server).unwrap_or(0),
+        })
+    }
+
+    /// `  wal=… B/msg  pg_cpu=… ms/msg  server_cpu=… ms/msg` since this sample.
+    async fn per_message(self, messages: usize) -> String {
+        let Some(now) = Cost::sample().await else {
+            return String::new();
+        };
+        let url = std::env::var("LOADGEN_DATABASE_URL").expect("set when sampled");
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+            .await
+            .expect("LOADGEN_DATABASE_URL connects");
+        let (wal_bytes,): (f64,) =
+            sqlx::query_as("SELECT pg_wal_lsn_diff($1::text::pg_lsn, $2::text::pg_lsn)::float8")
+                .bind(&now.wal_lsn)
+                .bind(&self.wal_lsn)
+                .fetch_one(&mut conn)
+                .await
+                .expect("WAL difference");
+        // /proc counts CPU time in USER_HZ ticks, 100 per second on Linux
+        let ms = |ticks: u64| ticks as f64 * 10.0 / messages as f64;
+        format!(
+            "  wal={:>6.0}B/msg  pg_cpu={:>5.3}ms/msg  server_cpu={:>5.3}ms/msg",
+            wal_bytes / messages as f64,
+            ms(now.postgres_ticks.saturating_sub(self.postgres_ticks)),
+            ms(now.server_ticks.saturating_sub(self.server_ticks)),
+        )
+    }
+}
+
+/// utime + stime of one process, in ticks.
+fn process_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the command name may hold spaces: the fields after it start at the last ')'
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// CPU ticks of every process named `postgres` (backends, WAL writer, checkpointer...).
+fn postgres_ticks() -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim_end() == "postgres")
+        })
+        .filter_map(process_ticks)
+        .sum()
 }
 
 #[tokio::main]

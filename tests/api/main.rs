@@ -18,6 +18,7 @@ mod lifecycle;
 mod messages;
 mod models;
 mod openapi;
+mod plans;
 mod scripts;
 mod secrets;
 mod service_tasks;
