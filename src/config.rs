@@ -25,6 +25,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("JWT_ISSUER", "none"),
     ("JWT_AUDIENCE", "none"),
     ("JWT_LEEWAY_SECONDS", "5"),
+    ("JWT_JWKS_URL", "none"),
+    ("OIDC_ISSUER", "none"),
+    ("JWT_SCOPE_CLAIM", "scope"),
+    ("JWT_SCOPE_MAP_FILE", "none"),
     ("CONNECTOR_PROXY_URL", "none"),
     ("CONNECTOR_PROXY_API_KEY", "none"),
     ("CONNECTOR_CONNECT_TIMEOUT_MS", "5000"),
@@ -67,6 +71,7 @@ const DEFAULT_CONNECTOR_CONNECT_TIMEOUT_MS: u64 = 5_000;
 const DEFAULT_CONNECTOR_TIMEOUT_MS: u64 = 45_000;
 /// Clock skew tolerated on `exp` and `nbf`.
 pub const DEFAULT_JWT_LEEWAY_SECONDS: u64 = 5;
+pub const DEFAULT_SCOPE_CLAIM: &str = "scope";
 const MAX_JWT_LEEWAY_SECONDS: u64 = 300;
 const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 30_000;
 /// A script (or expression) runs at most this long before it is stopped.
@@ -82,9 +87,10 @@ pub enum ConfigError {
     #[error("{var}: {problem}")]
     Invalid { var: String, problem: String },
     #[error(
-        "no JWT key configured: set WORKFLOW_BACKEND_JWT_SECRET (an HS256 shared secret) \
-         and/or WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE (a PEM public key, RS256 or ES256); \
-         the server never starts open to anonymous callers"
+        "no JWT key configured: set WORKFLOW_BACKEND_JWT_SECRET (an HS256 shared secret), \
+         WORKFLOW_BACKEND_JWT_PUBLIC_KEY_FILE (a PEM public key, RS256 or ES256), \
+         WORKFLOW_BACKEND_JWT_JWKS_URL or WORKFLOW_BACKEND_OIDC_ISSUER (an identity \
+         provider's keys); the server never starts open to anonymous callers"
     )]
     NoJwtKey,
 }
@@ -118,6 +124,15 @@ pub struct JwtSettings {
     pub audience: Option<String>,
     /// Clock skew tolerated on `exp` and `nbf` (`WORKFLOW_BACKEND_JWT_LEEWAY_SECONDS`).
     pub leeway_seconds: u64,
+    /// An identity provider's key set (`WORKFLOW_BACKEND_JWT_JWKS_URL`).
+    pub jwks_url: Option<String>,
+    /// An OpenID issuer whose discovery document names the key set, and the `iss` its tokens
+    /// carry unless `issuer` says otherwise (`WORKFLOW_BACKEND_OIDC_ISSUER`).
+    pub oidc_issuer: Option<String>,
+    /// Dotted path of the claim holding scopes or roles (`WORKFLOW_BACKEND_JWT_SCOPE_CLAIM`).
+    pub scope_claim: String,
+    /// JSON: provider role or group -> scopes (`WORKFLOW_BACKEND_JWT_SCOPE_MAP_FILE`).
+    pub scope_map_file: Option<PathBuf>,
 }
 
 impl Default for JwtSettings {
@@ -128,6 +143,10 @@ impl Default for JwtSettings {
             issuer: None,
             audience: None,
             leeway_seconds: DEFAULT_JWT_LEEWAY_SECONDS,
+            jwks_url: None,
+            oidc_issuer: None,
+            scope_claim: DEFAULT_SCOPE_CLAIM.into(),
+            scope_map_file: None,
         }
     }
 }
@@ -140,6 +159,10 @@ impl fmt::Debug for JwtSettings {
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
             .field("leeway_seconds", &self.leeway_seconds)
+            .field("jwks_url", &self.jwks_url)
+            .field("oidc_issuer", &self.oidc_issuer)
+            .field("scope_claim", &self.scope_claim)
+            .field("scope_map_file", &self.scope_map_file)
             .finish()
     }
 }
@@ -293,6 +316,15 @@ impl Settings {
                 DEFAULT_JWT_LEEWAY_SECONDS,
                 MAX_JWT_LEEWAY_SECONDS,
             )?,
+            jwks_url: get("JWT_JWKS_URL")
+                .map(|url| http_url("JWT_JWKS_URL", &url))
+                .transpose()?,
+            // kept exactly as given: it is compared with `iss` (Auth0's ends with a slash)
+            oidc_issuer: get("OIDC_ISSUER")
+                .map(|url| http_url("OIDC_ISSUER", &url).map(|_| url))
+                .transpose()?,
+            scope_claim: scope_claim(get("JWT_SCOPE_CLAIM"))?,
+            scope_map_file: get("JWT_SCOPE_MAP_FILE").map(PathBuf::from),
         };
 
         let max_body_bytes = positive(
@@ -437,6 +469,20 @@ fn http_url(name: &str, value: &str) -> Result<String, ConfigError> {
             format!("invalid URL {value:?} (expected http:// or https:// with a host)"),
         )),
     }
+}
+
+/// A dotted claim path: non-empty parts (`scope`, `realm_access.roles`).
+fn scope_claim(value: Option<String>) -> Result<String, ConfigError> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_SCOPE_CLAIM.into());
+    };
+    if value.split('.').any(|part| part.trim().is_empty()) {
+        return Err(ConfigError::invalid(
+            "JWT_SCOPE_CLAIM",
+            format!("invalid claim path {value:?} (expected e.g. scope or realm_access.roles)"),
+        ));
+    }
+    Ok(value)
 }
 
 /// Measured best on 2 cores: more backends than cores mostly add context switches.

@@ -7,7 +7,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use workflow_backend::api::openapi_document;
 use workflow_backend::config::{ConfigError, Settings};
-use workflow_backend::services::secrets;
+use workflow_backend::services::{api_keys, secrets};
 use workflow_backend::startup::{self, Application};
 use workflow_backend::telemetry;
 use workflow_backend::tokens::JwtKeys;
@@ -46,6 +46,35 @@ enum Command {
     Secret {
         #[command(subcommand)]
         command: SecretCommand,
+    },
+    /// Manage API keys for machine clients, in the configured database (created and migrated
+    /// first). `create` prints the new key once; only its hash is stored
+    ApiKey {
+        #[command(subcommand)]
+        command: ApiKeyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ApiKeyCommand {
+    /// Create a key and print it (once)
+    Create {
+        /// A name to list and revoke it by (letters, digits, `_`, `.`, `-`)
+        #[arg(long)]
+        name: String,
+        /// Space-separated scopes, as a token's (e.g. "messages:send instances:read:*")
+        #[arg(long)]
+        scope: String,
+        /// Days until it stops working (default: never)
+        #[arg(long)]
+        expires_in: Option<u32>,
+    },
+    /// List keys (name, prefix, scopes, created, expires, last used, revoked)
+    List,
+    /// Revoke the active key of this name, at once, on every replica
+    Revoke {
+        #[arg(long)]
+        name: String,
     },
 }
 
@@ -139,6 +168,66 @@ fn run(command: Command) -> anyhow::Result<()> {
                 Ok(())
             })
         }
+        Command::ApiKey { command } => {
+            match &command {
+                ApiKeyCommand::Create {
+                    name,
+                    scope,
+                    expires_in,
+                } => {
+                    api_keys::check_name(name)?;
+                    api_keys::parse_scopes(scope)?;
+                    api_keys::check_expiry(*expires_in)?;
+                }
+                ApiKeyCommand::Revoke { name } => api_keys::check_name(name)?,
+                ApiKeyCommand::List => {}
+            }
+            let settings = Settings::from_env()?;
+            telemetry::init(settings.log_format)?;
+            runtime()?.block_on(async {
+                let pool = startup::prepare_database(&settings).await?;
+                match command {
+                    ApiKeyCommand::Create {
+                        name,
+                        scope,
+                        expires_in,
+                    } => {
+                        let scopes = api_keys::parse_scopes(&scope)?;
+                        let created =
+                            api_keys::create(&pool, &name, &scopes, expires_in, Some("cli"))
+                                .await?;
+                        eprintln!(
+                            "API key {name} created; it is shown this once. Send it as \
+                             `Authorization: Bearer <key>` or `SpiffWorkflow-Api-Key: <key>`."
+                        );
+                        println!("{}", created.token);
+                    }
+                    ApiKeyCommand::List => {
+                        let when = |t: Option<chrono::DateTime<chrono::Utc>>| {
+                            t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
+                        };
+                        for key in api_keys::list(&pool).await? {
+                            println!(
+                                "{}\t{}\t{}\tcreated {}\texpires {}\tlast used {}\trevoked {}",
+                                key.name,
+                                key.prefix,
+                                key.scopes.join(" "),
+                                key.created_at.to_rfc3339(),
+                                when(key.expires_at),
+                                when(key.last_used_at),
+                                when(key.revoked_at),
+                            );
+                        }
+                    }
+                    ApiKeyCommand::Revoke { name } => {
+                        api_keys::revoke(&pool, &name).await?;
+                        println!("API key {name} revoked");
+                    }
+                }
+                pool.close().await;
+                Ok(())
+            })
+        }
         Command::Serve => {
             let settings = Settings::from_env()?;
             telemetry::init(settings.log_format)?;
@@ -155,6 +244,9 @@ fn run(command: Command) -> anyhow::Result<()> {
                 jwt_public_key_file = ?settings.jwt.public_key_file,
                 jwt_issuer = settings.jwt.issuer.as_deref().unwrap_or(""),
                 jwt_audience = settings.jwt.audience.as_deref().unwrap_or(""),
+                jwt_jwks_url = settings.jwt.jwks_url.as_deref().unwrap_or(""),
+                oidc_issuer = settings.jwt.oidc_issuer.as_deref().unwrap_or(""),
+                jwt_scope_claim = %settings.jwt.scope_claim,
                 script_workers = settings.scripts.workers,
                 script_time_limit_ms = settings.scripts.time_limit_ms,
                 "starting"
@@ -179,7 +271,7 @@ fn run(command: Command) -> anyhow::Result<()> {
 fn parse_cli() -> Cli {
     let environment = workflow_backend::config::variables_help();
     let mut command = Cli::command().after_help(environment.clone());
-    for name in ["serve", "migrate", "token", "secret"] {
+    for name in ["serve", "migrate", "token", "secret", "api-key"] {
         command = command.mut_subcommand(name, |sub| sub.after_help(environment.clone()));
     }
     command = command.mut_subcommand("openapi", |sub| {

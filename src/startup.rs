@@ -105,6 +105,13 @@ impl Application {
         extra_routes: fn(&mut web::ServiceConfig),
     ) -> anyhow::Result<Application> {
         let keys = JwtKeys::from_settings(&settings.jwt)?;
+        if let Some(jwks) = keys.jwks() {
+            // a provider that is down does not keep the service from starting: tokens it
+            // would verify are answered 503 until its keys arrive
+            if let Err(e) = jwks.refresh().await {
+                tracing::warn!(error = %e, "the identity provider's keys could not be fetched at start");
+            }
+        }
         let pool = prepare_database(&settings).await?;
         let app = Self::start(settings, pool, keys, extra_routes)?;
         crate::services::models::index_process_definitions(&app.state.pool, &app.state.models)

@@ -1,9 +1,13 @@
-//! Bearer JWT authentication and scope checks: the single home for both in the HTTP layer
-//! (the keys, verification and minting live in [`crate::tokens`]).
+//! Authentication (bearer JWTs and API keys) and scope checks: the single home for both in the
+//! HTTP layer (the keys, verification and minting live in [`crate::tokens`], API keys in
+//! [`crate::services::api_keys`]).
 //!
-//! A handler takes a [`Principal`] argument (the token is verified by the extractor, with the
-//! [`JwtKeys`] registered as app data) and states what it needs in one line:
-//! `principal.require("instances:create:group/model")?;`.
+//! A handler takes a [`Principal`] argument (the credential is verified by the extractor, with
+//! the [`JwtKeys`] and the [`AppState`] registered as app data) and states what it needs in one
+//! line: `principal.require("instances:create:group/model")?;`.
+//!
+//! Credentials: `Authorization: Bearer <JWT>`, `Authorization: Bearer wbk_...` (an API key), or
+//! `SpiffWorkflow-Api-Key: wbk_...` (SpiffArena's header, so its clients work unchanged).
 //!
 //! Scope grammar (space-separated `scope` claim):
 //! - `admin` grants everything;
@@ -17,8 +21,9 @@
 //! written with `%` and whitespace percent-encoded ([`scope_part`]), since the claim separates
 //! scopes by spaces: the message `order paid` needs `messages:send:order%20paid`.
 
-use crate::services::ErrorCode;
-use std::future::{ready, Ready};
+use crate::services::{api_keys, ErrorCode};
+use crate::startup::AppState;
+use futures_util::future::LocalBoxFuture;
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
@@ -138,12 +143,17 @@ impl From<VerifiedToken> for Principal {
     }
 }
 
-/// 401: `token_expired` for an expired token, `invalid_token` for any other refusal.
+/// 401: `token_expired` for an expired token, `invalid_token` for any other refusal; 503
+/// `identity_provider_unavailable` (with `Retry-After`) when the keys that would decide cannot
+/// be fetched.
 impl From<TokenError> for ApiError {
     fn from(err: TokenError) -> ApiError {
         match err {
             TokenError::Expired => ApiError::refused(ErrorCode::TokenExpired, err.to_string()),
             TokenError::Invalid(detail) => invalid_token(detail),
+            TokenError::Unavailable(detail) => {
+                ApiError::refused(ErrorCode::IdentityProviderUnavailable, detail).retry_later()
+            }
         }
     }
 }
@@ -152,11 +162,27 @@ fn invalid_token(detail: impl Into<String>) -> ApiError {
     ApiError::refused(ErrorCode::InvalidToken, detail)
 }
 
-fn bearer_token(req: &HttpRequest) -> Result<&str, ApiError> {
-    let value = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .ok_or_else(|| invalid_token("No credentials: send `Authorization: Bearer <JWT>`."))?;
+/// The header SpiffArena's clients send their API key in.
+pub const API_KEY_HEADER: &str = "SpiffWorkflow-Api-Key";
+
+/// What a request presents.
+enum Credential {
+    Jwt(String),
+    ApiKey(String),
+}
+
+fn credential(req: &HttpRequest) -> Result<Credential, ApiError> {
+    if let Some(value) = req.headers().get(API_KEY_HEADER) {
+        let key = value.to_str().map_err(|_| {
+            invalid_token(format!("The {API_KEY_HEADER} header is not valid text."))
+        })?;
+        return Ok(Credential::ApiKey(key.trim().to_string()));
+    }
+    let value = req.headers().get(header::AUTHORIZATION).ok_or_else(|| {
+        invalid_token(format!(
+            "No credentials: send `Authorization: Bearer <JWT or API key>` or `{API_KEY_HEADER}: <API key>`."
+        ))
+    })?;
     let value = value
         .to_str()
         .map_err(|_| invalid_token("The Authorization header is not valid text."))?;
@@ -164,35 +190,65 @@ fn bearer_token(req: &HttpRequest) -> Result<&str, ApiError> {
         Some((scheme, token))
             if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
         {
-            Ok(token.trim())
+            let token = token.trim();
+            Ok(if token.starts_with(api_keys::KEY_PREFIX) {
+                Credential::ApiKey(token.to_string())
+            } else {
+                Credential::Jwt(token.to_string())
+            })
         }
         _ => Err(invalid_token(
-            "The Authorization header is not `Bearer <JWT>`.",
+            "The Authorization header is not `Bearer <JWT or API key>`.",
         )),
+    }
+}
+
+async fn verify(
+    credential: Credential,
+    keys: Option<web::Data<JwtKeys>>,
+    state: Option<web::Data<AppState>>,
+) -> Result<Principal, ApiError> {
+    match credential {
+        Credential::Jwt(token) => {
+            let keys =
+                keys.ok_or_else(|| ApiError::internal("JwtKeys are not registered as app data"))?;
+            Ok(keys.verify(&token).await.map(Principal::from)?)
+        }
+        Credential::ApiKey(key) => {
+            let state = state
+                .ok_or_else(|| ApiError::internal("AppState is not registered as app data"))?;
+            match api_keys::authenticate(&state.pool, &key).await? {
+                Some((name, scopes)) => Ok(Principal {
+                    subject: format!("api-key:{name}"),
+                    scopes,
+                }),
+                None => Err(invalid_token(
+                    "The API key is not valid (unknown, revoked or expired).",
+                )),
+            }
+        }
     }
 }
 
 impl FromRequest for Principal {
     type Error = ApiError;
-    type Future = Ready<Result<Principal, ApiError>>;
+    type Future = LocalBoxFuture<'static, Result<Principal, ApiError>>;
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
-        let result = match req.app_data::<web::Data<JwtKeys>>() {
-            None => Err(ApiError::internal("JwtKeys are not registered as app data")),
-            Some(keys) => bearer_token(req).and_then(|token| {
-                keys.verify(token)
-                    .map(Principal::from)
-                    .map_err(ApiError::from)
-            }),
-        };
-        if let Err(e) = &result {
-            tracing::debug!(
-                error_code = e.error_code(),
-                path = req.path(),
-                "credential rejected"
-            );
-        }
-        ready(result)
+        let credential = credential(req);
+        let keys = req.app_data::<web::Data<JwtKeys>>().cloned();
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let path = req.path().to_string();
+        Box::pin(async move {
+            let result = match credential {
+                Ok(credential) => verify(credential, keys, state).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &result {
+                tracing::debug!(error_code = e.error_code(), path = %path, "credential rejected");
+            }
+            result
+        })
     }
 }
 

@@ -118,6 +118,12 @@ impl ApiError {
         Self::new(status_of(code), code.as_str(), detail)
     }
 
+    /// With `Retry-After`: a 503 whose cause should pass shortly.
+    pub fn retry_later(mut self) -> Self {
+        self.retry_after = Some(DATABASE_RETRY_AFTER_SECONDS);
+        self
+    }
+
     /// 403 `not_authorized`.
     pub fn forbidden(detail: impl Into<String>) -> Self {
         Self::refused(ErrorCode::NotAuthorized, detail)

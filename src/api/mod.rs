@@ -3,6 +3,7 @@
 //! Routes are registered one resource (or one `web::scope`) per family, never a catch-all
 //! `web::scope("/v1.0")`: such a scope would swallow `/v1.0/ui/` and `/v1.0/openapi.json`.
 
+pub mod api_keys;
 pub mod auth;
 pub mod callbacks;
 pub mod console;
@@ -53,6 +54,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         callbacks::callback, callbacks::service_tasks, callbacks::authentications,
         callbacks::connector_logs,
         secrets::put_secret, secrets::list_secrets, secrets::delete_secret,
+        api_keys::create_api_key, api_keys::list_api_keys, api_keys::revoke_api_key,
         signals::send_signal,
         decisions::show_decision, decisions::evaluate_decision,
         data_stores::list_data_stores, data_stores::show_data_store,
@@ -65,7 +67,8 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         decisions::DecisionRule, decisions::EvaluateRequest, decisions::EvaluationAnswer,
         decisions::RuleRef, data_stores::DataStoreAnswer, data_stores::DataStoreList,
         data_stores::DataStoreDetail, data_stores::DataStoreBody, data_stores::KkvEntry,
-        data_stores::TypeaheadItem,
+        data_stores::TypeaheadItem, api_keys::ApiKeyAnswer, api_keys::CreatedApiKey,
+        api_keys::ApiKeyList, api_keys::NewApiKeyBody,
     )),
     modifiers(&BearerSecurity),
     tags(
@@ -78,7 +81,8 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         (name = "process instances", description = "Running processes and their user tasks"),
         (name = "service tasks", description = "Connector proxies and their callbacks"),
         (name = "signals", description = "BPMN signals sent from outside"),
-        (name = "secrets", description = "Values scripts read with `get_secret(name)`; never answered")
+        (name = "secrets", description = "Values scripts read with `get_secret(name)`; never answered"),
+        (name = "api keys", description = "Keys for machine clients (`Authorization: Bearer wbk_...` or `SpiffWorkflow-Api-Key`)")
     )
 )]
 pub struct ApiDoc;
@@ -95,11 +99,16 @@ impl Modify for BearerSecurity {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("JWT")
+                    .bearer_format("JWT or API key")
                     .description(Some(
-                        "A JWT (HS256, RS256 or ES256) with `exp`, `sub` and a space-separated \
-                         `scope` claim. Missing or invalid: 401 `invalid_token` (`token_expired` \
-                         when expired); valid without the needed scope: 403 `not_authorized`.",
+                        "A JWT with `exp`, `sub` and scopes (HS256 with the shared secret, RS256 or \
+                         ES256 with the configured public key, or any key of the identity \
+                         provider's JWKS: RS256/384/512, PS256/384/512, ES256/384, EdDSA; scopes \
+                         from the configured claim, `scope` by default), or an API key \
+                         (`wbk_...`, also accepted in the `SpiffWorkflow-Api-Key` header). \
+                         Missing or invalid: 401 `invalid_token` (`token_expired` when expired); \
+                         valid without the needed scope: 403 `not_authorized`; the identity \
+                         provider's keys cannot be fetched: 503 `identity_provider_unavailable`.",
                     ))
                     .build(),
             ),
@@ -239,6 +248,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/authentications").route(web::get().to(callbacks::authentications)),
         )
         .service(web::resource("/v1.0/secrets").route(web::get().to(secrets::list_secrets)))
+        .service(
+            web::resource("/v1.0/api-keys")
+                .route(web::get().to(api_keys::list_api_keys))
+                .route(web::post().to(api_keys::create_api_key)),
+        )
+        .service(
+            web::resource("/v1.0/api-keys/{name}")
+                .route(web::delete().to(api_keys::revoke_api_key)),
+        )
         .service(
             web::resource("/v1.0/data-stores").route(web::get().to(data_stores::list_data_stores)),
         )

@@ -64,12 +64,16 @@ macro_rules! error_codes {
 
 error_codes! {
     AmbiguousDecision = "ambiguous_decision": Conflict,
+    ApiKeyNameConflict = "api_key_name_conflict": Conflict,
+    ApiKeyNotFound = "api_key_not_found": NotFound,
     CallbackNotFound = "callback_not_found": Invalid,
     DataStoreNotFound = "data_store_not_found": NotFound,
     DatabaseUnavailable = "database_unavailable": Unavailable,
     DecisionFailed = "decision_failed": Invalid,
     DecisionNotFound = "decision_not_found": NotFound,
+    IdentityProviderUnavailable = "identity_provider_unavailable": Unavailable,
     InternalServerError = "internal_server_error": Internal,
+    InvalidApiKeyName = "invalid_api_key_name": Invalid,
     InvalidCallbackBody = "invalid_callback_body": Invalid,
     // an instance error's code (a connector answered a result that cannot be stored), not an
     // answer's
@@ -78,6 +82,7 @@ error_codes! {
     InvalidDataStoreKind = "invalid_data_store_kind": Invalid,
     InvalidDataStoreLocation = "invalid_data_store_location": Invalid,
     InvalidDecisionId = "invalid_decision_id": Invalid,
+    InvalidExpiry = "invalid_expiry": Invalid,
     InvalidFileName = "invalid_file_name": Invalid,
     InvalidJson = "invalid_json": Invalid,
     InvalidMessageInstanceUuid = "invalid_message_instance_uuid": Invalid,
@@ -87,6 +92,7 @@ error_codes! {
     InvalidProcessModel = "invalid_process_model": Invalid,
     InvalidProcessModelIdentifier = "invalid_process_model_identifier": Invalid,
     InvalidQuery = "invalid_query": Invalid,
+    InvalidScope = "invalid_scope": Invalid,
     InvalidSecretName = "invalid_secret_name": Invalid,
     InvalidSecretValue = "invalid_secret_value": Invalid,
     InvalidSignalName = "invalid_signal_name": Invalid,

@@ -1,6 +1,7 @@
 //! Use cases that join the store and the pure engine: one Postgres transaction each.
 //! Nothing here knows HTTP; `api` maps [`Error`] to responses.
 
+pub mod api_keys;
 mod clock;
 pub mod data_stores;
 pub mod decisions;

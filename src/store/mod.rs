@@ -1,6 +1,7 @@
 //! sqlx queries, one module per table group. Functions take a connection so the caller
 //! decides the transaction; nothing here knows HTTP.
 
+pub mod api_keys;
 pub mod connector_logs;
 pub mod data_stores;
 pub mod instances;

@@ -32,15 +32,25 @@ pub fn spawn_all(
     state: web::Data<AppState>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    vec![
+    let mut workers = vec![
         tokio::spawn(message_expiry::run(
             state.pool.clone(),
             state.message_buffered.clone(),
             shutdown.clone(),
         )),
         tokio::spawn(timer_firer::run(state.clone(), shutdown.clone())),
-        tokio::spawn(connector_dispatcher::run(state, shutdown)),
-    ]
+    ];
+    if let Some(jwks) = state.keys.jwks() {
+        let mut stop = shutdown.clone();
+        workers.push(tokio::spawn(async move {
+            tokio::select! {
+                _ = crate::tokens::jwks::run(jwks) => {}
+                _ = stop.wait_for(|stopped| *stopped) => {}
+            }
+        }));
+    }
+    workers.push(tokio::spawn(connector_dispatcher::run(state, shutdown)));
+    workers
 }
 
 /// A `LISTEN` on `channel`, on a connection of its own: `PgListener` keeps the connection it

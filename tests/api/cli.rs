@@ -93,8 +93,8 @@ fn openapi_prints_the_document() {
     );
 }
 
-#[test]
-fn token_prints_a_token_the_server_accepts() {
+#[tokio::test]
+async fn token_prints_a_token_the_server_accepts() {
     let output = run(
         &[
             "token",
@@ -114,7 +114,7 @@ fn token_prints_a_token_the_server_accepts() {
         ..JwtSettings::default()
     })
     .unwrap();
-    let principal = keys.verify(token.trim()).unwrap();
+    let principal = keys.verify(token.trim()).await.unwrap();
     assert_eq!(principal.subject, "me");
     assert_eq!(principal.scopes, vec!["admin", "messages:send"]);
 

@@ -13,6 +13,7 @@ mod examples;
 mod hardening;
 mod health;
 mod helpers;
+mod identity;
 mod instances;
 mod lifecycle;
 mod messages;
