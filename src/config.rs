@@ -60,6 +60,9 @@ pub fn variables_help() -> String {
         "  {:<47} default: info,sqlx=warn,actix_web_prom=error\n",
         "RUST_LOG"
     ));
+    for (name, default) in OTEL_VARIABLES {
+        help.push_str(&format!("  {name:<47} default: {default}\n"));
+    }
     help
 }
 
@@ -192,6 +195,97 @@ pub struct Settings {
     pub run_workers: bool,
     /// How scripts run (`PYTHON`, `PYTHON_PACKAGES`, `SCRIPT_*`).
     pub scripts: ScriptSettings,
+    /// Where spans go (OpenTelemetry's standard `OTEL_*` variables); `None`: no traces.
+    pub traces: Option<TraceSettings>,
+}
+
+/// OTLP export of traces, from OpenTelemetry's standard variables (not ours, so that a
+/// deployment's existing settings apply): the endpoint, the service name. The exporter and the
+/// SDK read the others themselves (`OTEL_EXPORTER_OTLP_HEADERS`, `..._TIMEOUT`,
+/// `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`, `OTEL_RESOURCE_ATTRIBUTES`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceSettings {
+    /// The URL spans are posted to (`.../v1/traces`).
+    pub endpoint: String,
+    pub service_name: String,
+}
+
+/// The OpenTelemetry variables this service reads itself, for `--help`.
+pub const OTEL_VARIABLES: &[(&str, &str)] = &[
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "none (no traces)"),
+    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "<ENDPOINT>/v1/traces"),
+    (
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "http/protobuf (the only one)",
+    ),
+    ("OTEL_SERVICE_NAME", "workflow-backend"),
+    ("OTEL_TRACES_EXPORTER", "otlp (none: no traces)"),
+    ("OTEL_SDK_DISABLED", "false"),
+];
+
+/// Traces are on when an OTLP endpoint is given and neither `OTEL_SDK_DISABLED=true` nor
+/// `OTEL_TRACES_EXPORTER=none` turns them off. The traces endpoint is used as given; the
+/// general one gets `/v1/traces` appended (the OTLP exporter rule). Only OTLP over HTTP with
+/// protobuf is built in: another protocol is refused at start rather than exporting nothing.
+fn trace_settings(otel: &HashMap<String, String>) -> Result<Option<TraceSettings>, ConfigError> {
+    let var = |name: &str| otel.get(name).map(String::as_str);
+    let invalid = |name: &str, problem: String| ConfigError::Invalid {
+        var: name.into(),
+        problem,
+    };
+    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Ok(None);
+    }
+    match var("OTEL_TRACES_EXPORTER") {
+        None | Some("otlp") => {}
+        Some("none") => return Ok(None),
+        Some(other) => {
+            return Err(invalid(
+                "OTEL_TRACES_EXPORTER",
+                format!("unsupported exporter {other:?} (expected \"otlp\" or \"none\")"),
+            ))
+        }
+    }
+    for name in [
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ] {
+        if let Some(protocol) = var(name).filter(|p| *p != "http/protobuf") {
+            return Err(invalid(
+                name,
+                format!("unsupported protocol {protocol:?} (only \"http/protobuf\" is built in)"),
+            ));
+        }
+    }
+    let endpoint = match (
+        var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    ) {
+        (Some(traces), _) => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces.to_string()),
+        (None, Some(base)) => (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("{}/v1/traces", base.trim_end_matches('/')),
+        ),
+        (None, None) => return Ok(None),
+    };
+    match Url::parse(&endpoint.1) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+        _ => {
+            return Err(invalid(
+                endpoint.0,
+                format!(
+                    "invalid URL {:?} (expected http:// or https:// with a host)",
+                    endpoint.1
+                ),
+            ))
+        }
+    }
+    Ok(Some(TraceSettings {
+        endpoint: endpoint.1,
+        service_name: var("OTEL_SERVICE_NAME")
+            .unwrap_or("workflow-backend")
+            .to_string(),
+    }))
 }
 
 /// The script worker pool: interpreter, packages and limits.
@@ -236,6 +330,7 @@ impl fmt::Debug for Settings {
             .field("connector_timeout_ms", &self.connector_timeout_ms)
             .field("body_read_timeout_ms", &self.body_read_timeout_ms)
             .field("scripts", &self.scripts)
+            .field("traces", &self.traces)
             .finish()
     }
 }
@@ -274,13 +369,20 @@ impl Settings {
     pub fn from_vars(
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Settings, ConfigError> {
-        let vars: HashMap<String, String> = vars
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let name = k.strip_prefix(PREFIX)?.to_string();
-                (!v.trim().is_empty()).then(|| (name, v.trim().to_string()))
-            })
-            .collect();
+        // ours without the prefix; OpenTelemetry's standard variables as they are
+        let (mut ours, mut otel) = (HashMap::new(), HashMap::new());
+        for (name, value) in vars {
+            let value = value.trim().to_string();
+            if value.is_empty() {
+                continue;
+            }
+            if let Some(short) = name.strip_prefix(PREFIX) {
+                ours.insert(short.to_string(), value);
+            } else if name.starts_with("OTEL_") {
+                otel.insert(name, value);
+            }
+        }
+        let vars: HashMap<String, String> = ours;
         let get = |name: &str| vars.get(name).cloned();
 
         let database_url = get("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
@@ -383,6 +485,7 @@ impl Settings {
                 DEFAULT_BODY_READ_TIMEOUT_MS,
             )?,
             run_workers: true,
+            traces: trace_settings(&otel)?,
             scripts: ScriptSettings {
                 python: get("PYTHON").unwrap_or_else(|| "python3".into()),
                 packages: get("PYTHON_PACKAGES")
@@ -524,6 +627,66 @@ mod tests {
             .iter()
             .map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string()))
             .collect()
+    }
+
+    fn traces(pairs: &[(&str, &str)]) -> Result<Option<TraceSettings>, ConfigError> {
+        let vars = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Settings::from_vars(vars).map(|s| s.traces)
+    }
+
+    #[test]
+    fn traces_follow_the_standard_otel_variables() {
+        assert_eq!(traces(&[]), Ok(None));
+        let on = traces(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(on.endpoint, "http://collector:4318/v1/traces");
+        assert_eq!(on.service_name, "workflow-backend");
+        let own = traces(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "https://t.example/otlp/spans",
+            ),
+            ("OTEL_SERVICE_NAME", "orders-engine"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(own.endpoint, "https://t.example/otlp/spans");
+        assert_eq!(own.service_name, "orders-engine");
+        for off in [
+            ("OTEL_SDK_DISABLED", "true"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ] {
+            let given = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), off];
+            assert_eq!(traces(&given), Ok(None), "{off:?}");
+        }
+    }
+
+    #[test]
+    fn trace_settings_that_would_export_nothing_are_refused() {
+        for (given, var) in [
+            (
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                "OTEL_EXPORTER_OTLP_PROTOCOL",
+            ),
+            (
+                ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            ),
+            (("OTEL_TRACES_EXPORTER", "zipkin"), "OTEL_TRACES_EXPORTER"),
+            (
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318"),
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            ),
+        ] {
+            let vars = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), given];
+            match traces(&vars) {
+                Err(ConfigError::Invalid { var: named, .. }) => assert_eq!(named, var),
+                other => panic!("{given:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::config::{redact_url, Settings};
 use crate::connector::{ConnectorClient, ProxyConfig};
 use crate::services::service_tasks::ServiceTaskContext;
 use crate::services::{ModelCache, ScriptSite};
+use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope, Traces};
 use crate::tokens::JwtKeys;
 use crate::workers;
 
@@ -40,6 +41,8 @@ pub struct AppState {
     pub message_buffered: Arc<tokio::sync::Notify>,
     /// The connector dispatcher's backlog, as `/metrics` and readiness show it.
     pub connector_jobs: ConnectorJobGauges,
+    /// The span exporter, when traces are configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub traces: Option<Arc<Traces>>,
 }
 
 /// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), and
@@ -80,6 +83,7 @@ impl AppState {
             public_url: &self.settings.public_url,
             signer: &self.keys,
             callback_token_ttl: Duration::from_secs(self.settings.callback_token_ttl_seconds),
+            traces: self.traces.as_deref(),
         }
     }
 }
@@ -172,6 +176,10 @@ impl Application {
             frontend_url: settings.public_url.clone(),
             env_identifier: settings.scripts.env_identifier.clone(),
         };
+        let traces = match &settings.traces {
+            Some(traces) => Some(Arc::new(Traces::start(traces)?)),
+            None => None,
+        };
         let registry = prometheus::Registry::new();
         let state = web::Data::new(AppState {
             pool,
@@ -181,6 +189,7 @@ impl Application {
             connector,
             message_buffered: Arc::new(tokio::sync::Notify::new()),
             connector_jobs: ConnectorJobGauges::registered_in(&registry)?,
+            traces,
         });
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
         // label value, so the number of series stays bounded.
@@ -197,6 +206,7 @@ impl Application {
                 .wrap(from_fn(api::guard::guard_requests))
                 .wrap(ErrorHandlers::new().default_handler(problem_fallback))
                 .wrap(from_fn(log_request))
+                .wrap(from_fn(trace_request))
                 .wrap(metrics.clone())
                 .app_data(app_state.clone())
                 .app_data(keys.clone())
@@ -261,6 +271,10 @@ impl Application {
                 tracing::error!(error = %e, "a worker ended abnormally");
             }
         }
+        if let Some(traces) = self.state.traces.clone() {
+            // the exporter's last batch: blocking, so off the async threads
+            let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+        }
         tracing::info!("stopped");
         result.context("HTTP server task")?.context("HTTP server")
     }
@@ -299,6 +313,51 @@ async fn log_request(
         "request"
     );
     Ok(res)
+}
+
+/// One span per request, named by method and route (`POST /v1.0/messages/{modified_message_name}`),
+/// continuing the caller's `traceparent`; the handler runs with it current, so the engine steps
+/// and the commit it causes are its children. Without traces configured: straight through.
+async fn trace_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let traces = req
+        .app_data::<web::Data<AppState>>()
+        .and_then(|state| state.traces.clone());
+    let Some(traces) = traces else {
+        return next.call(req).await;
+    };
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let parent = traces.continue_trace(header("traceparent"), header("tracestate"));
+    let route = req.match_pattern();
+    let method = req.method().as_str().to_owned();
+    let name = match &route {
+        Some(route) => format!("{method} {route}"),
+        None => method.clone(),
+    };
+    let span = SpanScope::under(&parent, name, SpanKind::Server, || {
+        let mut attributes = vec![
+            KeyValue::new("http.request.method", method),
+            KeyValue::new("url.path", req.path().to_owned()),
+        ];
+        attributes.extend(route.map(|route| KeyValue::new("http.route", route)));
+        attributes
+    });
+    let res = span.around(next.call(req)).await;
+    if let Ok(res) = &res {
+        let status = res.status();
+        span.set(|| {
+            vec![KeyValue::new(
+                "http.response.status_code",
+                i64::from(status.as_u16()),
+            )]
+        });
+        if status.is_server_error() {
+            span.fail(|| status.to_string());
+        }
+    }
+    span.record(res)
 }
 
 /// Milliseconds to one decimal (`2.4`), as a log reads them: more digits only add noise.

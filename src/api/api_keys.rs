@@ -99,7 +99,7 @@ pub struct NewApiKeyBody {
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`: not application/json", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`database_unavailable` or `identity_provider_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -144,7 +144,7 @@ pub async fn create_api_key(
         (status = 200, description = "Keys", body = ApiKeyList),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `api-keys:read`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`database_unavailable` or `identity_provider_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -173,7 +173,7 @@ pub async fn list_api_keys(
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `api-keys:write`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`api_key_not_found`: no active key has this name", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`database_unavailable` or `identity_provider_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -7,6 +7,7 @@ use super::process_instances::InstanceAnswer;
 use crate::services::ErrorCode;
 use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
 use crate::startup::AppState;
+use crate::telemetry::traces::{self, KeyValue};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -266,6 +267,7 @@ pub async fn send_message(
         input::MAX_NAME_BYTES,
     )?;
     principal.require(&format!("messages:send:{}", super::auth::scope_part(&name)))?;
+    traces::annotate_current(|| vec![KeyValue::new("workflow.message.name", name.clone())]);
     let (ttl, uuid) = services::messages::validate_query(
         query.time_to_live_in_seconds.as_deref(),
         query.message_instance_uuid.as_deref(),
@@ -282,6 +284,15 @@ pub async fn send_message(
     Ok(
         match services::messages::send(&state.pool, &state.models, &request).await? {
             SendAnswer::Instance(outcome) => {
+                traces::annotate_current(|| {
+                    vec![
+                        KeyValue::new("workflow.instance.id", outcome.id),
+                        KeyValue::new(
+                            "workflow.process_model",
+                            outcome.process_model_identifier.clone(),
+                        ),
+                    ]
+                });
                 HttpResponse::Ok().json(InstanceAnswer::from(*outcome))
             }
             SendAnswer::Buffered(message) => {

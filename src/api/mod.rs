@@ -24,7 +24,7 @@ pub mod signals;
 use std::sync::OnceLock;
 
 use actix_web::{web, HttpResponse};
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::{Config, SwaggerUi};
 
@@ -70,7 +70,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         data_stores::TypeaheadItem, api_keys::ApiKeyAnswer, api_keys::CreatedApiKey,
         api_keys::ApiKeyList, api_keys::NewApiKeyBody,
     )),
-    modifiers(&BearerSecurity),
+    modifiers(&SecuritySchemes),
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
         (name = "meta", description = "This API's description"),
@@ -87,11 +87,13 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
 )]
 pub struct ApiDoc;
 
-/// Adds the `bearer` security scheme (JWT in `Authorization: Bearer ...`). Endpoints that need
-/// a token say so with `security(("bearer" = []))` in their `#[utoipa::path]`.
-struct BearerSecurity;
+/// Adds the `bearer` security scheme (a JWT or an API key in `Authorization: Bearer ...`) and
+/// the `apiKey` one (`SpiffWorkflow-Api-Key`). Endpoints that need a token say so with
+/// `security(("bearer" = []))` in their `#[utoipa::path]`; [`document_token_alternatives`]
+/// adds `apiKey` beside it.
+struct SecuritySchemes;
 
-impl Modify for BearerSecurity {
+impl Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
@@ -113,6 +115,15 @@ impl Modify for BearerSecurity {
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            "apiKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "SpiffWorkflow-Api-Key",
+                "An API key (`wbk_...`) in the header SpiffArena's clients send; the same key \
+                 is also accepted as `Authorization: Bearer wbk_...`. Scopes, 401, 403 and 503 \
+                 as for `bearer`.",
+            ))),
+        );
     }
 }
 
@@ -120,10 +131,59 @@ impl Modify for BearerSecurity {
 /// response with its own example (see [`openapi_examples`]).
 pub fn openapi_document() -> String {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
+    document_token_alternatives(&mut doc);
     openapi_examples::add_error_examples(&mut doc);
     let mut json = serde_json::to_string_pretty(&doc).expect("the OpenAPI document serialises");
     json.push('\n');
     json
+}
+
+/// Every operation that takes a token also takes an API key in `SpiffWorkflow-Api-Key` (the
+/// `apiKey` scheme), and may answer 503 `identity_provider_unavailable` (the identity
+/// provider's keys cannot be fetched to verify a token): said once here for all of them, after
+/// whatever else their 503 says, rather than in each `#[utoipa::path]`.
+fn document_token_alternatives(doc: &mut serde_json::Value) {
+    const WHY: &str = "`identity_provider_unavailable` when the identity provider's keys \
+                       cannot be fetched to verify the token (with `Retry-After`)";
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    let operations = paths
+        .values_mut()
+        .filter_map(|item| item.as_object_mut())
+        .flat_map(|item| item.values_mut());
+    for operation in operations {
+        let Some(schemes) = operation.get_mut("security").and_then(|s| s.as_array_mut()) else {
+            continue;
+        };
+        let takes_token = schemes.iter().any(|s| s.get("bearer").is_some());
+        if takes_token {
+            schemes.push(serde_json::json!({"apiKey": []}));
+        }
+        let Some(responses) = operation
+            .get_mut("responses")
+            .and_then(|r| r.as_object_mut())
+        else {
+            continue;
+        };
+        if !takes_token {
+            continue;
+        }
+        let unavailable = responses.entry("503").or_insert_with(|| {
+            serde_json::json!({
+                "description": "",
+                "content": {"application/problem+json": {
+                    "schema": {"$ref": "#/components/schemas/Problem"}
+                }}
+            })
+        });
+        let description = unavailable["description"].as_str().unwrap_or_default();
+        unavailable["description"] = if description.is_empty() {
+            WHY.into()
+        } else {
+            format!("{description}; or {WHY}").into()
+        };
+    }
 }
 
 /// This API's OpenAPI document.

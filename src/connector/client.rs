@@ -275,6 +275,15 @@ impl ConnectorClient {
         let mut url = self.url(&["v1", "do", connector, command])?;
         let mut headers = self.api_key_headers()?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // the current span's `traceparent`, when traced: the proxy's spans join the trace
+        for (name, value) in crate::telemetry::traces::outgoing_headers() {
+            if let (Ok(name), Ok(value)) = (
+                reqwest::header::HeaderName::try_from(name),
+                HeaderValue::try_from(value),
+            ) {
+                headers.insert(name, value);
+            }
+        }
         let payload = serde_json::to_vec(body).map_err(|e| {
             TransportError::new(
                 TransportErrorKind::Other,

@@ -100,6 +100,35 @@ pub enum Event {
     Retry,
 }
 
+impl Event {
+    /// What kind of event it is, as traces and logs name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Start { .. } => "start",
+            Event::CompleteTask { .. } => "complete_task",
+            Event::MessageDelivered { .. } => "message",
+            Event::ServiceAccepted { .. } => "service_accepted",
+            Event::ServiceSucceeded { .. } => "service_succeeded",
+            Event::ServiceFailed { .. } => "service_failed",
+            Event::Signal { .. } => "signal",
+            Event::TimerFired { .. } => "timer",
+            Event::Retry => "retry",
+        }
+    }
+
+    /// The name of the message it delivers (a message start or a delivery to a waiting task).
+    pub fn message_name(&self) -> Option<&str> {
+        match self {
+            Event::Start {
+                message: Some((name, _)),
+                ..
+            }
+            | Event::MessageDelivered { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// A send task / throw event fired; the shell correlates it (starts or resumes others).

@@ -3,7 +3,7 @@
 //! with scopes exactly as a token's. Only a SHA-256 of a key is stored; revocation is a row
 //! update, so every replica refuses the key from its next request on.
 
-use super::{secrets, Error, ErrorCode, Result};
+use super::{input, Error, ErrorCode, Result};
 use crate::store;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -63,13 +63,7 @@ impl std::fmt::Debug for Created {
 
 /// Names follow the secret names' rule (400 `invalid_api_key_name` otherwise).
 pub fn check_name(name: &str) -> Result<()> {
-    secrets::check_name(name).map_err(|e| match e {
-        Error::Client { detail, .. } => Error::refused(
-            ErrorCode::InvalidApiKeyName,
-            detail.replace("a secret name", "an API key name"),
-        ),
-        other => other,
-    })
+    input::check_identifier(name, "an API key name", ErrorCode::InvalidApiKeyName)
 }
 
 /// Space-separated scopes: at least one, printable, at most [`MAX_SCOPES_BYTES`] (400

@@ -19,6 +19,35 @@ pub const MAX_JSON_DEPTH: usize = 64;
 /// The longest message name (bytes).
 pub const MAX_NAME_BYTES: usize = 255;
 
+/// The longest identifier-like name (secrets, API keys), in bytes.
+pub const MAX_IDENTIFIER_BYTES: usize = 128;
+
+/// A name that must be safe in a URL path, a log line and a script (`get_secret("...")`): a
+/// letter or `_`, then letters, digits, `_`, `.` and `-`, at most [`MAX_IDENTIFIER_BYTES`]
+/// (`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`). `what` names it in the refusal ("a secret name"),
+/// `code` is the refusal's `error_code`.
+pub fn check_identifier(name: &str, what: &str, code: ErrorCode) -> Result<()> {
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+        && name.len() <= MAX_IDENTIFIER_BYTES;
+    if valid {
+        return Ok(());
+    }
+    let shown: String = name.chars().take(80).collect();
+    let ellipsis = if name.chars().count() > 80 { "..." } else { "" };
+    Err(Error::refused(
+        code,
+        format!(
+            "'{}{ellipsis}' is not {what}: a letter or '_', then letters, digits, '_', '.' and \
+             '-' (at most {MAX_IDENTIFIER_BYTES} bytes)",
+            shown.escape_default()
+        ),
+    ))
+}
+
 /// Checks a JSON value the service is about to store; the error says where and why.
 /// `code` is the `error_code` of the refusal (`invalid_payload`, `invalid_callback_body`).
 pub fn check_json(value: &Value, code: ErrorCode, what: &str) -> Result<()> {

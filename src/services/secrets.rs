@@ -2,7 +2,7 @@
 //! `secret` command. Nothing here returns a value except [`all_values`], which is for the script
 //! runtime; whatever holds a value shows `<redacted>` in its `Debug` output.
 
-use super::{Error, Page, Result};
+use super::{input, Error, Page, Result};
 use crate::services::ErrorCode;
 use crate::store;
 use chrono::{DateTime, Utc};
@@ -10,7 +10,7 @@ use sqlx::{PgConnection, PgPool};
 use std::collections::BTreeMap;
 
 /// The longest secret name (bytes).
-pub const MAX_NAME_BYTES: usize = 128;
+pub const MAX_NAME_BYTES: usize = input::MAX_IDENTIFIER_BYTES;
 /// The longest secret value (bytes of UTF-8).
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 
@@ -32,29 +32,9 @@ impl From<store::secrets::SecretRow> for Secret {
     }
 }
 
-/// A name: a letter or `_`, then letters, digits, `_`, `.` and `-`, at most
-/// [`MAX_NAME_BYTES`] (`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`); otherwise 400
-/// `invalid_secret_name`.
+/// A secret name (see [`input::check_identifier`]); otherwise 400 `invalid_secret_name`.
 pub fn check_name(name: &str) -> Result<()> {
-    let mut chars = name.chars();
-    let valid = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-        && name.len() <= MAX_NAME_BYTES;
-    if valid {
-        return Ok(());
-    }
-    let shown: String = name.chars().take(80).collect();
-    let ellipsis = if name.chars().count() > 80 { "..." } else { "" };
-    Err(Error::refused(
-        ErrorCode::InvalidSecretName,
-        format!(
-            "'{}{ellipsis}' is not a secret name: a letter or '_', then letters, digits, '_', \
-             '.' and '-' (at most {MAX_NAME_BYTES} bytes)",
-            shown.escape_default()
-        ),
-    ))
+    input::check_identifier(name, "a secret name", ErrorCode::InvalidSecretName)
 }
 
 /// A value: not empty, at most [`MAX_VALUE_BYTES`], no NUL character (Postgres `text` cannot

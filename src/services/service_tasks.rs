@@ -8,6 +8,7 @@ use crate::engine::{self, EngineError, Event, TaskState};
 use crate::ids::{InstanceId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store;
+use crate::telemetry::traces::{Context, KeyValue, SpanKind, SpanScope, Traces};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -24,6 +25,8 @@ pub struct ServiceTaskContext<'a> {
     /// without a JWT secret no token is sent.
     pub signer: &'a crate::tokens::JwtKeys,
     pub callback_token_ttl: Duration,
+    /// Where the job's spans go, when traces are configured.
+    pub traces: Option<&'a Traces>,
 }
 
 pub use crate::store::jobs::Job;
@@ -39,8 +42,24 @@ struct PreparedCall {
 pub const MAX_LEASES: i32 = 3;
 
 /// Runs one job: prepare, call, apply. The proxy is called at most once per lease, and a job
-/// whose earlier leases all ran out is failed instead of being called again.
+/// whose earlier leases all ran out is failed instead of being called again. Traced, the run
+/// is a `connector job` span in the trace of the step that scheduled the call.
 pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+    let parent = match ctx.traces {
+        Some(traces) => traces.continue_trace(job.traceparent.as_deref(), None),
+        None => Context::new(),
+    };
+    let span = SpanScope::under(&parent, "connector job", SpanKind::Internal, || {
+        vec![
+            KeyValue::new("workflow.instance.id", job.process_instance_id),
+            KeyValue::new("workflow.task.guid", job.task_guid.to_string()),
+            KeyValue::new("workflow.job.lease", i64::from(job.leases)),
+        ]
+    });
+    span.record(span.around(run_job_steps(ctx, job)).await)
+}
+
+async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
     if job.leases > MAX_LEASES {
         let cause = format!(
             "the connector call was started {} times without its answer being recorded; \
@@ -53,7 +72,7 @@ pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
         return Ok(());
     };
     let outcome = match ctx.client {
-        Some(client) => client.call(&prepared.operator_id, &prepared.body).await,
+        Some(client) => call_traced(client, &prepared).await,
         None => Outcome::ProxyFailure {
             error_code: "connector_proxy_not_configured".into(),
             message: "WORKFLOW_BACKEND_CONNECTOR_PROXY_URL is not set".into(),
@@ -75,6 +94,46 @@ pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// The proxy's answer, in a `connector call` span (its `traceparent` is the proxy's parent).
+async fn call_traced(client: &ConnectorClient, prepared: &PreparedCall) -> Outcome {
+    let span = SpanScope::child("connector call", SpanKind::Client, || {
+        vec![KeyValue::new(
+            "workflow.connector.operator_id",
+            prepared.operator_id.clone(),
+        )]
+    });
+    let outcome = span
+        .around(client.call(&prepared.operator_id, &prepared.body))
+        .await;
+    span.set(|| outcome_attributes(&outcome));
+    if !matches!(outcome, Outcome::Success { .. } | Outcome::Accepted { .. }) {
+        span.fail(|| "the connector call failed".into());
+    }
+    outcome
+}
+
+/// What a span says of a call's outcome: its kind, the proxy's status and error code.
+fn outcome_attributes(outcome: &Outcome) -> Vec<KeyValue> {
+    let (kind, status, error_code) = match outcome {
+        Outcome::Success { .. } => ("success", None, None),
+        Outcome::Accepted { .. } => ("accepted", Some(202), None),
+        Outcome::CommandFailure {
+            error_code,
+            http_status,
+            ..
+        } => ("command_failure", *http_status, Some(error_code)),
+        Outcome::ProxyFailure {
+            error_code, status, ..
+        } => ("proxy_failure", *status, Some(error_code)),
+    };
+    let mut attributes = vec![KeyValue::new("workflow.connector.outcome", kind)];
+    attributes.extend(status.map(|s| KeyValue::new("http.response.status_code", i64::from(s))));
+    attributes.extend(
+        error_code.map(|code| KeyValue::new("workflow.connector.error_code", code.clone())),
+    );
+    attributes
 }
 
 /// The outcome with everything the database cannot hold made storable: NUL characters in log

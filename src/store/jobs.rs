@@ -12,17 +12,20 @@ pub const JOBS_CHANNEL: &str = "workflow_backend_jobs";
 
 /// Records a connector call for a task, due at `run_at` (now when `None`), and wakes the
 /// dispatchers when the transaction commits. One job per task: a retry moves it, not copies it.
+/// `traceparent`: the trace the call continues, when the step that scheduled it is traced.
 pub async fn enqueue_connector_call(
     conn: &mut PgConnection,
     instance_id: i64,
     task_guid: Uuid,
     run_at: Option<DateTime<Utc>>,
+    traceparent: Option<&str>,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "WITH j AS (INSERT INTO jobs (kind, process_instance_id, task_guid, run_at) \
-                    VALUES ($1, $2, $3, COALESCE($4, now())) \
+        "WITH j AS (INSERT INTO jobs (kind, process_instance_id, task_guid, run_at, traceparent) \
+                    VALUES ($1, $2, $3, COALESCE($4, now()), $6) \
                     ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, \
-                    locked_until = NULL, attempts = jobs.attempts + 1, leases = 0 \
+                    locked_until = NULL, attempts = jobs.attempts + 1, leases = 0, \
+                    traceparent = EXCLUDED.traceparent \
                     RETURNING 1) \
          SELECT pg_notify($5, '') FROM j",
     )
@@ -31,6 +34,7 @@ pub async fn enqueue_connector_call(
     .bind(task_guid)
     .bind(run_at)
     .bind(JOBS_CHANNEL)
+    .bind(traceparent)
     .execute(conn)
     .await?;
     Ok(())
@@ -70,6 +74,8 @@ pub struct Job {
     /// Times the job has been leased since it was scheduled, this lease included: above 1, an
     /// earlier dispatcher took it and never recorded an answer.
     pub leases: i32,
+    /// The trace the call continues (W3C `traceparent`), when its step was traced.
+    pub traceparent: Option<String>,
 }
 
 /// Leases due connector calls (`FOR UPDATE SKIP LOCKED`): replicas never take the same one;
@@ -80,7 +86,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Resu
          WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() AND NOT held \
                         AND (locked_until IS NULL OR locked_until < now()) \
                       ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, process_instance_id, task_guid, leases",
+         RETURNING id, process_instance_id, task_guid, leases, traceparent",
     )
     .bind(CONNECTOR_CALL)
     .bind(limit)

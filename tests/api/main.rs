@@ -24,5 +24,6 @@ mod scripts;
 mod secrets;
 mod service_tasks;
 mod structure;
+mod traces;
 mod versions;
 mod workers;

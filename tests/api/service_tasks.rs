@@ -329,6 +329,7 @@ async fn a_synchronous_success_stores_the_command_response_and_runs_on() {
     assert_eq!(call.header("user-agent"), Some("workflow-backend"));
     assert_eq!(call.header("content-type"), Some("application/json"));
     assert_eq!(call.header("wf-connector-proxy-api-key"), Some("proxy-key"));
+    assert_eq!(call.header("traceparent"), None, "traces are off");
     assert_eq!(call.body["word"], "hi");
     assert_eq!(call.body["wf__process_instance_id"], id);
     assert_eq!(call.body["wf__process_model_identifier"], "svc/echo");
@@ -1487,5 +1488,79 @@ async fn the_connector_backlog_shows_in_readiness_and_metrics() {
     assert_eq!(
         get(&app, "/v1.0/health/ready").await.1["connector_jobs_waiting"],
         0
+    );
+}
+
+#[tokio::test]
+async fn a_connector_call_continues_the_trace_of_the_step_that_scheduled_it() {
+    use crate::traces::{caller_trace, flush, one_named, OtlpReceiver, CLIENT};
+    let receiver = OtlpReceiver::start();
+    let proxy = FakeProxy::start();
+    let settings = receiver.settings();
+    let app = spawn_with_proxy(&proxy, None, move |s| s.traces = Some(settings)).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    proxy.answer(200, envelope(json!({"echo": "traced"}), 200));
+    let (trace_id, _, traceparent) = caller_trace();
+    let response = app
+        .client
+        .post(app.url("/v1.0/process-instances/svc:echo"))
+        .bearer_auth(app.token(ADMIN))
+        .header("traceparent", traceparent)
+        .json(&json!({"word": "traced"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let id = response.json::<Value>().await.unwrap()["process_instance"]["id"]
+        .as_i64()
+        .unwrap();
+
+    dispatch(&app, 1).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
+    flush(&app).await;
+
+    let spans = receiver.trace(&trace_id);
+    let request = spans
+        .iter()
+        .find(|s| s.kind == crate::traces::SERVER)
+        .expect("the request's span");
+    assert!(
+        request.name.starts_with("POST /v1.0/process-instances/"),
+        "{}",
+        request.name
+    );
+    let job = one_named(&spans, "connector job");
+    assert_eq!(
+        job.parent_span_id, request.span_id,
+        "the job continues the request's trace"
+    );
+    assert_eq!(job.attribute("workflow.instance.id"), &json!(id));
+    let call = one_named(&spans, "connector call");
+    assert_eq!(call.kind, CLIENT);
+    assert_eq!(call.parent_span_id, job.span_id);
+    assert_eq!(
+        call.attribute("workflow.connector.operator_id"),
+        &json!("demo/Echo")
+    );
+    assert_eq!(
+        call.attribute("workflow.connector.outcome"),
+        &json!("success")
+    );
+    let applied: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "engine step" && s.parent_span_id == job.span_id)
+        .collect();
+    assert_eq!(applied.len(), 1, "{spans:#?}");
+    assert_eq!(
+        applied[0].attribute("workflow.event"),
+        &json!("service_succeeded")
+    );
+    assert!(job.encloses(call) && call.end <= applied[0].start);
+
+    let sent = proxy.calls()[0].header("traceparent").map(str::to_string);
+    assert_eq!(
+        sent,
+        Some(format!("00-{trace_id}-{}-01", call.span_id)),
+        "the proxy's parent is the call's span"
     );
 }

@@ -24,6 +24,7 @@ use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::engine::{EngineError, Event, InstanceError, InstanceState};
 use crate::store::{self, instances::InstanceRow};
+use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -313,8 +314,14 @@ impl<'c> UnitOfWork<'c> {
     /// Writes every stepped instance and its changed tasks, commits, and hands back the
     /// instances as written (for the caller's answer).
     pub async fn commit(mut self) -> Result<Committed> {
-        self.flush().await?;
-        self.tx.commit().await?;
+        let span = SpanScope::child("commit", SpanKind::Internal, || {
+            vec![
+                KeyValue::new("db.system.name", "postgresql"),
+                KeyValue::new("workflow.instances", self.order.len() as i64),
+            ]
+        });
+        span.record(self.flush().await)?;
+        span.record(self.tx.commit().await)?;
         Ok(Committed {
             instances: self.instances,
         })

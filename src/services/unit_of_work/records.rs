@@ -118,7 +118,15 @@ impl UnitOfWork<'_> {
         delay: Duration,
     ) -> Result<DateTime<Utc>> {
         let retry_at = store::instances::schedule_retry(&mut self.tx, task_guid, delay).await?;
-        store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, Some(retry_at)).await?;
+        let traceparent = crate::telemetry::traces::current_traceparent();
+        store::jobs::enqueue_connector_call(
+            &mut self.tx,
+            id,
+            task_guid,
+            Some(retry_at),
+            traceparent.as_deref(),
+        )
+        .await?;
         self.reset_for_retry(id, task_guid);
         Ok(retry_at)
     }

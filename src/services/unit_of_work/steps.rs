@@ -14,6 +14,7 @@ use crate::engine::{
 use crate::expr::ScriptEnv;
 use crate::services::ErrorCode;
 use crate::store;
+use crate::telemetry::traces::{self, KeyValue, SpanKind, SpanScope};
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -101,6 +102,7 @@ impl<'c> UnitOfWork<'c> {
             let stores = self.data_store_contents(&model.identifier, &spec).await?;
             match self
                 .start_engine(
+                    (id, &model.identifier),
                     spec.clone(),
                     process_id.clone(),
                     start.clone(),
@@ -343,7 +345,15 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, task_guid).await?;
             }
             Effect::CallService { task_guid } => {
-                store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, None).await?;
+                let traceparent = traces::current_traceparent();
+                store::jobs::enqueue_connector_call(
+                    &mut self.tx,
+                    id,
+                    task_guid,
+                    None,
+                    traceparent.as_deref(),
+                )
+                .await?;
             }
             Effect::CancelServiceCall { task_guid } => {
                 store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
@@ -475,20 +485,29 @@ impl<'c> UnitOfWork<'c> {
         Ok(env)
     }
 
-    /// `engine::start`, where its scripts may run (see [`off_async_threads`]).
+    /// `engine::start` of instance `id` of `model`, where its scripts may run (see
+    /// [`off_async_threads`]), in an `engine step` span when traced.
     async fn start_engine(
         &self,
+        (id, model): (i64, &str),
         spec: Arc<ModelSpec>,
         process_id: String,
         start: Event,
         env: ScriptEnv,
         stores: DataStoreContents,
     ) -> Result<std::result::Result<(InstanceState, Vec<Effect>), EngineError>> {
+        let span = SpanScope::child("engine step", SpanKind::Internal, || {
+            step_attributes(id, model, &start)
+        });
         let mut context = step_context(self.cache, env).with_data_stores(stores);
-        off_async_threads(spec.needs_python, move || {
+        let started = off_async_threads(spec.needs_python, move || {
             engine::start(&spec, &process_id, start, &mut context)
         })
-        .await
+        .await;
+        if let Ok(Err(refused)) = &started {
+            span.fail(|| refused.to_string());
+        }
+        span.record(started)
     }
 
     /// `engine::step` on a held instance; a process it calls from another model is found,
@@ -526,8 +545,7 @@ impl<'c> UnitOfWork<'c> {
         Err(too_many_callees(id))
     }
 
-    /// `engine::step` on a held instance, where its scripts may run (see
-    /// [`off_async_threads`]).
+    /// `engine::step` on a held instance, in an `engine step` span when traced.
     async fn step_engine_once(
         &mut self,
         id: i64,
@@ -537,8 +555,27 @@ impl<'c> UnitOfWork<'c> {
             let loaded = &self.instances[&id];
             (loaded.process_model_identifier.clone(), loaded.spec.clone())
         };
-        let env = self.script_env(id, &model, &spec).await?;
-        let stores = self.data_store_contents(&model, &spec).await?;
+        let span = SpanScope::child("engine step", SpanKind::Internal, || {
+            step_attributes(id, &model, &event)
+        });
+        let stepped = self.run_engine_step(id, &model, spec, event).await;
+        if let Ok(Err(refused)) = &stepped {
+            span.fail(|| refused.to_string());
+        }
+        span.record(stepped)
+    }
+
+    /// `engine::step` on a held instance, where its scripts may run (see
+    /// [`off_async_threads`]).
+    async fn run_engine_step(
+        &mut self,
+        id: i64,
+        model: &str,
+        spec: Arc<ModelSpec>,
+        event: Event,
+    ) -> Result<std::result::Result<Vec<Effect>, EngineError>> {
+        let env = self.script_env(id, model, &spec).await?;
+        let stores = self.data_store_contents(model, &spec).await?;
         let mut context = step_context(self.cache, env).with_data_stores(stores);
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
@@ -554,6 +591,19 @@ impl<'c> UnitOfWork<'c> {
         self.instances.get_mut(&id).expect("held").state = state;
         Ok(result)
     }
+}
+
+/// What an `engine step` span says: the instance, its model, the event and its message.
+fn step_attributes(id: i64, model: &str, event: &Event) -> Vec<KeyValue> {
+    let mut attributes = vec![
+        KeyValue::new("workflow.instance.id", id),
+        KeyValue::new("workflow.process_model", model.to_string()),
+        KeyValue::new("workflow.event", event.kind()),
+    ];
+    if let Some(name) = event.message_name() {
+        attributes.push(KeyValue::new("workflow.message.name", name.to_string()));
+    }
+    attributes
 }
 
 /// Runs engine work inline when its model needs no Python (no thread hop on the hot path),

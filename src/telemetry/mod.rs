@@ -1,5 +1,7 @@
 //! Logging: a `tracing` subscriber writing to stderr, as text or JSON lines, filtered by `RUST_LOG`.
-//! Stdout stays free for command output (`openapi`, `token`).
+//! Stdout stays free for command output (`openapi`, `token`). Traces: [`traces`].
+
+pub mod traces;
 
 use tracing_subscriber::EnvFilter;
 
