@@ -8,7 +8,7 @@ use crate::engine::{self, EngineError, Event, TaskState};
 use crate::ids::{InstanceId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store;
-use crate::telemetry::traces::{Context, KeyValue, SpanKind, SpanScope, Traces};
+use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope, Traces};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -45,11 +45,8 @@ pub const MAX_LEASES: i32 = 3;
 /// whose earlier leases all ran out is failed instead of being called again. Traced, the run
 /// is a `connector job` span in the trace of the step that scheduled the call.
 pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
-    let parent = match ctx.traces {
-        Some(traces) => traces.continue_trace(job.traceparent.as_deref(), None),
-        None => Context::new(),
-    };
-    let span = SpanScope::under(&parent, "connector job", SpanKind::Internal, || {
+    let traceparent = job.traceparent.as_deref();
+    let span = SpanScope::start(ctx.traces, traceparent, "connector job", || {
         vec![
             KeyValue::new("workflow.instance.id", job.process_instance_id),
             KeyValue::new("workflow.task.guid", job.task_guid.to_string()),

@@ -6,6 +6,7 @@
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
 use crate::engine::Cycle;
 use crate::store::{self, timers::DueTimer};
+use crate::telemetry::traces::{KeyValue, SpanScope, Traces};
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
 use sqlx::PgPool;
@@ -28,10 +29,12 @@ pub struct FireRound {
     pub failed: usize,
 }
 
-/// Fires up to `limit` timers due at `now`, soonest first.
+/// Fires up to `limit` timers due at `now`, soonest first; each firing is a `timer fired` span
+/// (the first of its trace) when traces are on.
 pub async fn fire_due(
     pool: &PgPool,
     cache: &ModelCache,
+    traces: Option<&Traces>,
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<FireRound> {
@@ -44,7 +47,18 @@ pub async fn fire_due(
         ..FireRound::default()
     };
     for (model, start_event_id) in &starts {
-        match retry_transaction!(fire_start(pool, cache, model, start_event_id, now)) {
+        let span = SpanScope::start(traces, None, "timer fired", || {
+            vec![
+                KeyValue::new("workflow.process_model", model.clone()),
+                KeyValue::new("workflow.start_event", start_event_id.clone()),
+            ]
+        });
+        let started = span
+            .around(async {
+                retry_transaction!(fire_start(pool, cache, model, start_event_id, now))
+            })
+            .await;
+        match span.record(started) {
             Ok(Some(_)) => round.fired += 1,
             Ok(None) => {}
             Err(e) => {
@@ -56,7 +70,16 @@ pub async fn fire_due(
     // several at once: each is a short transaction whose commit waits for the disk, and
     // concurrent commits share that wait
     let firing = due.into_iter().map(|timer| async move {
-        let outcome = retry_transaction!(fire(pool, cache, &timer));
+        let span = SpanScope::start(traces, None, "timer fired", || {
+            vec![
+                KeyValue::new("workflow.instance.id", timer.process_instance_id),
+                KeyValue::new("workflow.timer.id", timer.id),
+            ]
+        });
+        let outcome = span
+            .around(async { retry_transaction!(fire(pool, cache, &timer)) })
+            .await;
+        let outcome = span.record(outcome);
         (timer, outcome)
     });
     let outcomes: Vec<(DueTimer, Result<bool>)> = stream::iter(firing)

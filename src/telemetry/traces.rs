@@ -31,7 +31,8 @@ use opentelemetry_sdk::Resource;
 use crate::config::TraceSettings;
 
 pub use opentelemetry::trace::SpanKind;
-pub use opentelemetry::{Context, KeyValue};
+use opentelemetry::Context;
+pub use opentelemetry::KeyValue;
 
 /// This application's exporter and tracer.
 pub struct Traces {
@@ -115,6 +116,26 @@ impl SpanScope {
             .with_attributes(attributes())
             .start_with_context(tracer, parent);
         SpanScope(Some(parent.with_span(span)))
+    }
+
+    /// A span of work that starts outside any request (a connector job, a timer firing):
+    /// under `traceparent` when the work kept one, else the first span of a new trace. Nothing
+    /// when traces are off (`traces` is `None`).
+    pub fn start(
+        traces: Option<&Traces>,
+        traceparent: Option<&str>,
+        name: &'static str,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
+    ) -> SpanScope {
+        match traces {
+            Some(traces) => SpanScope::under(
+                &traces.continue_trace(traceparent, None),
+                name,
+                SpanKind::Internal,
+                attributes,
+            ),
+            None => SpanScope(None),
+        }
     }
 
     /// A span under the current one, when the work is traced.

@@ -61,7 +61,15 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
 /// It is the round the worker loop ([`run`]) repeats with the wall clock; tests spawn the
 /// server with `run_workers = false` and call it with a `now` past the timers they wait for.
 pub async fn fire_due_once(state: &web::Data<AppState>, now: DateTime<Utc>) -> FireRound {
-    match timers::fire_due(&state.pool, &state.models, now, BATCH).await {
+    match timers::fire_due(
+        &state.pool,
+        &state.models,
+        state.traces.as_deref(),
+        now,
+        BATCH,
+    )
+    .await
+    {
         Ok(round) => round,
         Err(e) => {
             tracing::warn!(error = %e, "timer worker: cannot claim due timers");

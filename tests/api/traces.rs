@@ -16,6 +16,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use workflow_backend::config::TraceSettings;
+use workflow_backend::workers::timer_firer::fire_due_once;
 
 /// SpanKind values of the OTLP protocol.
 pub const SERVER: i32 = 2;
@@ -361,4 +362,42 @@ async fn a_collector_that_is_down_costs_requests_nothing() {
         flushed.is_err(),
         "the export fails, and says so to whoever flushes"
     );
+}
+
+#[tokio::test]
+async fn a_timer_firing_starts_a_trace_of_its_own() {
+    let receiver = OtlpReceiver::start();
+    let settings = receiver.settings();
+    let app = spawn_app_with(move |s| {
+        s.traces = Some(settings);
+        s.run_workers = false;
+    })
+    .await;
+    let model = models::definitions(
+        r#"<bpmn:process id="hour" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT1H"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "traced/hour", "hour.bpmn", &model).await;
+    let id = start_ok(&app, "traced/hour", &json!({})).await;
+
+    let later = chrono::Utc::now() + chrono::Duration::hours(2);
+    let round = fire_due_once(&app.state, later).await;
+    assert_eq!(round.fired, 1);
+    flush(&app).await;
+
+    let all: Vec<ReceivedSpan> = receiver.spans.lock().unwrap().clone();
+    let fired = one_named(&all, "timer fired");
+    assert_eq!(fired.parent_span_id, "", "the first span of its trace");
+    assert_eq!(fired.attribute("workflow.instance.id"), &json!(id));
+    let spans = receiver.trace(&fired.trace_id);
+    let step = one_named(&spans, "engine step");
+    assert_eq!(step.parent_span_id, fired.span_id);
+    assert_eq!(step.attribute("workflow.event"), &json!("timer"));
+    let commit = one_named(&spans, "commit");
+    assert_eq!(commit.parent_span_id, fired.span_id);
 }
