@@ -19,6 +19,9 @@
 //! of the server process, from `pg_current_wal_lsn()` and /proc before and after the case
 //! (machine-wide for Postgres: run it on a quiet machine).
 //!
+//! URL may list several servers of one database (`http://a:7100,http://b:7102`): requests go to
+//! each in turn.
+//!
 //! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE] [BUFFERED]
 
 use reqwest::Client;
@@ -75,7 +78,9 @@ fn order(placed: &str, paid: &str) -> String {
 
 struct Target {
     client: Client,
-    base: String,
+    /// The servers (replicas of one database): requests go to each in turn.
+    bases: Vec<String>,
+    next: AtomicUsize,
     token: String,
 }
 
@@ -85,7 +90,7 @@ impl Target {
             .client
             .put(format!(
                 "{}/v1.0/process-models/{model}/files/model.bpmn",
-                self.base
+                self.bases[0]
             ))
             .bearer_auth(&self.token)
             .header("Content-Type", "application/xml")
@@ -100,11 +105,15 @@ impl Target {
         );
     }
 
+    fn base(&self) -> &str {
+        &self.bases[self.next.fetch_add(1, Ordering::Relaxed) % self.bases.len()]
+    }
+
     async fn post(&self, path: &str, body: serde_json::Value, expected: u16) -> Duration {
         let started = Instant::now();
         let response = self
             .client
-            .post(format!("{}{path}", self.base))
+            .post(format!("{}{path}", self.base()))
             .bearer_auth(&self.token)
             .json(&body)
             .send()
@@ -259,7 +268,11 @@ async fn main() {
             .pool_max_idle_per_host(64)
             .build()
             .expect("client"),
-        base: args[1].trim_end_matches('/').to_string(),
+        bases: args[1]
+            .split(',')
+            .map(|url| url.trim_end_matches('/').to_string())
+            .collect(),
+        next: AtomicUsize::new(0),
         token: mint_token(&args[2], "loadgen", "admin", Duration::from_secs(3600)),
     });
     let start_name = format!("bench_start_{run}");

@@ -172,7 +172,12 @@ impl fmt::Debug for JwtSettings {
 
 #[derive(Clone, PartialEq, Eq)]
 pub struct Settings {
+    /// The database URL with one host: the first of a multi-host URL, without
+    /// `target_session_attrs` (everything that reads the URL sees an ordinary one).
     pub database_url: String,
+    /// The hosts of a multi-host URL in order (or one host with `target_session_attrs=read-write`):
+    /// the pool follows whichever takes writes (see `store::primary`). `None`: one host, used as is.
+    pub database_failover: Option<DatabaseHosts>,
     /// Socket address to listen on (validated; port 0 picks a free port).
     pub bind: String,
     /// Public base URL without a trailing slash, used to build callback URLs.
@@ -307,6 +312,7 @@ impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settings")
             .field("database_url", &redact_url(&self.database_url))
+            .field("database_failover", &self.database_failover)
             .field("bind", &self.bind)
             .field("public_url", &self.public_url)
             .field("connector_proxy_url", &self.connector_proxy_url)
@@ -385,7 +391,8 @@ impl Settings {
         let vars: HashMap<String, String> = ours;
         let get = |name: &str| vars.get(name).cloned();
 
-        let database_url = get("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        let given_url = get("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        let (database_url, database_failover) = split_database_hosts(&given_url)?;
         validate_database_url(&database_url)?;
 
         let bind = get("BIND").unwrap_or_else(|| DEFAULT_BIND.into());
@@ -450,6 +457,7 @@ impl Settings {
 
         Ok(Settings {
             database_url,
+            database_failover,
             bind,
             public_url,
             connector_proxy_url,
@@ -534,6 +542,102 @@ fn database_name(url: &str) -> Option<String> {
     let url = Url::parse(url).ok()?;
     let name = url.path().trim_start_matches('/');
     (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
+}
+
+/// The hosts of a database URL that names several (libpq's form, as pg_auto_failover prints
+/// it: `postgres://u@h1:p1,h2:p2/db?target_session_attrs=read-write`), in the order they are
+/// tried; the service needs the one that takes writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatabaseHosts {
+    pub hosts: Vec<(String, u16)>,
+}
+
+const DEFAULT_DATABASE_PORT: u16 = 5432;
+
+/// Splits a database URL at its host list: the URL with its first host only (and without
+/// `target_session_attrs`), and the hosts when there are several or when writes were asked
+/// for. `target_session_attrs` may be `any`, `read-write` or `primary`; with several hosts the
+/// service always looks for the writable one (it writes on every request).
+fn split_database_hosts(url: &str) -> Result<(String, Option<DatabaseHosts>), ConfigError> {
+    let invalid = |problem: String| ConfigError::invalid("DATABASE_URL", problem);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok((url.to_string(), None)); // reported by validate_database_url
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let (userinfo, host_list) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (Some(userinfo), hosts),
+        None => (None, authority),
+    };
+    let hosts = host_list
+        .split(',')
+        .map(|host| {
+            parse_host_port(host).ok_or_else(|| {
+                invalid(format!(
+                    "invalid host {host:?} in the host list (expected host:port)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    let mut read_write = false;
+    let mut kept = Vec::new();
+    for pair in query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|p| !p.is_empty())
+    {
+        match pair.split_once('=') {
+            Some(("target_session_attrs", "any")) => {}
+            Some(("target_session_attrs", "read-write" | "primary")) => read_write = true,
+            Some(("target_session_attrs", other)) => {
+                return Err(invalid(format!(
+                    "target_session_attrs={other} is not supported (the service writes: use \
+                     read-write, primary or any)"
+                )))
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let (first_host, first_port) = &hosts[0];
+    let host = if first_host.contains(':') {
+        format!("[{first_host}]")
+    } else {
+        first_host.clone()
+    };
+    let mut single = format!("{scheme}://");
+    if let Some(userinfo) = userinfo {
+        single.push_str(userinfo);
+        single.push('@');
+    }
+    single.push_str(&format!("{host}:{first_port}{path}"));
+    if !kept.is_empty() {
+        single.push('?');
+        single.push_str(&kept.join("&"));
+    }
+    let failover = (hosts.len() > 1 || read_write).then_some(DatabaseHosts { hosts });
+    Ok((single, failover))
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port` (5432 when no port is given).
+fn parse_host_port(text: &str) -> Option<(String, u16)> {
+    let (host, port) = if let Some(v6) = text.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match text.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        }
+    };
+    let port = match port {
+        Some(port) => port.parse().ok()?,
+        None => DEFAULT_DATABASE_PORT,
+    };
+    (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
 fn validate_database_url(url: &str) -> Result<(), ConfigError> {
@@ -685,6 +789,52 @@ mod tests {
             match traces(&vars) {
                 Err(ConfigError::Invalid { var: named, .. }) => assert_eq!(named, var),
                 other => panic!("{given:?}: {other:?}"),
+            }
+        }
+    }
+
+    fn database(url: &str) -> Result<(String, Option<DatabaseHosts>), ConfigError> {
+        Settings::from_vars(vars(&[("DATABASE_URL", url)]))
+            .map(|s| (s.database_url, s.database_failover))
+    }
+
+    #[test]
+    fn a_multi_host_database_url_is_split_into_its_hosts() {
+        let (url, failover) = database(
+            "postgres://u:p@10.0.0.1:6001,db2.example:6002,[::1]/orders?target_session_attrs=read-write&sslmode=prefer",
+        )
+        .unwrap();
+        assert_eq!(url, "postgres://u:p@10.0.0.1:6001/orders?sslmode=prefer");
+        let hosts = failover.unwrap().hosts;
+        let expected = [("10.0.0.1", 6001), ("db2.example", 6002), ("::1", 5432)];
+        let expected: Vec<(String, u16)> =
+            expected.iter().map(|(h, p)| (h.to_string(), *p)).collect();
+        assert_eq!(hosts, expected);
+        // one host asking for writes is watched too; one host alone is used as is
+        let (url, failover) =
+            database("postgres://h:5433/db?target_session_attrs=primary").unwrap();
+        assert_eq!(url, "postgres://h:5433/db");
+        assert!(failover.is_some());
+        let (url, failover) = database("postgres://postgres@127.0.0.1:5432/wf").unwrap();
+        assert_eq!(
+            (url.as_str(), failover),
+            ("postgres://postgres@127.0.0.1:5432/wf", None)
+        );
+    }
+
+    #[test]
+    fn database_urls_the_service_cannot_write_through_are_refused() {
+        for url in [
+            "postgres://h1:1,h2:2/db?target_session_attrs=read-only",
+            "postgres://h1:1,h2:2/db?target_session_attrs=standby",
+            "postgres://h1:1,:2/db",
+            "postgres://h1:1,h2:port/db",
+        ] {
+            match database(url) {
+                Err(ConfigError::Invalid { var, .. }) => {
+                    assert_eq!(var, "WORKFLOW_BACKEND_DATABASE_URL", "{url}")
+                }
+                other => panic!("{url}: {other:?}"),
             }
         }
     }

@@ -19,10 +19,11 @@ use crate::api;
 use crate::api::error::{
     json_config, not_found, path_config, payload_config, problem_fallback, query_config,
 };
-use crate::config::{redact_url, Settings};
+use crate::config::Settings;
 use crate::connector::{ConnectorClient, ProxyConfig};
 use crate::services::service_tasks::ServiceTaskContext;
 use crate::services::{ModelCache, ScriptSite};
+use crate::store::primary::Primary;
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope, Traces};
 use crate::tokens::JwtKeys;
 use crate::workers;
@@ -43,6 +44,8 @@ pub struct AppState {
     pub connector_jobs: ConnectorJobGauges,
     /// The span exporter, when traces are configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
     pub traces: Option<Arc<Traces>>,
+    /// The watch that keeps the pool on the writable host, when the database URL names several.
+    pub database_primary: Option<Arc<Primary>>,
 }
 
 /// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), and
@@ -116,8 +119,8 @@ impl Application {
                 tracing::warn!(error = %e, "the identity provider's keys could not be fetched at start");
             }
         }
-        let pool = prepare_database(&settings).await?;
-        let app = Self::start(settings, pool, keys, extra_routes)?;
+        let (pool, primary) = connect_database(&settings).await?;
+        let app = Self::start(settings, (pool, primary), keys, extra_routes)?;
         crate::services::models::index_process_definitions(&app.state.pool, &app.state.models)
             .await
             .context("indexing the processes of the stored models")?;
@@ -140,12 +143,12 @@ impl Application {
     /// database).
     pub async fn build_with_pool(settings: Settings, pool: PgPool) -> anyhow::Result<Application> {
         let keys = JwtKeys::from_settings(&settings.jwt)?;
-        Self::start(settings, pool, keys, |_| {})
+        Self::start(settings, (pool, None), keys, |_| {})
     }
 
     fn start(
         mut settings: Settings,
-        pool: PgPool,
+        (pool, database_primary): (PgPool, Option<Arc<Primary>>),
         keys: JwtKeys,
         extra_routes: fn(&mut web::ServiceConfig),
     ) -> anyhow::Result<Application> {
@@ -190,6 +193,7 @@ impl Application {
             message_buffered: Arc::new(tokio::sync::Notify::new()),
             connector_jobs: ConnectorJobGauges::registered_in(&registry)?,
             traces,
+            database_primary,
         });
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
         // label value, so the number of series stays bounded.
@@ -367,43 +371,91 @@ fn tenth_of_a_millisecond(elapsed: std::time::Duration) -> f64 {
 
 /// Creates the database if it does not exist, connects a pool and runs the migrations.
 pub async fn prepare_database(settings: &Settings) -> anyhow::Result<PgPool> {
-    let options = PgConnectOptions::from_str(&settings.database_url)
+    Ok(connect_database(settings).await?.0)
+}
+
+/// [`prepare_database`], with the watch that keeps the pool on the writable host when the URL
+/// names several (see [`Primary`]); `None` for one host.
+pub async fn connect_database(
+    settings: &Settings,
+) -> anyhow::Result<(PgPool, Option<Arc<Primary>>)> {
+    let given = PgConnectOptions::from_str(&settings.database_url)
         .context("WORKFLOW_BACKEND_DATABASE_URL")?;
-    let where_ = redact_url(&settings.database_url);
-    match PgConnection::connect_with(&options).await {
-        Ok(conn) => {
-            let _ = conn.close().await;
+    let name = settings.database_name();
+    let (options, primary) = match &settings.database_failover {
+        None => {
+            ensure_database(&given, &name).await?;
+            (given.clone(), None)
         }
-        // 3D000: invalid_catalog_name, the database does not exist.
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => {
-            create_database(settings).await?;
+        Some(failover) => {
+            // the writable host is first found on the maintenance database: ours may not exist
+            let maintenance = Primary::new(&given.clone().database("postgres"), &failover.hosts);
+            let (index, _) = maintenance.find_writable().await.map_err(|why| {
+                anyhow::anyhow!("WORKFLOW_BACKEND_DATABASE_URL: no host takes writes ({why})")
+            })?;
+            let (host, port) = &failover.hosts[index];
+            ensure_database(&given.clone().host(host).port(*port), &name).await?;
+            let primary = Primary::new(&given, &failover.hosts);
+            let (index, probe) = primary.find_writable().await.map_err(|why| {
+                anyhow::anyhow!("WORKFLOW_BACKEND_DATABASE_URL: no host takes writes ({why})")
+            })?;
+            primary.start_on(index, probe);
+            tracing::info!(host = %format!("{host}:{port}"), "the database primary");
+            (primary.current_options(), Some(primary))
         }
-        Err(e) => {
-            return Err(e).with_context(|| format!("cannot connect to the database at {where_}"))
-        }
-    }
+    };
     // Every query is a short indexed lookup or write: generic plans are as good as custom
     // ones, and re-planning each execution was a measured 15% of Postgres' CPU under load.
     let options = options.options([("plan_cache_mode", "force_generic_plan")]);
-    let pool = PgPoolOptions::new()
+    let mut pool_options = PgPoolOptions::new()
         .max_connections(settings.database_pool_size)
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_secs(5));
+    if let Some(primary) = &primary {
+        pool_options = primary.guard(pool_options);
+    }
+    let pool = pool_options
         .connect_with(options)
         .await
-        .with_context(|| format!("cannot connect to the database at {where_}"))?;
+        .with_context(|| format!("cannot connect to the database at {}", describe(&given)))?;
     migrate(&pool).await?;
-    Ok(pool)
+    Ok((pool, primary))
 }
 
-async fn create_database(settings: &Settings) -> anyhow::Result<()> {
-    let name = settings.database_name();
-    let maintenance = settings.with_database_name("postgres");
-    let mut conn = PgConnection::connect(&maintenance).await.with_context(|| {
-        format!(
-            "cannot connect to {} to create the database",
-            redact_url(&maintenance)
-        )
-    })?;
+/// `host:port/database`, for errors (never the password).
+fn describe(options: &PgConnectOptions) -> String {
+    format!(
+        "{}:{}/{}",
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or_default()
+    )
+}
+
+/// Creates the database `name` on `options`' host unless it exists (another replica may create
+/// it at the same moment: that is not an error).
+async fn ensure_database(options: &PgConnectOptions, name: &str) -> anyhow::Result<()> {
+    match PgConnection::connect_with(options).await {
+        Ok(conn) => {
+            let _ = conn.close().await;
+            return Ok(());
+        }
+        // 3D000: invalid_catalog_name, the database does not exist.
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => {}
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!("cannot connect to the database at {}", describe(options))
+            })
+        }
+    }
+    let maintenance = options.clone().database("postgres");
+    let mut conn = PgConnection::connect_with(&maintenance)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot connect to {} to create the database",
+                describe(&maintenance)
+            )
+        })?;
     let sql = format!(r#"CREATE DATABASE "{}""#, name.replace('"', "\"\""));
     match conn.execute(sqlx::AssertSqlSafe(sql)).await {
         Ok(_) => tracing::info!(database = %name, "created the database"),

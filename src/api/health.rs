@@ -56,6 +56,15 @@ pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, A
     // Every connection open and in use: the database answers, the service is only busy.
     // Waiting for a free connection would report saturation as an outage.
     let pool = &state.pool;
+    // with several hosts, a pooled connection may still reach one that no longer takes writes
+    if let Some(primary) = &state.database_primary {
+        if !primary.is_writable() {
+            tracing::warn!("readiness: no database host takes writes");
+            return Err(ApiError::database_unavailable(
+                "no database host takes writes (a failover is under way)",
+            ));
+        }
+    }
     if pool.num_idle() == 0 && pool.size() >= pool.options().get_max_connections() {
         return Ok(web::Json(ReadyBody {
             ok: true,

@@ -8,6 +8,7 @@ pub mod instances;
 pub mod jobs;
 pub mod messages;
 pub mod models;
+pub mod primary;
 pub mod secrets;
 pub mod timers;
 
@@ -42,8 +43,10 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(e) => e.code().is_some_and(|code| {
             // 08: connection exception; 57P01-03: admin or crash shutdown, cannot connect now;
-            // 53300: too many connections
-            code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")
+            // 53300: too many connections; 25006: a write reached a host that has just become
+            // a standby (a failover: the pool moves to the new primary)
+            code.starts_with("08")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300" | "25006")
         }),
         _ => false,
     }

@@ -44,6 +44,7 @@ pub struct Round {
 
 pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
     let mut listener = super::listen(&state, JOBS_CHANNEL, "connector dispatcher").await;
+    let mut listened_at = Instant::now();
     let mut running: JoinSet<(Job, Outcome)> = JoinSet::new();
     let mut backlog_read = Instant::now() - BACKLOG_EVERY;
     let mut claim = true;
@@ -55,6 +56,15 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
         if *shutdown.borrow() {
             break;
         }
+        let worker = "connector dispatcher";
+        super::relisten(
+            &state,
+            &mut listener,
+            &mut listened_at,
+            JOBS_CHANNEL,
+            worker,
+        )
+        .await;
         if claim {
             let free = MAX_IN_FLIGHT - running.len();
             saturated = free == 0 || claim_into(&state, &mut running, free as i64).await == free;

@@ -22,6 +22,7 @@ pub mod timer_firer;
 
 use actix_web::web;
 use sqlx::postgres::{PgListener, PgPoolOptions};
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -48,6 +49,11 @@ pub fn spawn_all(
                 _ = stop.wait_for(|stopped| *stopped) => {}
             }
         }));
+    }
+    if let Some(primary) = state.database_primary.clone() {
+        workers.push(tokio::spawn(
+            primary.run(state.pool.clone(), shutdown.clone()),
+        ));
     }
     workers.push(tokio::spawn(connector_dispatcher::run(state, shutdown)));
     workers
@@ -77,8 +83,31 @@ pub async fn listen(state: &AppState, channel: &str, worker: &str) -> Option<PgL
     }
 }
 
+/// How often a worker whose notifications broke tries to listen again.
+pub const RELISTEN_EVERY: Duration = Duration::from_secs(5);
+
+/// Sets up a broken (or never made) `LISTEN` again, at most every [`RELISTEN_EVERY`], on the
+/// pool's current host: after a database failover, the new primary (the old one, now a
+/// standby, refuses `LISTEN`). Meanwhile the worker polls.
+pub async fn relisten(
+    state: &AppState,
+    listener: &mut Option<PgListener>,
+    last_try: &mut Instant,
+    channel: &str,
+    worker: &str,
+) {
+    if listener.is_some() || last_try.elapsed() < RELISTEN_EVERY {
+        return;
+    }
+    *last_try = Instant::now();
+    *listener = listen(state, channel, worker).await;
+    if listener.is_some() {
+        tracing::info!("{worker}: notifications back");
+    }
+}
+
 /// Waits for a notification (several at once wake once); false when the listener broke (the
-/// worker then polls). Without a listener it never returns.
+/// worker then polls until [`relisten`] sets it up again). Without a listener it never returns.
 pub async fn wake(listener: &mut Option<PgListener>, worker: &str) -> bool {
     match listener {
         Some(l) => match l.recv().await {

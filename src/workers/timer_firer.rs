@@ -19,10 +19,19 @@ pub const BATCH: i64 = 100;
 
 pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
     let mut listener = super::listen(&state, TIMERS_CHANNEL, "timer worker").await;
+    let mut listened_at = std::time::Instant::now();
     loop {
         if *shutdown.borrow() {
             return;
         }
+        super::relisten(
+            &state,
+            &mut listener,
+            &mut listened_at,
+            TIMERS_CHANNEL,
+            "timer worker",
+        )
+        .await;
         let round = fire_due_once(&state, Utc::now()).await;
         if round.claimed as i64 >= BATCH {
             continue;

@@ -10,6 +10,7 @@ mod domain;
 mod errors;
 mod events;
 mod examples;
+mod failover;
 mod hardening;
 mod health;
 mod helpers;
