@@ -116,6 +116,12 @@ async fn when_the_primary_dies_the_pool_moves_to_the_host_that_takes_writes() {
 
     assert_eq!(check(&app).await, Check::Switched { from: 0, to: 1 });
     assert_eq!(ready(&app).await, StatusCode::OK);
+    // connections to the new primary are made as the first ones were (generic plans)
+    let mode: String = sqlx::query_scalar("SHOW plan_cache_mode")
+        .fetch_one(&app.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "force_generic_plan");
     // the client retries with the same uuid: delivered once
     let (status, first) = send(
         &app,
