@@ -74,7 +74,7 @@ class Record:
     def __init__(self):
         self.lock = threading.Lock()
         self.attempts = []  # (ended_at, status, seconds)
-        self.acked = {}  # uuid -> message name
+        self.acked = {}  # uuid -> when it was acknowledged
         self.unacked = []  # (uuid, name) given up on
         self.orders = 0
 
@@ -91,7 +91,7 @@ def send_until_acked(client, record, name, payload, message_uuid, give_up_at):
         record.attempt(status, seconds)
         if status in (200, 202):
             with record.lock:
-                record.acked[message_uuid] = name
+                record.acked[message_uuid] = time.monotonic()
             return True
         # only an unanswered request or a 5xx is worth retrying: anything else is a verdict
         if (status != 0 and status < 500) or time.monotonic() > give_up_at:
@@ -178,6 +178,7 @@ def main():
         "acknowledged_messages": len(acked),
         "given_up": len(record.unacked),
         "lost": len(lost),
+        "lost_acknowledged_between_s": [round(min(record.acked[u] for u in lost) - began, 1), round(max(record.acked[u] for u in lost) - began, 1)] if lost else None,
         "instances": int(instances),
         "instances_started_twice": int(twice_started),
         "payments_delivered_twice": int(twice_paid),
