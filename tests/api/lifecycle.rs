@@ -5,7 +5,7 @@
 
 use crate::domain::*;
 use crate::helpers::{problem, spawn_app_with, TestApp};
-use crate::models::{definitions, keyed_waiter, user_task_process};
+use crate::models::{definitions, keyed_waiter, user_task_process, waits_an_hour};
 use chrono::{Duration, Utc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -46,19 +46,6 @@ async fn command_ok(app: &TestApp, id: i64, name: &str) -> Value {
     let (status, body) = command(app, id, name).await;
     assert_eq!(status, StatusCode::OK, "{name}: {body}");
     body
-}
-
-/// start -> timer (PT1H) -> end.
-fn waits_an_hour() -> String {
-    definitions(
-        r#"<bpmn:process id="hour" isExecutable="true">
-    <bpmn:startEvent id="start" />
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
-    <bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT1H"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
-    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />
-    <bpmn:endEvent id="done" />
-  </bpmn:process>"#,
-    )
 }
 
 /// start -> fork -> user task `approve`, receive `ping` (keyed), timer PT1H -> each to an end.

@@ -177,3 +177,16 @@ pub fn double_thrower(process_id: &str, name: &str) -> String {
   </bpmn:process>"#
     ))
 }
+
+/// start -> timer (PT1H) -> end.
+pub fn waits_an_hour() -> String {
+    definitions(
+        r#"<bpmn:process id="hour" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT1H"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    )
+}

@@ -188,10 +188,9 @@ async fn traced_app(receiver: &OtlpReceiver) -> TestApp {
     spawn_app_with(move |s| s.traces = Some(settings)).await
 }
 
-#[tokio::test]
-async fn a_message_start_is_traced_from_request_to_commit() {
-    let receiver = OtlpReceiver::start();
-    let app = traced_app(&receiver).await;
+/// A traced server with the order process (`trace placed` starts, `trace paid` correlates).
+async fn traced_orders_app(receiver: &OtlpReceiver) -> TestApp {
+    let app = traced_app(receiver).await;
     upload_ok(
         &app,
         "traced/orders",
@@ -199,6 +198,13 @@ async fn a_message_start_is_traced_from_request_to_commit() {
         &models::order_process("orders", "trace placed", "trace paid"),
     )
     .await;
+    app
+}
+
+#[tokio::test]
+async fn a_message_start_is_traced_from_request_to_commit() {
+    let receiver = OtlpReceiver::start();
+    let app = traced_orders_app(&receiver).await;
     let (trace_id, caller_span, traceparent) = caller_trace();
 
     let answer = send_traced(
@@ -261,14 +267,7 @@ async fn a_message_start_is_traced_from_request_to_commit() {
 #[tokio::test]
 async fn a_correlation_is_traced_in_its_own_callers_trace() {
     let receiver = OtlpReceiver::start();
-    let app = traced_app(&receiver).await;
-    upload_ok(
-        &app,
-        "traced/orders",
-        "orders.bpmn",
-        &models::order_process("orders", "trace placed", "trace paid"),
-    )
-    .await;
+    let app = traced_orders_app(&receiver).await;
     let (first_trace, _, first) = caller_trace();
     let started = send_traced(&app, "trace placed", &json!({"order_id": "o2"}), &first).await;
     let (trace_id, caller_span, traceparent) = caller_trace();
@@ -373,15 +372,7 @@ async fn a_timer_firing_starts_a_trace_of_its_own() {
         s.run_workers = false;
     })
     .await;
-    let model = models::definitions(
-        r#"<bpmn:process id="hour" isExecutable="true">
-    <bpmn:startEvent id="start" />
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
-    <bpmn:intermediateCatchEvent id="wait"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT1H"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
-    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />
-    <bpmn:endEvent id="done" />
-  </bpmn:process>"#,
-    );
+    let model = models::waits_an_hour();
     upload_ok(&app, "traced/hour", "hour.bpmn", &model).await;
     let id = start_ok(&app, "traced/hour", &json!({})).await;
 
