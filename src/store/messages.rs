@@ -215,6 +215,47 @@ pub struct BufferedSend {
     pub payload: Option<Json<Value>>,
 }
 
+/// The claim of a buffered send around `$candidate`, the query choosing it ($1 name,
+/// $2 expected key, $3 receive id, $4 instance id).
+macro_rules! claim_buffered_send {
+    ($candidate:literal) => {
+        concat!(
+            "WITH claimed AS ( \
+                 UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
+                     process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
+                 WHERE id = (",
+            $candidate,
+            ") AND status = 'ready' \
+                 RETURNING id, payload), \
+             unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM claimed)) \
+             SELECT id, payload FROM claimed"
+        )
+    };
+}
+
+/// [`claim_buffered_send`] for a receive that expects nothing: the oldest buffered send of the
+/// name.
+pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(
+    "SELECT id FROM message_instances \
+     WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
+       AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::text IS NOT NULL \
+     ORDER BY id LIMIT 1 FOR UPDATE"
+);
+
+/// [`claim_buffered_send`] for a receive that expects values: the keys' sends by primary key,
+/// an array, so no plan joins by scanning the buffer, and no `message_type` condition, so no
+/// partial index over every buffered send is usable either (keys only ever name sends). A key
+/// whose send was claimed or expired meanwhile is filtered here.
+pub const CLAIM_BUFFERED_SEND_BY_KEY: &str = claim_buffered_send!(
+    "SELECT id FROM message_instances \
+     WHERE id = ANY (ARRAY(SELECT send_id FROM buffered_send_keys \
+                           WHERE name = $1 AND correlation_key = $2 \
+                           ORDER BY send_id LIMIT 100)) \
+       AND status = 'ready' \
+       AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
+     ORDER BY id LIMIT 1 FOR UPDATE"
+);
+
 /// Claims the oldest buffered, unexpired send of `name` whose values match `expected` (equal on
 /// every expected property; the send may have more), marking it delivered to the receive
 /// `receive_id` of `instance_id`, and drops its lookup keys.
@@ -231,39 +272,18 @@ pub async fn claim_buffered_send(
     receive_id: i64,
     instance_id: i64,
 ) -> sqlx::Result<Option<BufferedSend>> {
-    let candidate = if expected_key == "{}" {
-        "SELECT id FROM message_instances \
-         WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
-           AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::text IS NOT NULL \
-         ORDER BY id LIMIT 1 FOR UPDATE"
+    let sql = if expected_key == "{}" {
+        CLAIM_ANY_BUFFERED_SEND
     } else {
-        // The keys' sends by primary key: an array, so no plan joins by scanning the buffer,
-        // and no `message_type` condition, so no partial index over every buffered send is
-        // usable either (keys only ever name sends). A key whose send was claimed or expired
-        // meanwhile is filtered here.
-        "SELECT id FROM message_instances \
-         WHERE id = ANY (ARRAY(SELECT send_id FROM buffered_send_keys \
-                               WHERE name = $1 AND correlation_key = $2 \
-                               ORDER BY send_id LIMIT 100)) \
-           AND status = 'ready' \
-           AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
-         ORDER BY id LIMIT 1 FOR UPDATE"
+        CLAIM_BUFFERED_SEND_BY_KEY
     };
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "WITH claimed AS ( \
-             UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
-                 process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
-             WHERE id = ({candidate}) AND status = 'ready' \
-             RETURNING id, payload), \
-         unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM claimed)) \
-         SELECT id, payload FROM claimed"
-    )))
-    .bind(name)
-    .bind(expected_key)
-    .bind(receive_id)
-    .bind(instance_id)
-    .fetch_optional(conn)
-    .await
+    sqlx::query_as(sql)
+        .bind(name)
+        .bind(expected_key)
+        .bind(receive_id)
+        .bind(instance_id)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Points a receive at the send that completed it.
@@ -550,6 +570,23 @@ pub async fn count(
     .await
 }
 
+/// The sweep of [`expire_due`] ($1 now, $2 limit). The rows to expire, and then their keys,
+/// are taken as arrays of ids: as `IN (subquery)` joins, a generic plan (our sessions use them)
+/// hashes them against a sequential scan of the whole table on every sweep.
+pub const EXPIRE_DUE: &str = "WITH expired AS ( \
+         UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
+             failure_reason = 'expired', \
+             updated_at = now() \
+         WHERE id = ANY (ARRAY(SELECT id FROM message_instances \
+                               WHERE status = 'ready' AND expires_at IS NOT NULL \
+                                 AND expires_at <= $1 \
+                               ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)) \
+           AND status = 'ready' \
+         RETURNING id), \
+     unkeyed AS (DELETE FROM buffered_send_keys \
+                 WHERE send_id = ANY (ARRAY(SELECT id FROM expired))) \
+     SELECT count(*) FROM expired";
+
 /// Marks up to `limit` buffered messages whose time to live had passed at `now`; returns how
 /// many. `now` is a parameter, so the expiry index bounds the scan (`clock_timestamp()` is
 /// volatile and would make it a filter over every buffered row).
@@ -558,23 +595,11 @@ pub async fn expire_due(
     now: DateTime<Utc>,
     limit: i64,
 ) -> sqlx::Result<u64> {
-    let expired: i64 = sqlx::query_scalar(
-        "WITH expired AS ( \
-             UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
-                 failure_reason = 'expired', \
-                 updated_at = now() \
-             WHERE id IN (SELECT id FROM message_instances \
-                          WHERE status = 'ready' AND expires_at IS NOT NULL AND expires_at <= $1 \
-                          ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-               AND status = 'ready' \
-             RETURNING id), \
-         unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM expired)) \
-         SELECT count(*) FROM expired",
-    )
-    .bind(now)
-    .bind(limit)
-    .fetch_one(conn)
-    .await?;
+    let expired: i64 = sqlx::query_scalar(EXPIRE_DUE)
+        .bind(now)
+        .bind(limit)
+        .fetch_one(conn)
+        .await?;
     Ok(expired as u64)
 }
 
