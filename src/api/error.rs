@@ -219,6 +219,13 @@ fn payload_too_large(limit: usize) -> ApiError {
     .with_extra("limit_bytes", limit)
 }
 
+fn body_timeout() -> ApiError {
+    ApiError::refused(
+        ErrorCode::RequestTimeout,
+        "The request body did not arrive in time.",
+    )
+}
+
 /// JSON bodies: size limit and problem answers for every `web::Json` extraction error.
 pub fn json_config(limit: usize) -> web::JsonConfig {
     web::JsonConfig::default()
@@ -227,12 +234,7 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
             let api_error = match err {
                 JsonPayloadError::OverflowKnownLength { limit, .. }
                 | JsonPayloadError::Overflow { limit } => payload_too_large(limit),
-                JsonPayloadError::Payload(e) if super::guard::is_body_timeout(&e) => {
-                    ApiError::refused(
-                        ErrorCode::RequestTimeout,
-                        "The request body did not arrive in time.",
-                    )
-                }
+                JsonPayloadError::Payload(e) if super::guard::is_body_timeout(&e) => body_timeout(),
                 JsonPayloadError::Payload(PayloadError::Overflow) => {
                     ApiError::refused(ErrorCode::PayloadTooLarge, "The request body is too large.")
                 }
@@ -296,7 +298,16 @@ pub fn problem_fallback<B>(res: ServiceResponse<B>) -> actix_web::Result<ErrorHa
     }
     let status = res.status();
     let cause = res.response().error().map(|e| e.to_string());
-    let api_error = if status.is_server_error() {
+    let body_timed_out = res
+        .response()
+        .error()
+        .and_then(|e| e.as_error::<PayloadError>())
+        .is_some_and(super::guard::is_body_timeout);
+    let api_error = if body_timed_out {
+        // a raw body (`web::Bytes`) cut off by the body-read deadline: the same answer as a
+        // JSON body's (actix calls it a 400)
+        body_timeout()
+    } else if status.is_server_error() {
         tracing::error!(
             status = status.as_u16(),
             cause = cause.as_deref().unwrap_or("-"),
