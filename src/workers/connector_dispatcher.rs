@@ -45,7 +45,7 @@ pub struct Round {
 pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
     let mut listener = super::listen(&state, JOBS_CHANNEL, "connector dispatcher").await;
     let mut listened_at = Instant::now();
-    let mut running: JoinSet<(Job, Outcome)> = JoinSet::new();
+    let mut running: JoinSet<JobEnd> = JoinSet::new();
     let mut backlog_read = Instant::now() - BACKLOG_EVERY;
     let mut claim = true;
     // The last claim filled every free slot: more may be due, so a freed slot is filled at
@@ -106,13 +106,51 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
     }
 }
 
-/// A job's run: its result, or the panic that ended it.
-type Outcome = crate::services::Result<()>;
+/// How a job's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobEnd {
+    Done,
+    Failed,
+    Panicked,
+}
+
+/// Runs one job in a task of its own, so that a panic in it is caught with the job still
+/// known: logged with the job, the job given back (its lease still counts towards
+/// [`service_tasks::MAX_LEASES`]). The worker loop and [`dispatch_due_once_with`] both run jobs
+/// through here.
+async fn run_caught<Fut>(state: web::Data<AppState>, job: Job, run: Fut) -> JobEnd
+where
+    Fut: Future<Output = crate::services::Result<()>> + Send + 'static,
+{
+    match tokio::spawn(run).await {
+        Ok(Ok(())) => JobEnd::Done,
+        Ok(Err(e)) => {
+            tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %e, "connector job failed");
+            JobEnd::Failed
+        }
+        Err(panic) => {
+            tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %panic, "connector job panicked; it counts as a failed attempt");
+            if let Err(e) = crate::store::jobs::release(&state.pool, job.id).await {
+                tracing::warn!(job = job.id, error = %e, "cannot give back a panicked job; its lease will run out");
+            }
+            JobEnd::Panicked
+        }
+    }
+}
+
+/// The job runner of the service: prepare, call, apply.
+fn run_job(
+    state: &web::Data<AppState>,
+    job: Job,
+) -> impl Future<Output = crate::services::Result<()>> + Send + 'static {
+    let state = state.clone();
+    async move { service_tasks::run_job(&state.service_tasks(), &job).await }
+}
 
 /// Claims up to `limit` due jobs and starts each in `running`; how many it claimed.
 async fn claim_into(
     state: &web::Data<AppState>,
-    running: &mut JoinSet<(Job, Outcome)>,
+    running: &mut JoinSet<JobEnd>,
     limit: i64,
 ) -> usize {
     let jobs = match crate::store::jobs::claim_due(&state.pool, limit, LEASE).await {
@@ -124,36 +162,14 @@ async fn claim_into(
     };
     let claimed = jobs.len();
     for job in jobs {
-        let state = state.clone();
-        running.spawn(async move {
-            // a panic inside the job's own task is caught here, with the job still known
-            let ran = tokio::spawn({
-                let (state, job) = (state.clone(), job.clone());
-                async move { service_tasks::run_job(&state.service_tasks(), &job).await }
-            })
-            .await;
-            match ran {
-                Ok(result) => (job, result),
-                Err(panic) => {
-                    tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %panic, "connector job panicked; it counts as a failed attempt");
-                    if let Err(e) = crate::store::jobs::release(&state.pool, job.id).await {
-                        tracing::warn!(job = job.id, error = %e, "cannot give back a panicked job; its lease will run out");
-                    }
-                    (job, Ok(()))
-                }
-            }
-        });
+        running.spawn(run_caught(state.clone(), job.clone(), run_job(state, job)));
     }
     claimed
 }
 
-fn report(done: Result<(Job, Outcome), tokio::task::JoinError>) {
-    match done {
-        Ok((_, Ok(()))) => {}
-        Ok((job, Err(e))) => {
-            tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %e, "connector job failed");
-        }
-        Err(e) => tracing::error!(error = %e, "connector job runner ended abnormally"),
+fn report(done: Result<JobEnd, tokio::task::JoinError>) {
+    if let Err(e) = done {
+        tracing::error!(error = %e, "connector job runner ended abnormally");
     }
 }
 
@@ -189,11 +205,7 @@ pub async fn refresh_backlog(state: &AppState) {
 /// `run_workers = false` and call it directly instead of waiting for the loop.
 pub async fn dispatch_due_once(state: &web::Data<AppState>) -> Round {
     let runner_state = state.clone();
-    dispatch_due_once_with(state, move |job| {
-        let state = runner_state.clone();
-        async move { service_tasks::run_job(&state.service_tasks(), &job).await }
-    })
-    .await
+    dispatch_due_once_with(state, move |job| run_job(&runner_state, job)).await
 }
 
 /// [`dispatch_due_once`] with another way to run a job: the same one-shot round, for tests that
@@ -216,22 +228,13 @@ where
     };
     let running: Vec<_> = jobs
         .into_iter()
-        .map(|job| (job.clone(), tokio::spawn(run_job(job))))
+        .map(|job| tokio::spawn(run_caught(state.clone(), job.clone(), run_job(job))))
         .collect();
-    for (job, handle) in running {
+    for handle in running {
         match handle.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                round.failed += 1;
-                tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %e, "connector job failed");
-            }
-            Err(e) => {
-                round.panicked += 1;
-                tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %e, "connector job panicked; it counts as a failed attempt");
-                if let Err(e) = crate::store::jobs::release(&state.pool, job.id).await {
-                    tracing::warn!(job = job.id, error = %e, "cannot give back a panicked job; its lease will run out");
-                }
-            }
+            Ok(JobEnd::Done) => {}
+            Ok(JobEnd::Failed) => round.failed += 1,
+            Ok(JobEnd::Panicked) | Err(_) => round.panicked += 1,
         }
     }
     round

@@ -22,41 +22,111 @@ pub mod timer_firer;
 
 use actix_web::web;
 use sqlx::postgres::{PgListener, PgPoolOptions};
+use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::startup::AppState;
 
-/// Starts every worker. `run_until_stopped` sends `true` on shutdown and awaits the handles.
+/// Starts every worker, each under [`supervise`]. `run_until_stopped` sends `true` on shutdown
+/// and awaits the handles.
 pub fn spawn_all(
     state: web::Data<AppState>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    let mut workers = vec![
-        tokio::spawn(message_expiry::run(
+    let mut workers = Vec::new();
+    {
+        let (pool, buffered, stop) = (
             state.pool.clone(),
             state.message_buffered.clone(),
             shutdown.clone(),
-        )),
-        tokio::spawn(timer_firer::run(state.clone(), shutdown.clone())),
-    ];
+        );
+        workers.push(spawn_supervised("message expiry", &shutdown, move || {
+            message_expiry::run(pool.clone(), buffered.clone(), stop.clone())
+        }));
+    }
+    {
+        let (state, stop) = (state.clone(), shutdown.clone());
+        workers.push(spawn_supervised("timer worker", &shutdown, move || {
+            timer_firer::run(state.clone(), stop.clone())
+        }));
+    }
     if let Some(jwks) = state.keys.jwks() {
-        let mut stop = shutdown.clone();
-        workers.push(tokio::spawn(async move {
-            tokio::select! {
-                _ = crate::tokens::jwks::run(jwks) => {}
-                _ = stop.wait_for(|stopped| *stopped) => {}
+        let stop = shutdown.clone();
+        workers.push(spawn_supervised("JWKS refresh", &shutdown, move || {
+            let (jwks, mut stop) = (jwks.clone(), stop.clone());
+            async move {
+                tokio::select! {
+                    _ = crate::tokens::jwks::run(jwks) => {}
+                    _ = stop.wait_for(|stopped| *stopped) => {}
+                }
             }
         }));
     }
     if let Some(primary) = state.database_primary.clone() {
-        workers.push(tokio::spawn(
-            primary.run(state.pool.clone(), shutdown.clone()),
+        let (pool, stop) = (state.pool.clone(), shutdown.clone());
+        workers.push(spawn_supervised(
+            "database primary watch",
+            &shutdown,
+            move || primary.clone().run(pool.clone(), stop.clone()),
         ));
     }
-    workers.push(tokio::spawn(connector_dispatcher::run(state, shutdown)));
+    {
+        let stop = shutdown.clone();
+        workers.push(spawn_supervised(
+            "connector dispatcher",
+            &shutdown,
+            move || connector_dispatcher::run(state.clone(), stop.clone()),
+        ));
+    }
     workers
+}
+
+/// How long a worker that panicked waits before it starts again (a defect that panics at once
+/// would otherwise spin).
+pub const RESTART_AFTER: Duration = Duration::from_secs(1);
+
+fn spawn_supervised<F, Fut>(
+    worker: &'static str,
+    shutdown: &watch::Receiver<bool>,
+    start: F,
+) -> JoinHandle<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(supervise(worker, shutdown.clone(), RESTART_AFTER, start))
+}
+
+/// Runs a worker loop made by `start`, and starts it again, after `restart_after`, when it
+/// panics (a defect: logged at ERROR): a worker must not end silently while the service goes
+/// on answering. Returns when the loop returns (it does on shutdown) or on shutdown.
+pub async fn supervise<F, Fut>(
+    worker: &str,
+    mut shutdown: watch::Receiver<bool>,
+    restart_after: Duration,
+    start: F,
+) where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    loop {
+        match tokio::spawn(start()).await {
+            Ok(()) => return,
+            Err(ended) if ended.is_panic() => {
+                tracing::error!(worker, error = %ended, "worker panicked; starting it again");
+            }
+            Err(_) => return,
+        }
+        if *shutdown.borrow() {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(restart_after) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
 }
 
 /// A `LISTEN` on `channel`, on a connection of its own: `PgListener` keeps the connection it
@@ -123,5 +193,52 @@ pub async fn wake(listener: &mut Option<PgListener>, worker: &str) -> bool {
             }
         },
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_worker_that_panics_is_started_again_until_it_returns() {
+        let (_stop, shutdown) = watch::channel(false);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        supervise("test worker", shutdown, Duration::ZERO, move || {
+            let run = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                if run < 3 {
+                    panic!("injected panic in run {run}");
+                }
+            }
+        })
+        .await;
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_panicked_worker_is_not_started_again_once_the_service_stops() {
+        let (stop, shutdown) = watch::channel(false);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        let stop = Arc::new(stop);
+        supervise(
+            "test worker",
+            shutdown,
+            Duration::from_secs(3600),
+            move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let stop = stop.clone();
+                async move {
+                    stop.send(true).unwrap();
+                    panic!("injected panic while stopping");
+                }
+            },
+        )
+        .await;
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
     }
 }
