@@ -306,7 +306,8 @@ pub struct VersionInUse {
     pub created_at: Option<DateTime<Utc>>,
 }
 
-/// The versions live (not complete, error or terminated) instances of a model run on.
+/// The versions live instances of a model run on: every instance not complete or terminated
+/// (one in error may be retried, on its version).
 pub async fn versions_in_use(
     conn: &mut PgConnection,
     identifier: &str,
@@ -318,7 +319,7 @@ pub async fn versions_in_use(
          LEFT JOIN process_model_versions v ON v.process_model_identifier = pi.process_model_identifier \
              AND v.version_sha = pi.model_version \
          WHERE pi.process_model_identifier = $1 \
-           AND pi.status NOT IN ('complete', 'error', 'terminated') \
+           AND pi.status NOT IN ('complete', 'terminated') \
          GROUP BY pi.model_version ORDER BY min(v.created_at) NULLS FIRST",
     )
     .bind(identifier)

@@ -85,6 +85,27 @@ async fn an_old_instance_completes_on_its_version_after_an_incompatible_upload()
     assert_eq!(model["versions_in_use"][0]["current"], true);
 }
 
+/// An instance in error can be retried (on its version), so its version is still in use.
+#[tokio::test]
+async fn an_instance_in_error_keeps_its_version_in_use() {
+    let app = spawn_app().await;
+    upload_leave(&app, "approve", "path = 1 / 0").await;
+    let failed = start_ok(&app, MODEL, &json!({})).await;
+    let v1 = version_of(&app, failed).await;
+    let guid = waiting_task(&app, failed, "approve").await;
+    let (_, body) = complete_task(&app, failed, &guid, &json!({})).await;
+    assert_eq!(body["process_instance"]["status"], "error", "{body}");
+
+    upload_leave(&app, "approve", "path = 'v2'").await;
+    let (_, model) = get(&app, "/v1.0/process-models/hr:leave").await;
+    assert_eq!(
+        model["versions_in_use"][0]["version_sha"],
+        v1.as_str(),
+        "{model}"
+    );
+    assert_eq!(model["versions_in_use"][0]["live_instances"], 1, "{model}");
+}
+
 #[tokio::test]
 async fn a_message_reaches_an_instance_whose_waiting_element_was_renamed_since() {
     let app = spawn_app().await;
