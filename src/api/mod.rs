@@ -132,6 +132,7 @@ impl Modify for SecuritySchemes {
 pub fn openapi_document() -> String {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
     document_token_alternatives(&mut doc);
+    document_body_limits(&mut doc);
     openapi_examples::add_error_examples(&mut doc);
     let mut json = serde_json::to_string_pretty(&doc).expect("the OpenAPI document serialises");
     json.push('\n');
@@ -183,6 +184,41 @@ fn document_token_alternatives(doc: &mut serde_json::Value) {
         } else {
             format!("{description}; or {WHY}").into()
         };
+    }
+}
+
+/// Every operation that reads a request body may answer 408 `request_timeout` (the body did
+/// not arrive within the body-read deadline) and 413 `payload_too_large` (over the body limit):
+/// said here for all of them, where their `#[utoipa::path]` does not say it already.
+fn document_body_limits(doc: &mut serde_json::Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    let operations = paths
+        .values_mut()
+        .filter_map(|item| item.as_object_mut())
+        .flat_map(|item| item.values_mut())
+        .filter(|operation| operation.get("requestBody").is_some());
+    for operation in operations {
+        let Some(responses) = operation
+            .get_mut("responses")
+            .and_then(|r| r.as_object_mut())
+        else {
+            continue;
+        };
+        for (status, description) in [
+            ("408", "`request_timeout`: the body did not arrive in time"),
+            ("413", "`payload_too_large`"),
+        ] {
+            responses.entry(status).or_insert_with(|| {
+                serde_json::json!({
+                    "description": description,
+                    "content": {"application/problem+json": {
+                        "schema": {"$ref": "#/components/schemas/Problem"}
+                    }}
+                })
+            });
+        }
     }
 }
 
