@@ -112,6 +112,20 @@ async fn values_that_cannot_be_read_back_are_refused_at_the_door() {
         "invalid_payload",
     )
     .await;
+    let id = start_ok(&app, "shop/approve", &json!({})).await;
+    let guid = waiting_task(&app, id, "approve").await;
+    for data in [huge.to_string(), nested(126)] {
+        let response = app
+            .client
+            .put(app.url(&format!("/v1.0/tasks/{id}/{guid}")))
+            .bearer_auth(app.token(ADMIN))
+            .header("Content-Type", "application/json")
+            .body(data)
+            .send()
+            .await
+            .unwrap();
+        refused(response, StatusCode::BAD_REQUEST, "invalid_payload").await;
+    }
     every_read_path_works(&app).await;
 }
 

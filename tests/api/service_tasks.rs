@@ -1216,17 +1216,25 @@ async fn a_callback_body_that_cannot_be_stored_is_refused_and_the_task_still_wai
         .as_str()
         .unwrap()
         .to_string();
+    let deep = format!(
+        r#"{{"command_response": {{"body": {}1{}}}}}"#,
+        r#"{"a": "#.repeat(100),
+        "}".repeat(100)
+    );
     for body in [
         r#"{"command_response": {"body": "a\u0000b"}}"#,
         r#"{"command_response": {"body": {"k\u0000": 1}}}"#,
         r#"{"command_response": {"body": 1}, "wf__logs": ["\u0000"]}"#,
+        // numbers and depths that could not be read back once stored
+        r#"{"command_response": {"body": {"n": 1.7976931348623157e308}}}"#,
+        deep.as_str(),
     ] {
         let response = app
             .client
             .put(app.url(&format!("/v1.0/tasks/{id}/{guid}/callback")))
             .bearer_auth(app.token("admin"))
             .header("Content-Type", "application/json")
-            .body(body)
+            .body(body.to_string())
             .send()
             .await
             .unwrap();
