@@ -10,6 +10,7 @@ use crate::services::instances::{InstanceId, TaskGuid};
 use crate::services::service_tasks::{CallbackDone, ConnectorLogLine};
 use crate::services::{self, service_tasks};
 use crate::startup::AppState;
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -163,7 +164,7 @@ pub async fn callback(
         .map_err(|e| ApiError::refused(ErrorCode::InvalidCallbackBody, e))?;
     let ctx = state.service_tasks();
     let answer = service_tasks::callback(&ctx, id, TaskGuid(task_guid), &outcome).await?;
-    Ok(HttpResponse::Ok().json(CallbackAnswer::from(answer)))
+    super::json_off_thread(StatusCode::OK, CallbackAnswer::from(answer)).await
 }
 
 /// Commands a service task can call: embedded ones first, then the connector proxy's

@@ -281,29 +281,30 @@ pub async fn send_message(
         message_instance_uuid: uuid,
         sent_by: principal.subject.clone(),
     };
-    Ok(
-        match services::messages::send(&state.pool, &state.models, &request).await? {
-            SendAnswer::Instance(outcome) => {
-                traces::annotate_current(|| {
-                    vec![
-                        KeyValue::new("workflow.instance.id", outcome.id),
-                        KeyValue::new(
-                            "workflow.process_model",
-                            outcome.process_model_identifier.clone(),
-                        ),
-                    ]
-                });
-                HttpResponse::Ok().json(InstanceAnswer::from(*outcome))
-            }
-            SendAnswer::Buffered(message) => {
-                // the expiry sweeper may be asleep until a later deadline
-                state.message_buffered.notify_one();
-                HttpResponse::Accepted().json(BufferedAnswer {
-                    message_instance: MessageInstance::from(message.as_ref()),
-                })
-            }
-        },
-    )
+    // the answers hold the instance's data (it grows with every step) or the whole payload:
+    // serialised off the async workers
+    match services::messages::send(&state.pool, &state.models, &request).await? {
+        SendAnswer::Instance(outcome) => {
+            traces::annotate_current(|| {
+                vec![
+                    KeyValue::new("workflow.instance.id", outcome.id),
+                    KeyValue::new(
+                        "workflow.process_model",
+                        outcome.process_model_identifier.clone(),
+                    ),
+                ]
+            });
+            super::json_off_thread(StatusCode::OK, InstanceAnswer::from(*outcome)).await
+        }
+        SendAnswer::Buffered(message) => {
+            // the expiry sweeper may be asleep until a later deadline
+            state.message_buffered.notify_one();
+            let answer = BufferedAnswer {
+                message_instance: MessageInstance::from(message.as_ref()),
+            };
+            super::json_off_thread(StatusCode::ACCEPTED, answer).await
+        }
+    }
 }
 
 /// The values of a message's `status`.
