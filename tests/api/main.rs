@@ -1,6 +1,7 @@
 //! Integration tests over HTTP: one binary (linked once), one module per area.
 
 mod auth;
+mod calls;
 mod cli;
 mod console;
 mod data;

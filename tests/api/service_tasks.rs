@@ -401,6 +401,39 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
     );
 }
 
+/// A service task inside a called process of another model: the call is made when the child
+/// reaches it, its callback completes the task inside the child, and the result comes back to
+/// the caller.
+#[tokio::test]
+async fn a_service_task_inside_a_called_process_takes_its_callback() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let caller = models::definitions(
+        r#"<bpmn:process id="order" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="echo" />
+    <bpmn:callActivity id="echo" calledElement="svc" />
+    <bpmn:sequenceFlow id="f1" sourceRef="echo" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "calls/order", "order.bpmn", &caller).await;
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "calls/order", &json!({"word": "inside"})).await;
+    dispatch(&app, 1).await;
+    let call = &proxy.calls()[0];
+    assert_eq!(call.body["word"], "inside", "{:?}", call.body);
+    let guid = call.body["wf__task_id"].as_str().unwrap().to_string();
+    assert_eq!(task_state(&show(&app, id).await, "echo/call"), "STARTED");
+    let success =
+        json!({"command_response": {"body": {"echoed": "inside"}, "mimetype": "application/json"}});
+    let (status, body) = callback(&app, id, &guid, Some(&app.token("admin")), &success).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(shown["data"]["result"]["echoed"], "inside", "{shown}");
+}
+
 #[tokio::test]
 async fn callback_paths_that_name_nothing_are_refused() {
     let proxy = FakeProxy::start();
