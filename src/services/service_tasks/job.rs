@@ -188,6 +188,8 @@ fn prepared_call(
     }
 }
 
+/// Applies the proxy's answer to the job's task, in its own transaction (the logs it sent are
+/// recorded whatever becomes of it).
 async fn apply_outcome(
     ctx: &ServiceTaskContext<'_>,
     job: &Job,
@@ -208,16 +210,35 @@ async fn apply_outcome(
         uow.commit().await?;
         return Ok(());
     }
-    let event = match outcome {
+    if let Some(event) = outcome_event(&mut uow, job, operator_id, outcome).await? {
+        if let Applied::Refused(refused) = uow.apply(id, event).await? {
+            // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
+            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
+        }
+        // done, or waiting for its callback: either way the call is no longer due
+        uow.drop_connector_job(job.task_guid).await?;
+    }
+    uow.commit().await?;
+    Ok(())
+}
+
+/// The event the proxy's answer makes for the job's task; `None` when it was a transient
+/// failure and a retry was scheduled instead.
+async fn outcome_event(
+    uow: &mut UnitOfWork<'_>,
+    job: &Job,
+    operator_id: &str,
+    outcome: &Outcome,
+) -> Result<Option<Event>> {
+    let task_guid = job.task_guid;
+    Ok(match outcome {
         Outcome::Success {
             command_response, ..
         } => Some(Event::ServiceSucceeded {
-            task_guid: job.task_guid,
+            task_guid,
             result: connector::result_with_operator(command_response.clone(), operator_id),
         }),
-        Outcome::Accepted { .. } => Some(Event::ServiceAccepted {
-            task_guid: job.task_guid,
-        }),
+        Outcome::Accepted { .. } => Some(Event::ServiceAccepted { task_guid }),
         Outcome::CommandFailure {
             error_code,
             message,
@@ -230,25 +251,15 @@ async fn apply_outcome(
             transient,
             ..
         } => {
-            if *transient && schedule_retry(&mut uow, id, job.task_guid).await?.is_some() {
-                None
-            } else {
-                Some(Event::ServiceFailed {
-                    task_guid: job.task_guid,
-                    error_code: error_code.clone(),
-                    message: message.clone(),
-                })
-            }
+            let retried = *transient
+                && schedule_retry(uow, job.process_instance_id, task_guid)
+                    .await?
+                    .is_some();
+            (!retried).then(|| Event::ServiceFailed {
+                task_guid,
+                error_code: error_code.clone(),
+                message: message.clone(),
+            })
         }
-    };
-    if let Some(event) = event {
-        if let Applied::Refused(refused) = uow.apply(id, event).await? {
-            // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
-            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
-        }
-        // done, or waiting for its callback: either way the call is no longer due
-        uow.drop_connector_job(job.task_guid).await?;
-    }
-    uow.commit().await?;
-    Ok(())
+    })
 }
