@@ -1,7 +1,7 @@
 //! The layering rules, checked by reading `src/` (no database, no build of the crate needed):
 //!
-//! - the pure core (`bpmn/ expr/ engine/ correlation/`) does no IO: it names neither `sqlx`,
-//!   `tokio`, `reqwest` nor an `actix*` crate, nor the layers that do IO for it;
+//! - the pure core (`bpmn/ expr/ engine/ correlation/ dmn/`) does no IO: it names neither
+//!   `sqlx`, `tokio`, `reqwest` nor an `actix*` crate, nor the layers that do IO for it;
 //! - `api/` (HTTP) does not reach `store/` (SQL): it talks to `services/`;
 //! - `services/` (use cases) does not reach `api/`, nor `startup` which assembles it;
 //! - `store/` (all SQL) is the bottom layer: it reaches neither `services/` nor `api/`;
@@ -31,7 +31,7 @@ struct Rule {
 
 const RULES: &[Rule] = &[
     Rule {
-        layers: &["bpmn", "expr", "engine", "correlation"],
+        layers: &["bpmn", "expr", "engine", "correlation", "dmn"],
         forbidden_crates: &["sqlx", "tokio", "reqwest", "actix", "actix_"],
         forbidden_modules: &[
             "api",

@@ -68,73 +68,15 @@ impl ModelSpec {
     /// waits_for_messages: [..], sends_messages: [..], service_operators: [..],
     /// correlation_properties: [{id, name, messages: [..]}]}` (name lists sorted, unique).
     pub fn summary(&self) -> Value {
-        let mut waits = BTreeSet::new();
-        let mut sends = BTreeSet::new();
-        let mut operators = BTreeSet::new();
-        let mut processes = vec![];
-        for p in self.processes.values() {
-            for element in p.elements.values() {
-                match &element.kind {
-                    ElementKind::MessageCatch(m) => {
-                        waits.insert(m.message_name.clone());
-                    }
-                    ElementKind::Boundary(BoundarySpec {
-                        trigger: BoundaryTrigger::Message(m),
-                        ..
-                    }) => {
-                        waits.insert(m.message_name.clone());
-                    }
-                    ElementKind::MessageThrow(m) | ElementKind::EndEvent(EndKind::Message(m)) => {
-                        sends.insert(m.message_name.clone());
-                    }
-                    ElementKind::ServiceTask(s) => {
-                        operators.insert(s.operator_id.clone());
-                    }
-                    _ => {}
-                }
-            }
-            let starts: Vec<Value> = p
-                .start_events
-                .iter()
-                .map(|s| {
-                    let element = &p.elements[s];
-                    let (kind, message, signal) = match &element.kind {
-                        ElementKind::StartEvent { message: Some(m) } => {
-                            ("message", Some(m.message_name.clone()), None)
-                        }
-                        ElementKind::MultipleStart(_) => ("messages", None, None),
-                        ElementKind::TimerStart(_) => ("timer", None, None),
-                        ElementKind::SignalStart(s) => {
-                            ("signal", None, Some(s.signal_name.clone()))
-                        }
-                        _ => ("none", None, None),
-                    };
-                    let mut shown = json!({
-                        "id": element.id,
-                        "name": element.name,
-                        "kind": kind,
-                        "message_name": message,
-                        "signal_name": signal,
-                    });
-                    if kind == "messages" {
-                        let names: Vec<&str> = element
-                            .message_catches()
-                            .iter()
-                            .map(|m| m.message_name.as_str())
-                            .collect();
-                        shown["message_names"] = json!(names);
-                    }
-                    shown
-                })
-                .collect();
-            processes.push(json!({
-                "id": p.id,
-                "name": p.name,
-                "file": p.file,
-                "is_primary": p.id == self.primary_process_id,
-                "start_events": starts,
-            }));
+        let mut exchanges = Exchanges::default();
+        for process in self.processes.values() {
+            exchanges.add(process);
         }
+        let processes: Vec<Value> = self
+            .processes
+            .values()
+            .map(|process| self.process_summary(process))
+            .collect();
         let start_messages: BTreeSet<&str> = self
             .message_starts
             .iter()
@@ -150,10 +92,90 @@ impl ModelSpec {
             "files": self.files,
             "processes": processes,
             "start_messages": start_messages,
-            "waits_for_messages": waits,
-            "sends_messages": sends,
-            "service_operators": operators,
+            "waits_for_messages": exchanges.waits,
+            "sends_messages": exchanges.sends,
+            "service_operators": exchanges.operators,
             "correlation_properties": props,
         })
     }
+
+    /// A process in the summary: `{id, name, file, is_primary, start_events}`.
+    fn process_summary(&self, process: &ProcessSpec) -> Value {
+        let starts: Vec<Value> = process
+            .start_events
+            .iter()
+            .map(|id| start_event_summary(&process.elements[id]))
+            .collect();
+        json!({
+            "id": process.id,
+            "name": process.name,
+            "file": process.file,
+            "is_primary": process.id == self.primary_process_id,
+            "start_events": starts,
+        })
+    }
+}
+
+/// The messages a model waits for and sends, and the connector operators it calls (sorted,
+/// unique), for its summary.
+#[derive(Default)]
+struct Exchanges {
+    waits: BTreeSet<String>,
+    sends: BTreeSet<String>,
+    operators: BTreeSet<String>,
+}
+
+impl Exchanges {
+    fn add(&mut self, process: &ProcessSpec) {
+        for element in process.elements.values() {
+            match &element.kind {
+                ElementKind::MessageCatch(m) => {
+                    self.waits.insert(m.message_name.clone());
+                }
+                ElementKind::Boundary(BoundarySpec {
+                    trigger: BoundaryTrigger::Message(m),
+                    ..
+                }) => {
+                    self.waits.insert(m.message_name.clone());
+                }
+                ElementKind::MessageThrow(m) | ElementKind::EndEvent(EndKind::Message(m)) => {
+                    self.sends.insert(m.message_name.clone());
+                }
+                ElementKind::ServiceTask(s) => {
+                    self.operators.insert(s.operator_id.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A start event in the summary: `{id, name, kind, message_name, signal_name}`, and
+/// `message_names` for a start with several message definitions.
+fn start_event_summary(element: &ElementSpec) -> Value {
+    let (kind, message, signal) = match &element.kind {
+        ElementKind::StartEvent { message: Some(m) } => {
+            ("message", Some(m.message_name.clone()), None)
+        }
+        ElementKind::MultipleStart(_) => ("messages", None, None),
+        ElementKind::TimerStart(_) => ("timer", None, None),
+        ElementKind::SignalStart(s) => ("signal", None, Some(s.signal_name.clone())),
+        _ => ("none", None, None),
+    };
+    let mut shown = json!({
+        "id": element.id,
+        "name": element.name,
+        "kind": kind,
+        "message_name": message,
+        "signal_name": signal,
+    });
+    if kind == "messages" {
+        let names: Vec<&str> = element
+            .message_catches()
+            .iter()
+            .map(|m| m.message_name.as_str())
+            .collect();
+        shown["message_names"] = json!(names);
+    }
+    shown
 }

@@ -190,7 +190,6 @@ impl<'f> Reader<'f> {
         outputs: &[Output],
         decision_id: &str,
     ) -> Result<Rule, ModelError> {
-        let id = attr(node, "id").unwrap_or_default();
         let entries: Vec<Option<String>> = self
             .children(node, "inputEntry")
             .map(|entry| self.text(entry))
@@ -215,8 +214,35 @@ impl<'f> Reader<'f> {
             .into_iter()
             .map(|e| e.filter(|text| text != "-"))
             .collect();
+        let test = self.rule_test(row, inputs, &entries, decision_id)?;
+        let outputs = output_texts
+            .iter()
+            .map(|text| {
+                text.as_deref()
+                    .map(|t| Expression::compile(t).expect("not empty"))
+            })
+            .collect();
+        Ok(Rule {
+            id: attr(node, "id").unwrap_or_default(),
+            row,
+            description: self.rule_description(node),
+            input_entries: entries,
+            test,
+            outputs,
+        })
+    }
+
+    /// The Python that tests a rule's input entries (each as [`entry_test`] makes it, joined
+    /// with `and`); `None` when every entry matches anything.
+    fn rule_test(
+        &self,
+        row: usize,
+        inputs: &[Input],
+        entries: &[Option<String>],
+        decision_id: &str,
+    ) -> Result<Option<Expression>, ModelError> {
         let mut tests = vec![];
-        for (input, entry) in inputs.iter().zip(&entries) {
+        for (input, entry) in inputs.iter().zip(entries) {
             let Some(entry) = entry else { continue };
             let Some(expression) = &input.expression else {
                 return Err(self.err(
@@ -229,7 +255,7 @@ impl<'f> Reader<'f> {
             };
             tests.push(entry_test(expression, entry));
         }
-        let test = (!tests.is_empty()).then(|| {
+        Ok((!tests.is_empty()).then(|| {
             let joined = if tests.len() == 1 {
                 tests[0].clone()
             } else {
@@ -237,16 +263,12 @@ impl<'f> Reader<'f> {
                 wrapped.join(" and ")
             };
             Expression::compile(&joined).expect("not empty")
-        });
-        let outputs = output_texts
-            .iter()
-            .map(|text| {
-                text.as_deref()
-                    .map(|t| Expression::compile(t).expect("not empty"))
-            })
-            .collect();
-        let description = self
-            .child(node, "description")
+        }))
+    }
+
+    /// A rule's description (or its annotation's text), trimmed; `None` when empty.
+    fn rule_description(&self, node: Node) -> Option<String> {
+        self.child(node, "description")
             .or_else(|| {
                 self.child(node, "annotationEntry")
                     .and_then(|a| self.child(a, "text"))
@@ -254,15 +276,7 @@ impl<'f> Reader<'f> {
             .and_then(|d| d.text())
             .map(str::trim)
             .filter(|d| !d.is_empty())
-            .map(str::to_string);
-        Ok(Rule {
-            id,
-            row,
-            description,
-            input_entries: entries,
-            test,
-            outputs,
-        })
+            .map(str::to_string)
     }
 }
 

@@ -1,7 +1,8 @@
 //! POST /v1.0/messages: validation, idempotency by uuid, correlation, buffering, audit.
 
-use super::unit_of_work::{OutgoingMessage, Routed, Unmatched};
+use super::unit_of_work::{Committed, OutgoingMessage, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
+use crate::correlation::CorrelationValues;
 pub use crate::ids::MessageId;
 use crate::services::ErrorCode;
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
@@ -106,29 +107,11 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
     // is stored once, when its route is known.
     let claimed = match request.message_instance_uuid {
         None => None,
-        Some(uuid) => {
-            let inserted = uow
-                .claim_message_uuid(&NewMessage {
-                    name: &request.name,
-                    message_type: "send",
-                    status: "running",
-                    payload: Some(&request.payload),
-                    correlation_keys: &json!({}),
-                    correlation_key: "{}",
-                    process_instance_id: None,
-                    task_guid: None,
-                    message_instance_uuid: Some(uuid),
-                    ttl_seconds: None,
-                    created_by: Some(&request.sent_by),
-                })
-                .await?;
-            match inserted {
-                Some(id) => Some(id),
-                None => return replay(uow, request, uuid).await,
-            }
-        }
+        Some(uuid) => match claim_uuid(&mut uow, request, uuid).await? {
+            Some(id) => Some(id),
+            None => return replay(uow, request, uuid).await,
+        },
     };
-
     let values = uow
         .correlation_values(&request.name, &request.payload)
         .await?;
@@ -156,6 +139,41 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
         _ => None,
     };
     let committed = uow.commit().await?;
+    send_answer(&committed, routed, buffered, &values, send_id)
+}
+
+/// Stores a send's row under its uuid (`running` until its route is known); `None` when a
+/// message with that uuid is already stored.
+async fn claim_uuid(
+    uow: &mut UnitOfWork<'_>,
+    request: &SendRequest,
+    uuid: Uuid,
+) -> Result<Option<i64>> {
+    uow.claim_message_uuid(&NewMessage {
+        name: &request.name,
+        message_type: "send",
+        status: "running",
+        payload: Some(&request.payload),
+        correlation_keys: &json!({}),
+        correlation_key: "{}",
+        process_instance_id: None,
+        task_guid: None,
+        message_instance_uuid: Some(uuid),
+        ttl_seconds: None,
+        created_by: Some(&request.sent_by),
+    })
+    .await
+}
+
+/// What a committed send answers: the instance it delivered to or started, the buffered
+/// row, or the refusal of a send nothing took.
+fn send_answer(
+    committed: &Committed,
+    routed: Routed,
+    buffered: Option<MessageRow>,
+    values: &CorrelationValues,
+    send_id: i64,
+) -> Result<SendAnswer> {
     let answer = match &routed {
         Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => committed
             .answer(*instance_id)

@@ -94,47 +94,9 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
             format!("the called process '{}' has no none start event", callee.id),
         ));
     }
-    let multi = process
-        .elements
-        .get(call)
-        .is_some_and(|element| element.multi_instance.is_some());
-    if multi && callee.io.is_some() {
-        // each instance already works on a copy of the data, which its inputs would replace
-        return Err(ModelError::new(
-            &process.file,
-            Some(call),
-            format!(
-                "a multi-instance call activity calling a process with an ioSpecification ('{}') is not supported",
-                callee.id
-            ),
-        ));
-    }
+    refuse_multi_instance_io(process, call, callee)?;
     for element in callee.elements.values() {
-        let mut copy = element.clone();
-        copy.id = prefixed(&element.id);
-        copy.parent = Some(match &element.parent {
-            Some(parent) => prefixed(parent),
-            None => call.to_string(),
-        });
-        for list in [&mut copy.incoming, &mut copy.outgoing, &mut copy.boundaries] {
-            for id in list.iter_mut() {
-                *id = prefixed(id);
-            }
-        }
-        copy.default_flow = element.default_flow.as_deref().map(prefixed);
-        match &mut copy.kind {
-            ElementKind::Boundary(boundary) => {
-                boundary.attached_to = prefixed(&boundary.attached_to)
-            }
-            ElementKind::SubProcess { start_events, .. } => {
-                for id in start_events.iter_mut() {
-                    *id = prefixed(id);
-                }
-            }
-            ElementKind::EventSubProcess { start_event } => *start_event = prefixed(start_event),
-            ElementKind::LinkThrow { target, .. } => *target = prefixed(target),
-            _ => {}
-        }
+        let copy = element_copy(call, element);
         process.elements.insert(copy.id.clone(), copy);
     }
     for flow in callee.flows.values() {
@@ -151,6 +113,60 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
         };
     }
     Ok(())
+}
+
+/// A multi-instance call activity may not call a process with an ioSpecification: each
+/// instance already works on a copy of the data, which its inputs would replace.
+fn refuse_multi_instance_io(
+    process: &ProcessSpec,
+    call: &str,
+    callee: &ProcessSpec,
+) -> Result<(), ModelError> {
+    let multi = process
+        .elements
+        .get(call)
+        .is_some_and(|element| element.multi_instance.is_some());
+    if multi && callee.io.is_some() {
+        return Err(ModelError::new(
+            &process.file,
+            Some(call),
+            format!(
+                "a multi-instance call activity calling a process with an ioSpecification ('{}') is not supported",
+                callee.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A callee's element as it goes under the call activity `call`: its id and every id it
+/// refers to prefixed with `call/`, and its top-level elements children of the call.
+fn element_copy(call: &str, element: &ElementSpec) -> ElementSpec {
+    let prefixed = |id: &str| format!("{call}/{id}");
+    let mut copy = element.clone();
+    copy.id = prefixed(&element.id);
+    copy.parent = Some(match &element.parent {
+        Some(parent) => prefixed(parent),
+        None => call.to_string(),
+    });
+    for list in [&mut copy.incoming, &mut copy.outgoing, &mut copy.boundaries] {
+        for id in list.iter_mut() {
+            *id = prefixed(id);
+        }
+    }
+    copy.default_flow = element.default_flow.as_deref().map(prefixed);
+    match &mut copy.kind {
+        ElementKind::Boundary(boundary) => boundary.attached_to = prefixed(&boundary.attached_to),
+        ElementKind::SubProcess { start_events, .. } => {
+            for id in start_events.iter_mut() {
+                *id = prefixed(id);
+            }
+        }
+        ElementKind::EventSubProcess { start_event } => *start_event = prefixed(start_event),
+        ElementKind::LinkThrow { target, .. } => *target = prefixed(target),
+        _ => {}
+    }
+    copy
 }
 
 impl ModelSpec {

@@ -27,6 +27,14 @@ pub struct Pin {
     pub version: String,
 }
 
+/// Which model defines a called process or decision.
+enum Definer {
+    /// This model, at its current version.
+    Model { model: String, version: String },
+    /// No model (or, for a decision, several): why, as the instance's error says it.
+    Missing(String),
+}
+
 /// What an instance knows of the processes it calls from other models.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Callees {
@@ -111,10 +119,10 @@ impl<'c> UnitOfWork<'c> {
     ) -> Result<Arc<ModelSpec>> {
         let key = callee.key();
         match self.definer(callee).await? {
-            Err(reason) => {
+            Definer::Missing(reason) => {
                 callees.unavailable.insert(key.clone(), reason);
             }
-            Ok((model, version)) => {
+            Definer::Model { model, version } => {
                 callees.pins.insert(key.clone(), Pin { model, version });
             }
         }
@@ -136,33 +144,35 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// The model (and its current version) that defines `callee`, or why there is none.
-    async fn definer(
-        &mut self,
-        callee: &Callee,
-    ) -> Result<std::result::Result<(String, String), String>> {
-        Ok(match callee {
-            Callee::Process(id) => store::models::process_definer(&mut self.tx, id)
-                .await?
-                .ok_or_else(|| {
-                    format!("The called process '{id}' was not found: no process model defines it")
-                }),
+    async fn definer(&mut self, callee: &Callee) -> Result<Definer> {
+        let found = match callee {
+            Callee::Process(id) => match store::models::process_definer(&mut self.tx, id).await? {
+                Some(definer) => definer,
+                None => {
+                    return Ok(Definer::Missing(format!(
+                        "The called process '{id}' was not found: no process model defines it"
+                    )))
+                }
+            },
             Callee::Decision(id) => {
                 let mut definers = store::models::decision_definers(&mut self.tx, id).await?;
                 match definers.len() {
-                    0 => Err(format!(
+                    0 => return Ok(Definer::Missing(format!(
                         "The decision '{id}' was not found: no process model defines it (upload its .dmn file with a model)"
-                    )),
-                    1 => Ok(definers.remove(0)),
+                    ))),
+                    1 => definers.remove(0),
                     _ => {
                         let models: Vec<&str> = definers.iter().map(|(m, _)| m.as_str()).collect();
-                        Err(format!(
+                        return Ok(Definer::Missing(format!(
                             "The decision '{id}' is defined by several process models ({}): keep the one to use in the calling model",
                             models.join(", ")
-                        ))
+                        )));
                     }
                 }
             }
-        })
+        };
+        let (model, version) = found;
+        Ok(Definer::Model { model, version })
     }
 }
 

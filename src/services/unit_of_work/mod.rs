@@ -5,19 +5,27 @@
 //! Work is a FIFO queue rather than recursion: a step's effects may start or resume other
 //! instances, whose effects may come back to the first one; the queue runs them in order.
 //!
-//! By job: `steps` (start, apply events, carry out effects), `routing` (messages to receives,
-//! start events or the buffer), `persistence` (rows in, rows out at commit), `records` (the
-//! other rows a use case reads or writes in the same transaction, each by what it does).
-//! Nothing hands out the transaction itself.
+//! By job: `starts` (create an instance, its first step), `steps` (apply events to held
+//! instances), `effects` (the work queue, what each effect does), `engine_runs` (the engine
+//! run where its scripts may run, and what a run came to), `callees` (processes and decisions
+//! of other models), `routing` (messages to receives, start events or the buffer),
+//! `persistence` (rows in, rows out at commit), `records` (the other rows a use case reads or
+//! writes in the same transaction, each by what it does), `lifecycle` (suspend, resume,
+//! terminate), `data_stores` (what the steps read and write). Nothing hands out the
+//! transaction itself.
 
 mod callees;
 mod data_stores;
+mod effects;
+mod engine_runs;
 mod lifecycle;
 mod persistence;
 mod records;
 mod routing;
+mod starts;
 mod steps;
 
+pub use engine_runs::EvaluatedCall;
 pub use persistence::InstanceOutcome;
 
 use super::{ModelCache, Result};

@@ -8,7 +8,7 @@ use super::super::{Error, Result};
 use super::{NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
-use crate::expr::{self, ErrorKind, ExprError, Expression};
+use crate::expr::{self, ErrorKind, Expression};
 use crate::store::{self, messages::NewMessage};
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
@@ -241,15 +241,8 @@ impl<'c> UnitOfWork<'c> {
             let Some(expression) = self.cache.expression(&source) else {
                 continue;
             };
-            match retrieve(expression, &vars, expr_context(self.cache)).await? {
-                Ok(value) if !value.is_null() => {
-                    values.insert(property_id, value);
-                }
-                Ok(_) => {}
-                Err(e) if e.kind == ErrorKind::Unavailable => {
-                    return Err(Error::ScriptsUnavailable(e.message))
-                }
-                Err(_) => {}
+            if let Some(value) = retrieve(expression, &vars, expr_context(self.cache)).await? {
+                values.insert(property_id, value);
             }
         }
         Ok(values)
@@ -323,17 +316,26 @@ impl<'c> UnitOfWork<'c> {
 }
 
 /// A retrieval expression's value: a name or subscript on this thread, anything that needs
-/// Python on a blocking one (the worker may take its whole time limit).
+/// Python on a blocking one (the worker may take its whole time limit). `None` when it gives
+/// null or fails (the message has no value for the property); no Python being free is
+/// `Error::ScriptsUnavailable`.
 async fn retrieve(
     expression: Arc<Expression>,
     vars: &Map<String, Value>,
     cx: expr::Context,
-) -> Result<std::result::Result<Value, ExprError>> {
-    if !expression.needs_python() {
-        return Ok(expression.eval(vars, &cx));
+) -> Result<Option<Value>> {
+    let evaluated = if expression.needs_python() {
+        let vars = vars.clone();
+        tokio::task::spawn_blocking(move || expression.eval(&vars, &cx))
+            .await
+            .map_err(|e| Error::Internal(anyhow!("a retrieval expression's thread failed: {e}")))?
+    } else {
+        expression.eval(vars, &cx)
+    };
+    match evaluated {
+        Ok(value) if !value.is_null() => Ok(Some(value)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::ScriptsUnavailable(e.message)),
+        Err(_) => Ok(None),
     }
-    let vars = vars.clone();
-    tokio::task::spawn_blocking(move || expression.eval(&vars, &cx))
-        .await
-        .map_err(|e| Error::Internal(anyhow!("a retrieval expression's thread failed: {e}")))
 }

@@ -1,0 +1,149 @@
+//! The stored models: one shown with its files and the versions its live instances run on,
+//! a file's content (of the current or an older version), a page of them, and deletion.
+
+use super::{check_file_name, ModelId};
+use crate::services::{Error, ErrorCode, Page, Pagination, Result};
+use crate::store;
+use sqlx::PgPool;
+
+/// 404 `process_model_not_found`.
+pub fn model_not_found(identifier: &str) -> Error {
+    Error::refused(
+        ErrorCode::ProcessModelNotFound,
+        format!("process model '{identifier}' does not exist"),
+    )
+}
+
+/// A process model as stored (its current version).
+pub type Model = store::models::ModelRow;
+
+/// A version that live instances run on.
+pub type VersionInUse = store::models::VersionInUse;
+
+/// A file of the current version.
+#[derive(Debug, Clone)]
+pub struct ModelFile {
+    pub name: String,
+    pub sha256: String,
+    pub size: usize,
+}
+
+/// A model with its files and the versions its live instances run on.
+#[derive(Debug, Clone)]
+pub struct ModelDetail {
+    pub model: Model,
+    pub files: Vec<ModelFile>,
+    pub versions_in_use: Vec<VersionInUse>,
+}
+
+pub async fn show(pool: &PgPool, identifier: &ModelId) -> Result<ModelDetail> {
+    let identifier = identifier.as_str();
+    let mut conn = pool.acquire().await?;
+    let model = store::models::find(&mut conn, identifier)
+        .await?
+        .ok_or_else(|| model_not_found(identifier))?;
+    let files = store::models::files(&mut conn, identifier).await?;
+    let versions_in_use = store::models::versions_in_use(&mut conn, identifier).await?;
+    Ok(ModelDetail {
+        model,
+        files: files
+            .into_iter()
+            .map(|f| ModelFile {
+                size: f.content.len(),
+                name: f.file_name,
+                sha256: f.sha256,
+            })
+            .collect(),
+        versions_in_use,
+    })
+}
+
+/// The content of one file of a model: of its current version, or of `version`.
+pub async fn file(
+    pool: &PgPool,
+    identifier: &ModelId,
+    file_name: &str,
+    version: Option<&str>,
+) -> Result<String> {
+    check_file_name(file_name)?;
+    let identifier = identifier.as_str();
+    let mut conn = pool.acquire().await?;
+    let files = match version {
+        None => {
+            store::models::find(&mut conn, identifier)
+                .await?
+                .ok_or_else(|| model_not_found(identifier))?;
+            store::models::files(&mut conn, identifier)
+                .await?
+                .into_iter()
+                .map(|f| (f.file_name, f.content))
+                .collect::<Vec<_>>()
+        }
+        Some(version) => store::models::version(&mut conn, identifier, version)
+            .await?
+            .ok_or_else(|| {
+                Error::refused(
+                    ErrorCode::ProcessModelVersionNotFound,
+                    format!("process model '{identifier}' has no version '{version}'"),
+                )
+            })?
+            .files(),
+    };
+    files
+        .into_iter()
+        .find(|(name, _)| name == file_name)
+        .map(|(_, content)| content)
+        .ok_or_else(|| {
+            Error::refused(
+                ErrorCode::ProcessModelFileNotFound,
+                format!(
+                    "process model '{identifier}' has no file '{file_name}'{}",
+                    version
+                        .map(|v| format!(" in version '{v}'"))
+                        .unwrap_or_default()
+                ),
+            )
+        })
+}
+
+/// Deletes a model (its files, versions, message and timer starts), unless instances of it
+/// are live: 409 `process_model_in_use` then, with their number.
+pub async fn delete(pool: &PgPool, identifier: &ModelId) -> Result<()> {
+    let identifier = identifier.as_str();
+    let mut tx = pool.begin().await?;
+    // as an upload does: no file of it is written meanwhile
+    store::models::lock_identifier(&mut tx, identifier).await?;
+    store::models::find(&mut tx, identifier)
+        .await?
+        .ok_or_else(|| model_not_found(identifier))?;
+    let live = store::models::count_live_instances(&mut tx, identifier).await?;
+    if live > 0 {
+        return Err(Error::refused(
+            ErrorCode::ProcessModelInUse,
+            format!(
+                "process model '{identifier}' has {live} live instance(s) (not complete or \
+                 terminated): terminate them or let them finish first"
+            ),
+        )
+        .with_extra(serde_json::json!({ "live_instances": live })));
+    }
+    store::models::delete(&mut tx, identifier).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// One page of the models, by identifier.
+pub struct ModelPage {
+    pub results: Vec<Model>,
+    pub pagination: Pagination,
+}
+
+pub async fn list(pool: &PgPool, page: Page) -> Result<ModelPage> {
+    let mut conn = pool.acquire().await?;
+    let rows = store::models::list(&mut conn, page.limit(), page.offset()).await?;
+    let total = store::models::count(&mut conn).await?;
+    Ok(ModelPage {
+        pagination: page.pagination_of(total, rows.len()),
+        results: rows,
+    })
+}

@@ -1,0 +1,185 @@
+//! A worker's callback: the task must wait for it; its result completes the task, its
+//! failure fails it (caught by a boundary, or the instance's error) or schedules a retry.
+
+use super::{schedule_retry, RetryScheduled, ServiceTaskContext};
+use crate::connector::CallbackOutcome;
+use crate::engine::{EngineError, Event, TaskState};
+use crate::ids::{InstanceId, TaskGuid};
+use crate::services::unit_of_work::Applied;
+use crate::services::{retry_transaction, Error, ErrorCode, Result, UnitOfWork};
+use serde_json::json;
+use uuid::Uuid;
+
+/// What a callback did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallbackDone {
+    /// The task completed with the result.
+    Completed,
+    /// The task failed, and a boundary event of the model caught the error.
+    ErrorHandled,
+    /// A transient failure: the call is made again at `retry_at`.
+    RetryScheduled(RetryScheduled),
+}
+
+/// A callback's answer: what it did, to which instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallbackAnswer {
+    pub process_instance_id: i64,
+    pub process_model_identifier: String,
+    pub task_guid: Uuid,
+    pub done: CallbackDone,
+}
+
+/// Applies a worker's callback. The caller has been authorised for the instance or task.
+pub async fn callback(
+    ctx: &ServiceTaskContext<'_>,
+    id: InstanceId,
+    task_guid: TaskGuid,
+    outcome: &CallbackOutcome,
+) -> Result<CallbackAnswer> {
+    retry_transaction!(callback_once(ctx, id.0, task_guid.0, outcome))
+}
+
+async fn callback_once(
+    ctx: &ServiceTaskContext<'_>,
+    id: i64,
+    task_guid: Uuid,
+    outcome: &CallbackOutcome,
+) -> Result<CallbackAnswer> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    check_waiting(&mut uow, id, task_guid).await?;
+    let model = uow
+        .process_model_identifier(id)
+        .unwrap_or_default()
+        .to_string();
+    let answer = |done| CallbackAnswer {
+        process_instance_id: id,
+        process_model_identifier: model.clone(),
+        task_guid,
+        done,
+    };
+    let logs = match outcome {
+        CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
+    };
+    uow.record_connector_logs(id, task_guid, logs).await?;
+    let event = match next_step(&mut uow, id, task_guid, outcome).await? {
+        NextStep::Apply(event) => event,
+        NextStep::Retry(retry) => {
+            uow.commit().await?;
+            return Ok(answer(CallbackDone::RetryScheduled(retry)));
+        }
+    };
+    let failed = matches!(event, Event::ServiceFailed { .. });
+    if let Applied::Refused(refused) = uow.apply(id, event).await? {
+        return Err(match refused {
+            EngineError::UnknownTask { .. } => callback_not_found(id, task_guid),
+            _ => not_waiting(task_guid),
+        });
+    }
+    uow.drop_connector_job(task_guid).await?;
+    let committed = uow.commit().await?;
+    match (failed, committed.error(id)) {
+        (true, Some(error)) => Err(uncaught_failure(id, &model, task_guid, error)),
+        (true, None) => Ok(answer(CallbackDone::ErrorHandled)),
+        (false, _) => Ok(answer(CallbackDone::Completed)),
+    }
+}
+
+/// Refuses a callback unless the instance (locked into `uow`) is not suspended and its service
+/// task waits for one: `process_instance_not_found`, `process_instance_suspended`,
+/// `callback_not_found` (no such task) or `not_waiting_for_callback`.
+async fn check_waiting(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> Result<()> {
+    if !uow.load(id).await? {
+        return Err(crate::services::instances::instance_not_found(id));
+    }
+    if uow.is_suspended(id) {
+        // the worker tries again later (it must not take a refusal as final: the task waits)
+        return Err(crate::services::lifecycle::suspended(id));
+    }
+    let waiting = uow.state(id).and_then(|s| s.task(task_guid)).map(|t| {
+        t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started)
+    });
+    match waiting {
+        Some(true) => Ok(()),
+        Some(false) => Err(not_waiting(task_guid)),
+        None => {
+            let known = uow.stored_task(id, task_guid).await?;
+            Err(match known {
+                Some(_) => not_waiting(task_guid),
+                None => callback_not_found(id, task_guid),
+            })
+        }
+    }
+}
+
+/// What a callback leads to.
+enum NextStep {
+    /// This event is applied to the instance.
+    Apply(Event),
+    /// A transient failure, and the task's retries allow another attempt: scheduled.
+    Retry(RetryScheduled),
+}
+
+/// The event a callback's outcome makes, or the retry it schedules.
+async fn next_step(
+    uow: &mut UnitOfWork<'_>,
+    id: i64,
+    task_guid: Uuid,
+    outcome: &CallbackOutcome,
+) -> Result<NextStep> {
+    Ok(match outcome {
+        CallbackOutcome::Success { result, .. } => NextStep::Apply(Event::ServiceSucceeded {
+            task_guid,
+            result: result.clone(),
+        }),
+        CallbackOutcome::Failure {
+            error_code,
+            message,
+            transient,
+            ..
+        } => {
+            if *transient {
+                if let Some(retry) = schedule_retry(uow, id, task_guid).await? {
+                    return Ok(NextStep::Retry(retry));
+                }
+            }
+            NextStep::Apply(Event::ServiceFailed {
+                task_guid,
+                error_code: error_code.clone(),
+                message: message.clone(),
+            })
+        }
+    })
+}
+
+/// `service_task_error`: the callback's failure was caught by no boundary, and the instance
+/// is in error.
+fn uncaught_failure(
+    id: i64,
+    model: &str,
+    task_guid: Uuid,
+    error: &crate::engine::InstanceError,
+) -> Error {
+    Error::refused(ErrorCode::ServiceTaskError, error.message.clone()).with_extra(json!({
+        "process_instance_id": id,
+        "process_model_identifier": model,
+        "task_guid": task_guid,
+        "status": "error",
+        "command_error_code": error.error_code,
+        "element_id": error.element_id,
+    }))
+}
+
+fn not_waiting(task_guid: Uuid) -> Error {
+    Error::refused(
+        ErrorCode::NotWaitingForCallback,
+        format!("task {task_guid} is not waiting for a callback"),
+    )
+}
+
+fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
+    Error::refused(
+        ErrorCode::CallbackNotFound,
+        format!("process instance {id} has no service task {task_guid}"),
+    )
+}

@@ -1,0 +1,265 @@
+//! A dispatcher's job: prepare the call in one transaction (the task's parameters evaluated,
+//! the reserved `wf__*` fields added), call the proxy outside any transaction, apply its
+//! outcome in another; a job whose leases ran out, or whose answer cannot be recorded, fails
+//! its task instead.
+
+use super::outcome::{outcome_attributes, storable};
+use super::{callback_scope, callback_url, schedule_retry, Job, ServiceTaskContext, MAX_LEASES};
+use crate::connector::{self, ConnectorClient, Outcome};
+use crate::engine::{self, Event, ServiceCall, TaskState};
+use crate::services::unit_of_work::{Applied, EvaluatedCall};
+use crate::services::{retry_transaction, Error, Result, UnitOfWork};
+use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
+use serde_json::{json, Value};
+
+/// The request the proxy gets: the evaluated parameters plus the reserved `wf__*` fields.
+struct PreparedCall {
+    operator_id: String,
+    body: Value,
+}
+
+/// Runs one job: prepare, call, apply. The proxy is called at most once per lease, and a job
+/// whose earlier leases all ran out is failed instead of being called again. Traced, the run
+/// is a `connector job` span in the trace of the step that scheduled the call.
+pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+    let traceparent = job.traceparent.as_deref();
+    let span = SpanScope::start(ctx.traces, traceparent, "connector job", || {
+        vec![
+            KeyValue::new("workflow.instance.id", job.process_instance_id),
+            KeyValue::new("workflow.task.guid", job.task_guid.to_string()),
+            KeyValue::new("workflow.job.lease", i64::from(job.leases)),
+        ]
+    });
+    span.record(span.around(run_job_steps(ctx, job)).await)
+}
+
+async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+    if job.leases > MAX_LEASES {
+        let cause = format!(
+            "the connector call was started {} times without its answer being recorded; \
+             it is not made again",
+            job.leases - 1
+        );
+        return retry_transaction!(fail_job(ctx, job, &cause));
+    }
+    let Some(prepared) = retry_transaction!(prepare(ctx, job))? else {
+        return Ok(());
+    };
+    let outcome = match ctx.client {
+        Some(client) => call_traced(client, &prepared).await,
+        None => Outcome::ProxyFailure {
+            error_code: "connector_proxy_not_configured".into(),
+            message: "WORKFLOW_BACKEND_CONNECTOR_PROXY_URL is not set".into(),
+            status: None,
+            transient: false,
+            logs: Vec::new(),
+        },
+    };
+    let outcome = storable(outcome);
+    match retry_transaction!(apply_outcome(ctx, job, &prepared.operator_id, &outcome)) {
+        Ok(()) => Ok(()),
+        // The answer is in hand: never call the proxy again for it. Fail the task with the
+        // cause; only if that cannot be written either does the lease run out.
+        Err(e) if !e.is_unavailable() => {
+            tracing::error!(instance = job.process_instance_id, task = %job.task_guid, error = %e,
+                "the connector's answer could not be recorded; failing the task");
+            let cause = format!("the connector's answer could not be recorded: {e}");
+            retry_transaction!(fail_job(ctx, job, &cause))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The proxy's answer, in a `connector call` span (its `traceparent` is the proxy's parent).
+async fn call_traced(client: &ConnectorClient, prepared: &PreparedCall) -> Outcome {
+    let span = SpanScope::child("connector call", SpanKind::Client, || {
+        vec![KeyValue::new(
+            "workflow.connector.operator_id",
+            prepared.operator_id.clone(),
+        )]
+    });
+    let outcome = span
+        .around(client.call(&prepared.operator_id, &prepared.body))
+        .await;
+    span.set(|| outcome_attributes(&outcome));
+    if !matches!(outcome, Outcome::Success { .. } | Outcome::Accepted { .. }) {
+        span.fail(|| "the connector call failed".into());
+    }
+    outcome
+}
+
+/// Fails a job's task (error boundary or instance error) with `cause`, and drops the job.
+async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Result<()> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if uow.load(id).await? {
+        let event = Event::ServiceFailed {
+            task_guid: job.task_guid,
+            error_code: "connector_call_failed".into(),
+            message: cause.to_string(),
+        };
+        if let Applied::Refused(refused) = uow.apply(id, event).await? {
+            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector job failure not applied");
+        }
+    }
+    uow.drop_connector_job(job.task_guid).await?;
+    uow.commit().await?;
+    Ok(())
+}
+
+/// The call to make for a job, in its own transaction; `None` when there is none to make (the
+/// instance is gone, suspended, or its task no longer ready, or the task failed before any
+/// call because its parameters could not be evaluated).
+async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<PreparedCall>> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if !uow.load(id).await? {
+        return Ok(None);
+    }
+    if uow.is_suspended(id) {
+        // leased just before the instance was suspended: the call waits for the resume
+        uow.requeue_connector_job(job.task_guid).await?;
+        uow.commit().await?;
+        return Ok(None);
+    }
+    let ready = uow
+        .state(id)
+        .and_then(|state| state.task(job.task_guid))
+        .is_some_and(|t| t.state == TaskState::Ready);
+    if !ready {
+        uow.drop_connector_job(job.task_guid).await?;
+        uow.commit().await?;
+        return Ok(None);
+    }
+    let call = match uow.service_call(id, job.task_guid).await? {
+        EvaluatedCall::Ready(call) => call,
+        EvaluatedCall::Failed(error)
+            if error.error_code.as_deref() == Some(engine::SCRIPTS_UNAVAILABLE) =>
+        {
+            // no Python was free for the parameters: the job stays due (released by the caller)
+            return Err(Error::ScriptsUnavailable(error.message));
+        }
+        EvaluatedCall::Failed(error) => {
+            // e.g. a required parameter evaluated to nothing: the task fails before any call
+            uow.fail_instance_at_task(id, job.task_guid, error).await?;
+            uow.drop_connector_job(job.task_guid).await?;
+            uow.commit().await?;
+            return Ok(None);
+        }
+        EvaluatedCall::NotHeld => unreachable!("the instance was loaded above"),
+    };
+    let prepared = prepared_call(ctx, &uow, job, call);
+    uow.commit().await?;
+    Ok(Some(prepared))
+}
+
+/// The request for a call: its parameters and the reserved `wf__*` fields (the instance, its
+/// model and data, the task, where to call back and with which token).
+fn prepared_call(
+    ctx: &ServiceTaskContext<'_>,
+    uow: &UnitOfWork<'_>,
+    job: &Job,
+    call: ServiceCall,
+) -> PreparedCall {
+    let id = job.process_instance_id;
+    let data = uow
+        .state(id)
+        .map(|state| Value::Object(state.data.clone()))
+        .expect("loaded");
+    let model = uow.process_model_identifier(id).unwrap_or_default();
+    let mut body = call.params;
+    body.insert("wf__process_instance_id".into(), json!(id));
+    body.insert("wf__process_model_identifier".into(), json!(model));
+    body.insert("wf__task_id".into(), json!(job.task_guid));
+    body.insert("wf__task_data".into(), data);
+    body.insert(
+        "wf__callback_url".into(),
+        json!(callback_url(ctx.public_url, id, job.task_guid)),
+    );
+    // the worker's own credential for this one task (README: protocol extension)
+    let subject = format!("task:{}", job.task_guid);
+    let scope = callback_scope(id, job.task_guid);
+    if let Ok(token) = ctx.signer.mint(&subject, &scope, ctx.callback_token_ttl) {
+        body.insert("wf__callback_token".into(), json!(token));
+    }
+    PreparedCall {
+        operator_id: call.operator_id,
+        body: Value::Object(body),
+    }
+}
+
+/// Applies the proxy's answer to the job's task, in its own transaction (the logs it sent are
+/// recorded whatever becomes of it).
+async fn apply_outcome(
+    ctx: &ServiceTaskContext<'_>,
+    job: &Job,
+    operator_id: &str,
+    outcome: &Outcome,
+) -> Result<()> {
+    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if !uow.load(id).await? {
+        return Ok(());
+    }
+    uow.record_connector_logs(id, job.task_guid, outcome.logs())
+        .await?;
+    if uow.is_suspended(id) {
+        // suspended while the call was under way: its answer is not applied to a suspended
+        // instance, and the call is made again once it is resumed
+        uow.requeue_connector_job(job.task_guid).await?;
+        uow.commit().await?;
+        return Ok(());
+    }
+    if let Some(event) = outcome_event(&mut uow, job, operator_id, outcome).await? {
+        if let Applied::Refused(refused) = uow.apply(id, event).await? {
+            // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
+            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
+        }
+        // done, or waiting for its callback: either way the call is no longer due
+        uow.drop_connector_job(job.task_guid).await?;
+    }
+    uow.commit().await?;
+    Ok(())
+}
+
+/// The event the proxy's answer makes for the job's task; `None` when it was a transient
+/// failure and a retry was scheduled instead.
+async fn outcome_event(
+    uow: &mut UnitOfWork<'_>,
+    job: &Job,
+    operator_id: &str,
+    outcome: &Outcome,
+) -> Result<Option<Event>> {
+    let task_guid = job.task_guid;
+    Ok(match outcome {
+        Outcome::Success {
+            command_response, ..
+        } => Some(Event::ServiceSucceeded {
+            task_guid,
+            result: connector::result_with_operator(command_response.clone(), operator_id),
+        }),
+        Outcome::Accepted { .. } => Some(Event::ServiceAccepted { task_guid }),
+        Outcome::CommandFailure {
+            error_code,
+            message,
+            transient,
+            ..
+        }
+        | Outcome::ProxyFailure {
+            error_code,
+            message,
+            transient,
+            ..
+        } => {
+            let retried = *transient
+                && schedule_retry(uow, job.process_instance_id, task_guid)
+                    .await?
+                    .is_some();
+            (!retried).then(|| Event::ServiceFailed {
+                task_guid,
+                error_code: error_code.clone(),
+                message: message.clone(),
+            })
+        }
+    })
+}

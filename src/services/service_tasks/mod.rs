@@ -1,0 +1,95 @@
+//! Service tasks: the dispatcher's job (prepare in one transaction, call the proxy outside
+//! any transaction, apply the outcome in another) and the worker's callback.
+//!
+//! By what they do: `job` (a dispatcher's job: prepare, call, apply), `outcome` (the proxy's
+//! answer made storable, and what its span says), `callback` (a worker's callback); here, what
+//! both share: the context, callback URLs and scopes, and retries.
+
+mod callback;
+mod job;
+mod outcome;
+
+pub use callback::{callback, CallbackAnswer, CallbackDone};
+pub use job::run_job;
+pub use outcome::storable;
+
+use super::unit_of_work::EvaluatedCall;
+use super::{ModelCache, Result, UnitOfWork};
+use crate::connector::{self, ConnectorClient};
+use crate::ids::InstanceId;
+use crate::store;
+use crate::telemetry::traces::Traces;
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// What the dispatcher and the callback need besides the database.
+pub struct ServiceTaskContext<'a> {
+    pub pool: &'a PgPool,
+    pub cache: &'a ModelCache,
+    pub client: Option<&'a ConnectorClient>,
+    /// `{WORKFLOW_BACKEND_URL}` for callback URLs.
+    pub public_url: &'a str,
+    /// Mints per-task callback tokens (HS256, with the configured issuer and audience);
+    /// without a JWT secret no token is sent.
+    pub signer: &'a crate::tokens::JwtKeys,
+    pub callback_token_ttl: Duration,
+    /// Where the job's spans go, when traces are configured.
+    pub traces: Option<&'a Traces>,
+}
+
+pub use crate::store::jobs::Job;
+
+/// A job leased this many times without an answer being recorded is not called again: its
+/// task fails (each lease that ran out was a call whose outcome is unknown).
+pub const MAX_LEASES: i32 = 3;
+
+pub fn callback_url(public_url: &str, instance_id: i64, task_guid: Uuid) -> String {
+    format!(
+        "{}/v1.0/tasks/{instance_id}/{task_guid}/callback",
+        public_url.trim_end_matches('/')
+    )
+}
+
+/// The scope of a per-task callback token.
+pub fn callback_scope(instance_id: i64, task_guid: Uuid) -> String {
+    format!("callback:{instance_id}/{task_guid}")
+}
+
+/// What the callback answers when a retry was scheduled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryScheduled {
+    pub retry_at: chrono::DateTime<chrono::Utc>,
+    pub retries_attempted: i32,
+    pub max_retries: u32,
+}
+
+/// Schedules the next attempt of a failed service task if its retry configuration allows.
+async fn schedule_retry(
+    uow: &mut UnitOfWork<'_>,
+    id: i64,
+    task_guid: Uuid,
+) -> Result<Option<RetryScheduled>> {
+    let EvaluatedCall::Ready(call) = uow.service_call(id, task_guid).await? else {
+        return Ok(None);
+    };
+    let attempted = uow.retries_attempted(task_guid).await?;
+    if attempted as u32 >= call.retries {
+        return Ok(None);
+    }
+    let delay = connector::retry_delay(call.backoff_base, attempted as u32);
+    let retry_at = uow.schedule_retry(id, task_guid, delay).await?;
+    Ok(Some(RetryScheduled {
+        retry_at,
+        retries_attempted: attempted + 1,
+        max_retries: call.retries,
+    }))
+}
+
+/// A `wf__logs` line a connector sent.
+pub type ConnectorLogLine = store::connector_logs::LogLine;
+
+/// `wf__logs` lines of an instance, oldest first.
+pub async fn connector_logs(pool: &PgPool, id: InstanceId) -> Result<Vec<ConnectorLogLine>> {
+    Ok(store::connector_logs::of_instance(pool, id.0).await?)
+}

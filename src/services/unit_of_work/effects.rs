@@ -1,0 +1,204 @@
+//! Effects: the work queue run until every instance this unit touched waits or has ended,
+//! and what each effect of a step does (messages sent and awaited, connector calls due or
+//! cancelled, timers, signals, data store writes).
+
+use super::super::Result;
+use super::engine_runs::StepOutcome;
+use super::{OutgoingMessage, UnitOfWork, Unmatched, Work};
+use crate::engine::{Effect, Event};
+use crate::store;
+use crate::telemetry::traces;
+use anyhow::anyhow;
+use serde_json::Map;
+use uuid::Uuid;
+
+impl<'c> UnitOfWork<'c> {
+    /// Runs queued steps and effects until every touched instance waits or has ended.
+    pub async fn run_queued(&mut self) -> Result<()> {
+        while let Some(work) = self.queue.pop_front() {
+            match work {
+                Work::Step(id, event) => self.step_queued(id, event).await?,
+                Work::Effects(id, effects) => {
+                    for effect in effects {
+                        self.handle_effect(id, effect).await?;
+                    }
+                }
+                Work::MatchBuffer {
+                    id,
+                    task_guid,
+                    receive_id,
+                    name,
+                    key,
+                } => {
+                    self.match_buffer_if_waiting(id, task_guid, receive_id, &name, key)
+                        .await?
+                }
+                Work::Signal(id, name) => self.deliver_signal(id, name).await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps an instance with an event of this unit's own (a message delivered, a signal):
+    /// the engine refusing it is an internal error.
+    async fn step_queued(&mut self, id: i64, event: Event) -> Result<()> {
+        if !self.load(id).await? {
+            return Ok(());
+        }
+        let effects = match self.step_engine(id, event).await? {
+            StepOutcome::Stepped(effects) => effects,
+            StepOutcome::Refused(refused) => {
+                return Err(anyhow!("instance {id} refused an internal event: {refused}").into())
+            }
+        };
+        self.mark_stepped(id)?;
+        self.queue.push_back(Work::Effects(id, effects));
+        Ok(())
+    }
+
+    /// Looks in the buffer for a message for a receive of a task, if the task still waits for
+    /// it (its correlation key read now when not given).
+    async fn match_buffer_if_waiting(
+        &mut self,
+        id: i64,
+        task_guid: Uuid,
+        receive_id: i64,
+        name: &str,
+        key: Option<String>,
+    ) -> Result<()> {
+        let still_waits = self.instances.get(&id).is_some_and(|loaded| {
+            loaded.state.task(task_guid).is_some_and(|task| {
+                let process = loaded.spec.process(&loaded.state.process_id);
+                process
+                    .and_then(|p| p.element(&task.element_id))
+                    .is_some_and(|element| {
+                        task.waits_for_message(element)
+                            && element.message_catch_named(name).is_some()
+                    })
+            })
+        });
+        let key = match key {
+            Some(key) => Some(key),
+            None => store::messages::receive_key(&mut self.tx, receive_id).await?,
+        };
+        if let (true, Some(key)) = (still_waits, key) {
+            self.match_buffer(id, task_guid, receive_id, name, &key)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Delivers a signal to an instance that waited for it when it was thrown, if it still
+    /// does (its waits taken under its lock, so exactly once).
+    async fn deliver_signal(&mut self, id: i64, name: String) -> Result<()> {
+        if !self.load(id).await? || !self.takes_events(id) {
+            return Ok(());
+        }
+        if store::timers::take_signal_waits(&mut self.tx, id, &name).await? {
+            self.signal_deliveries.push((name.clone(), id));
+            self.queue
+                .push_front(Work::Step(id, Event::Signal { name }));
+        }
+        Ok(())
+    }
+
+    async fn handle_effect(&mut self, id: i64, effect: Effect) -> Result<()> {
+        match effect {
+            Effect::SendMessage {
+                task_guid,
+                name,
+                payload,
+                ..
+            } => {
+                let values = self.correlation_values(&name, &payload).await?;
+                let routed = self
+                    .route_send(&name, &payload, &values, Unmatched::Buffer)
+                    .await?;
+                let sent = OutgoingMessage {
+                    id: None,
+                    name: &name,
+                    payload: &payload,
+                    sender: Some((id, task_guid)),
+                    created_by: None,
+                };
+                self.record_send(&sent, &values, &routed, None).await?;
+            }
+            Effect::WaitForMessage {
+                task_guid,
+                name,
+                expected,
+            } => {
+                self.wait_for_message(id, task_guid, &name, &expected)
+                    .await?;
+            }
+            Effect::CancelMessageWait { task_guid } => {
+                store::messages::cancel_receives_of_task(&mut self.tx, task_guid).await?;
+            }
+            Effect::CallService { task_guid } => {
+                let traceparent = traces::current_traceparent();
+                store::jobs::enqueue_connector_call(
+                    &mut self.tx,
+                    id,
+                    task_guid,
+                    None,
+                    traceparent.as_deref(),
+                )
+                .await?;
+            }
+            Effect::CancelServiceCall { task_guid } => {
+                store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+            }
+            Effect::StartTimer {
+                task_guid,
+                element_id,
+                due,
+            } => {
+                store::timers::insert(&mut self.tx, id, task_guid, &element_id, due).await?;
+            }
+            Effect::CancelTimer { task_guid } => {
+                store::timers::delete_for_task(&mut self.tx, task_guid).await?;
+            }
+            Effect::WaitForSignal { task_guid, name } => {
+                store::timers::wait_for_signal(&mut self.tx, id, task_guid, &name).await?;
+            }
+            Effect::CancelSignalWait { task_guid } => {
+                store::timers::cancel_signal_wait(&mut self.tx, task_guid).await?;
+            }
+            Effect::ThrowSignal { name, .. } => {
+                self.broadcast_signal(Some(id), &name).await?;
+            }
+            Effect::WriteDataStore {
+                store, kind, value, ..
+            } => {
+                self.write_data_store(id, &store, kind, value).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a signal for every instance (but `thrower`) that waits for it, and starts an
+    /// instance of every model with a signal start event of that name; they step in this unit
+    /// of work.
+    pub async fn broadcast_signal(&mut self, thrower: Option<i64>, name: &str) -> Result<()> {
+        let waiting =
+            store::timers::instances_waiting_for_signal(&mut self.tx, name, thrower).await?;
+        for instance in &waiting {
+            self.queue
+                .push_back(Work::Signal(*instance, name.to_string()));
+        }
+        let starts = store::timers::signal_starts_for(&mut self.tx, name).await?;
+        for (model, process_id, start_event_id) in starts {
+            let id = self
+                .create_instance(
+                    &model,
+                    Some(&process_id),
+                    Some(start_event_id),
+                    Map::new(),
+                    None,
+                )
+                .await?;
+            self.signal_starts.push((name.to_string(), id));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,161 @@
+//! Starts: creating an instance of a model's process and running its first step (finding the
+//! processes and decisions it calls from other models on the way), then on to its wait states.
+
+use super::super::{Error, Result};
+use super::callees::{Callees, MAX_CALLEE_LOOKUPS};
+use super::engine_runs::{too_many_callees, EngineRun};
+use super::{UnitOfWork, Work};
+use crate::bpmn::ModelSpec;
+use crate::engine::{Effect, Event, InstanceState};
+use crate::services::ErrorCode;
+use crate::store::{self, models::ModelRow};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// A new instance as its first step left it, with the spec it stepped against and the
+/// processes it pinned from other models on the way.
+struct Started {
+    spec: Arc<ModelSpec>,
+    callees: Callees,
+    state: InstanceState,
+    effects: Vec<Effect>,
+}
+
+impl<'c> UnitOfWork<'c> {
+    /// Creates an instance of a model's primary process and runs it (and whatever it starts)
+    /// to its wait states.
+    pub async fn start_instance(
+        &mut self,
+        process_model_identifier: &str,
+        data: Map<String, Value>,
+    ) -> Result<i64> {
+        let id = self
+            .create_instance(process_model_identifier, None, None, data, None)
+            .await?;
+        self.run_queued().await?;
+        Ok(id)
+    }
+
+    /// Creates an instance of a model's process from one of its start events (a timer's
+    /// occurrence, a signal) and runs it to its wait states.
+    pub async fn start_instance_at(
+        &mut self,
+        process_model_identifier: &str,
+        process_id: &str,
+        start_event_id: &str,
+        data: Map<String, Value>,
+    ) -> Result<i64> {
+        let id = self
+            .create_instance(
+                process_model_identifier,
+                Some(process_id),
+                Some(start_event_id.to_string()),
+                data,
+                None,
+            )
+            .await?;
+        self.run_queued().await?;
+        Ok(id)
+    }
+
+    /// Creates an instance (its row, and its first step) and queues the effects of that step;
+    /// the caller runs the queue.
+    pub(super) async fn create_instance(
+        &mut self,
+        process_model_identifier: &str,
+        process_id: Option<&str>,
+        start_event_id: Option<String>,
+        data: Map<String, Value>,
+        message: Option<(String, Value)>,
+    ) -> Result<i64> {
+        let model = store::models::find(&mut self.tx, process_model_identifier)
+            .await?
+            .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;
+        let spec = self
+            .cache
+            .spec(&mut self.tx, &model.identifier, &model.version_sha)
+            .await?;
+        let process_id = process_id.unwrap_or(&spec.primary_process_id).to_string();
+        let row = store::instances::insert(
+            &mut self.tx,
+            &model.identifier,
+            &model.version_sha,
+            &process_id,
+            self.actor.as_deref(),
+        )
+        .await?;
+        let id = row.id;
+        let start = Event::Start {
+            start_event_id,
+            data,
+            message,
+        };
+        let started = self
+            .first_step(id, &model, spec, &process_id, start)
+            .await?;
+        if !started.callees.pins.is_empty() {
+            store::instances::set_callees(&mut self.tx, id, &json!(started.callees.pins)).await?;
+        }
+        self.insert_loaded(id, row, started.spec, started.callees, started.state);
+        self.mark_stepped(id)?;
+        self.queue.push_back(Work::Effects(id, started.effects));
+        Ok(id)
+    }
+
+    /// `engine::start` of instance `id`, run again with each process or decision of another
+    /// model it asks for pinned and linked (or marked unavailable). A refusal is 400
+    /// `process_instance_cannot_start`.
+    async fn first_step(
+        &mut self,
+        id: i64,
+        model: &ModelRow,
+        mut spec: Arc<ModelSpec>,
+        process_id: &str,
+        start: Event,
+    ) -> Result<Started> {
+        let env = self.script_env(id, &model.identifier, &spec).await?;
+        let mut callees = Callees::default();
+        loop {
+            if callees.pins.len() + callees.unavailable.len() > MAX_CALLEE_LOOKUPS {
+                return Err(too_many_callees(id));
+            }
+            let stores = self.data_store_contents(&model.identifier, &spec).await?;
+            let run = self
+                .start_engine(
+                    (id, &model.identifier),
+                    spec.clone(),
+                    process_id.to_string(),
+                    start.clone(),
+                    env.clone(),
+                    stores,
+                )
+                .await?;
+            match run {
+                EngineRun::Done((state, effects)) => {
+                    return Ok(Started {
+                        spec,
+                        callees,
+                        state,
+                        effects,
+                    })
+                }
+                EngineRun::CalleeNeeded(callee) => {
+                    spec = self
+                        .provide_callee(
+                            &model.identifier,
+                            &model.version_sha,
+                            &mut callees,
+                            &callee,
+                        )
+                        .await?;
+                }
+                EngineRun::Refused(refused) => {
+                    return Err(Error::refused(
+                        ErrorCode::ProcessInstanceCannotStart,
+                        refused.to_string(),
+                    ))
+                }
+            }
+        }
+    }
+}
