@@ -95,6 +95,7 @@ pub struct ConnectorLogAnswer {
 #[derive(Serialize, ToSchema)]
 pub struct ConnectorLogList {
     results: Vec<ConnectorLogAnswer>,
+    pagination: super::display::PaginationAnswer,
 }
 
 impl From<ConnectorLogLine> for ConnectorLogAnswer {
@@ -222,10 +223,10 @@ pub async fn authentications(
     get,
     path = "/v1.0/process-instances/{id}/connector-logs",
     tag = "service tasks",
-    params(("id" = i64, Path, description = "Process instance id")),
+    params(("id" = i64, Path, description = "Process instance id"), ConnectorLogPageQuery),
     responses(
-        (status = 200, description = "The instance's connector log lines, oldest first", body = ConnectorLogList),
-        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "A page of the instance's connector log lines, oldest first", body = ConnectorLogList),
+        (status = 400, description = "`invalid_path`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
@@ -237,11 +238,30 @@ pub async fn connector_logs(
     principal: Principal,
     state: web::Data<AppState>,
     id: web::Path<InstanceId>,
+    query: web::Query<ConnectorLogPageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
+    let page = services::Page::new(
+        query.page,
+        Some(query.per_page.unwrap_or(services::Page::MAX_PER_PAGE)),
+    )?;
     super::process_instances::authorize(&principal, &state, id, "read", None).await?;
-    let lines = service_tasks::connector_logs(&state.pool, id).await?;
+    let (lines, pagination) = service_tasks::connector_logs(&state.pool, id, page).await?;
     Ok(HttpResponse::Ok().json(ConnectorLogList {
         results: lines.into_iter().map(ConnectorLogAnswer::from).collect(),
+        pagination: pagination.into(),
     }))
+}
+
+/// The page of connector log lines: as other lists, but 500 lines by default (the whole log of
+/// most instances, as this endpoint answered before it had pages).
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ConnectorLogPageQuery {
+    /// 1 (default) to the page that starts at row 100,000
+    #[param(minimum = 1, maximum = 100001)]
+    page: Option<i64>,
+    /// 1 to 500 (default 500)
+    #[param(minimum = 1, maximum = 500)]
+    per_page: Option<i64>,
 }

@@ -33,13 +33,32 @@ pub struct LogLine {
     pub created_at: DateTime<Utc>,
 }
 
-/// An instance's lines, oldest first.
-pub async fn of_instance(pool: &PgPool, instance_id: i64) -> sqlx::Result<Vec<LogLine>> {
+/// A page of an instance's lines, oldest first.
+pub async fn of_instance(
+    pool: &PgPool,
+    instance_id: i64,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<Vec<LogLine>> {
     sqlx::query_as(
         "SELECT id, task_guid, line, created_at FROM connector_logs \
-         WHERE process_instance_id = $1 ORDER BY id",
+         WHERE process_instance_id = $1 ORDER BY id LIMIT $2 OFFSET $3",
     )
     .bind(instance_id)
+    .bind(limit)
+    .bind(offset)
     .fetch_all(pool)
+    .await
+}
+
+/// How many lines an instance has, counted up to `up_to`.
+pub async fn count_of_instance(pool: &PgPool, instance_id: i64, up_to: i64) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT 1 FROM connector_logs \
+         WHERE process_instance_id = $1 LIMIT $2) AS counted",
+    )
+    .bind(instance_id)
+    .bind(up_to)
+    .fetch_one(pool)
     .await
 }

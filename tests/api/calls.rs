@@ -38,7 +38,7 @@ fn state_of(shown: &Value, element: &str) -> Option<String> {
         .iter()
         .filter(|t| t["element_id"] == element)
         .map(|t| t["state"].as_str().unwrap().to_string())
-        .last()
+        .next_back()
 }
 
 /// An escalation thrown inside a process of another model reaches the interrupting escalation

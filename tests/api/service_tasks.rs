@@ -350,6 +350,30 @@ async fn a_synchronous_success_stores_the_command_response_and_runs_on() {
     )
     .await;
     assert_eq!(logs["results"][0]["line"], "called upstream");
+    assert_eq!(logs["pagination"]["total"], 1, "{logs}");
+    // a page of its own, and pages past the end or out of range
+    sqlx::query(
+        "INSERT INTO connector_logs (process_instance_id, task_guid, line) \
+         SELECT $1, task_guid, 'more ' || i FROM connector_logs, generate_series(1, 600) AS i \
+         WHERE process_instance_id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let logs_path = format!("/v1.0/process-instances/{id}/connector-logs");
+    let (_, first) = get(&app, &logs_path).await;
+    assert_eq!(first["results"].as_array().unwrap().len(), 500);
+    assert_eq!(first["pagination"]["total"], 601, "{}", first["pagination"]);
+    let (_, last) = get(&app, &format!("{logs_path}?page=3&per_page=300")).await;
+    assert_eq!(last["results"].as_array().unwrap().len(), 1);
+    assert!(last["results"][0]["line"]
+        .as_str()
+        .unwrap()
+        .starts_with("more "));
+    let (status, refused) = get(&app, &format!("{logs_path}?per_page=501")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(refused["error_code"], "invalid_query");
 }
 
 #[tokio::test]

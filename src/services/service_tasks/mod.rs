@@ -89,7 +89,14 @@ async fn schedule_retry(
 /// A `wf__logs` line a connector sent.
 pub type ConnectorLogLine = store::connector_logs::LogLine;
 
-/// `wf__logs` lines of an instance, oldest first.
-pub async fn connector_logs(pool: &PgPool, id: InstanceId) -> Result<Vec<ConnectorLogLine>> {
-    Ok(store::connector_logs::of_instance(pool, id.0).await?)
+/// A page of an instance's `wf__logs` lines, oldest first.
+pub async fn connector_logs(
+    pool: &PgPool,
+    id: InstanceId,
+    page: crate::services::Page,
+) -> Result<(Vec<ConnectorLogLine>, crate::services::Pagination)> {
+    let lines = store::connector_logs::of_instance(pool, id.0, page.limit(), page.offset()).await?;
+    let total = store::connector_logs::count_of_instance(pool, id.0, page.count_up_to()).await?;
+    let pagination = page.pagination_of(total, lines.len());
+    Ok((lines, pagination))
 }
