@@ -386,3 +386,54 @@ before = get_last_user_completing_task('review', 'approve')</bpmn:script></bpmn:
     assert_eq!(error["file"], "s.bpmn", "{error}");
     assert_eq!(error["element_id"], "run", "{error}");
 }
+
+/// A model whose script reaches for `os` through a global module (as it could in SpiffArena)
+/// puts its instance in error, saying what was refused and where.
+#[tokio::test]
+async fn a_script_that_reaches_for_os_through_a_module_errs_saying_so() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let (error, _) = instance_error(
+        &app,
+        "scripts/escape",
+        "cwd = calendar.sys.modules['os'].getcwd()",
+    )
+    .await;
+    assert_eq!(
+        error["message"],
+        "AttributeError: module 'calendar' gives scripts no access to module 'sys' \
+         (line 1, column 7) (in the script)",
+        "{error}"
+    );
+    assert_eq!(error["element_id"], "run", "{error}");
+}
+
+/// Every way to the environment the audit found gives a script nothing: the modules that
+/// hold `os` are refused, `_getattr_` finds nothing, and the worker's environment is empty
+/// anyway (src/python/pool.rs tests that).
+#[tokio::test]
+async fn a_script_that_reads_the_environment_gets_nothing() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let source = "found = []\n\
+                  for attempt in (lambda: uuid.os.environ, lambda: random._os.environ,\n\
+                  \x20               lambda: calendar.sys.modules['os'].environ,\n\
+                  \x20               lambda: _getattr_(uuid, 'os')):\n\
+                  \x20   try:\n\
+                  \x20       found.append(str(attempt()))\n\
+                  \x20   except AttributeError:\n\
+                  \x20       found.append('refused')";
+    upload_ok(
+        &app,
+        "scripts/environ",
+        "s.bpmn",
+        &script_model("environ", source),
+    )
+    .await;
+    let (status, body) = start(&app, "scripts/environ", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+    assert_eq!(
+        body["task_data"]["found"],
+        json!(["refused", "refused", "refused", "None"]),
+        "{body}"
+    );
+}
