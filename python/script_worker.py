@@ -578,6 +578,10 @@ def compile_checked(source, mode):
 
 # ---- SpiffArena's script functions (given as its "external context") ----
 
+# what SpiffArena's sanitize_for_md escapes with a backslash (">" left out there on purpose)
+MARKDOWN_SPECIALS = r"_*[]()~`#+-=|{}!"
+
+
 def script_functions(env, data):
     """The functions a script may call, answered from the step's environment."""
     task = env.get("task")
@@ -654,8 +658,27 @@ def script_functions(env, data):
     def get_task_data_value(var_name, default=None):
         return data.get(var_name, default)
 
-    def get_data_sizes():
-        return {"task_data_size": len(json.dumps(encode(data)))}
+    def get_data_sizes(*_args, **_kwargs):
+        # SpiffArena's shape. It measures the data of every finished task of the workflow; the
+        # worker sees the data of this task only (what the previous one left): that counts as
+        # the one task with data. Data json cannot dump (a datetime) counts 0, as there. The
+        # Python environment is SpiffArena's default TaskDataEnvironment's: it keeps no state.
+        try:
+            task_data_size = len(json.dumps([data] if data else []))
+        except Exception:
+            task_data_size = 0
+        name = (task or {}).get("bpmn_identifier")
+        return {
+            "python_env_size": len(json.dumps({})),
+            "python_env_keys": [],
+            "task_data_size": task_data_size,
+            "task_data_keys_by_task": {name: sorted(data)} if data and name else {},
+        }
+
+    def sanitize_for_md(value):
+        # SpiffArena's JinjaHelpers.sanitize_for_md (a script global there too)
+        escaped = re.sub(f"([{re.escape(MARKDOWN_SPECIALS)}])", r"\\\1", value)
+        return escaped.replace("\n", "").replace("\r", "")
 
     def unavailable(name):
         def refuse(*args, **kwargs):
@@ -671,7 +694,7 @@ def script_functions(env, data):
         f.__name__: f
         for f in (get_current_user, get_process_initiator_user, get_toplevel_process_info, get_current_task_info, get_localtime,
                   get_env, get_frontend_url, get_secret, get_task_data_value, get_data_sizes,
-                  get_last_user_completing_task, get_url_for_task_with_bpmn_identifier)
+                  get_last_user_completing_task, get_url_for_task_with_bpmn_identifier, sanitize_for_md)
     }
     for name in ("get_group_members", "get_groups_for_user", "get_user", "get_all_permissions",
                  "get_users_assigned_to_task",

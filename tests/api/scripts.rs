@@ -437,3 +437,38 @@ async fn a_script_that_reads_the_environment_gets_nothing() {
         "{body}"
     );
 }
+
+/// `get_data_sizes()` answers in SpiffArena's shape (the task data the script started with
+/// counts as the one task with data; SpiffArena's default environment keeps no Python state),
+/// and `sanitize_for_md()` escapes as SpiffArena's JinjaHelpers does.
+#[tokio::test]
+async fn get_data_sizes_and_sanitize_for_md_answer_as_spiffarena_does() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let source = "sizes = get_data_sizes()\nmd = sanitize_for_md(text)";
+    upload_ok(
+        &app,
+        "scripts/sizes",
+        "s.bpmn",
+        &script_model("sizes", source),
+    )
+    .await;
+    let text = "a|b_c *x*\n[l](u) > 1!\r";
+    let (status, body) = start(&app, "scripts/sizes", &json!({"text": text})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // json.dumps([{"text": "a|b_c *x*\n[l](u) > 1!\r"}])
+    let dumped = r#"[{"text": "a|b_c *x*\n[l](u) > 1!\r"}]"#;
+    assert_eq!(
+        body["task_data"]["sizes"],
+        json!({
+            "python_env_size": 2,
+            "python_env_keys": [],
+            "task_data_size": dumped.len(),
+            "task_data_keys_by_task": {"run": ["text"]},
+        }),
+        "{body}"
+    );
+    assert_eq!(
+        body["task_data"]["md"], r"a\|b\_c \*x\*\[l\]\(u\) > 1\!",
+        "{body}"
+    );
+}
