@@ -8,6 +8,8 @@ and talks to each over stdin/stdout, one JSON object per line:
            {"ok": true, "value": ...}             eval: the expression's value
            {"ok": true}                           check: the source compiles
            {"ok": false, "error": {"class", "message", "line", "column"}, "fatal": bool}
+  "fatal": true (on any answer) asks the pool to replace this process: after a MemoryError,
+  or after a script changed an object later requests could share.
 
 Semantics are SpiffArena's: CPython `exec`/`eval` with its default globals, RestrictedPython's
 safe builtins, and an `__import__` that only hands out names present in the globals; its
@@ -361,6 +363,11 @@ def from_import(obj, module_name, fromlist):
 
 def import_one(obj, module_name, name):
     try:
+        # what the source cannot name (`x.__class__`, `gen.gi_frame`) it cannot import either
+        if name.startswith("__"):
+            raise refuse_private(name)
+        if name in INSPECT_NAMES:
+            raise refuse_inspect(name)
         return guarded_getattr(obj, name)
     except ScriptRefusal as refusal:
         raise ImportError(f"cannot import name {name!r} from {module_name!r}: {refusal}") from None

@@ -338,6 +338,26 @@ fn escapes_from_the_sandbox_are_refused() {
             "",
         ),
         (
+            "from-import of a frame",
+            "from gen import gi_frame",
+            "ImportError",
+            "cannot import name 'gi_frame' from 'gen': \"gi_frame\" is an invalid attribute name \
+          because it gives access to running code (frames, code objects)",
+        ),
+        (
+            "from-import of a dunder",
+            "from gen import __class__",
+            "ImportError",
+            "cannot import name '__class__' from 'gen': \"__class__\" is an invalid attribute \
+          name because it starts with \"_\"",
+        ),
+        (
+            "the real module an AttributeError holds",
+            "try:\n    json.nothing\nexcept AttributeError as e:\n    x = e.obj.codecs",
+            "AttributeError",
+            "module 'json' gives scripts no access to module 'codecs'",
+        ),
+        (
             "poisoning a module",
             "json.dumps = lambda *a, **k: 'pwned'",
             "AttributeError",
