@@ -8,14 +8,21 @@ and talks to each over stdin/stdout, one JSON object per line:
            {"ok": true, "value": ...}             eval: the expression's value
            {"ok": true}                           check: the source compiles
            {"ok": false, "error": {"class", "message", "line", "column"}, "fatal": bool}
+  "fatal": true (on any answer) asks the pool to replace this process: after a MemoryError,
+  or after a script changed an object later requests could share.
 
 Semantics are SpiffArena's: CPython `exec`/`eval` with its default globals, RestrictedPython's
 safe builtins, and an `__import__` that only hands out names present in the globals; its
 script functions (`get_current_user()`, `get_secret(key)`, ...) answered from the request's
 "env"; a script runs with the task data as its globals, and afterwards the globals, the
 functions, `__builtins__` and every callable are removed from the data (SpiffWorkflow's
-TaskDataEnvironment rule). Stricter than
-SpiffArena in one respect: dunder attributes (`().__class__`) are refused before the code runs.
+TaskDataEnvironment rule).
+
+Stricter than SpiffArena, so that a script cannot leave its sandbox nor change what later
+scripts in this process see (the section "the sandbox" below): dunder attributes
+(`().__class__`) and frame/code attributes (`gen.gi_frame`) are refused before the code runs;
+the global modules are read-only views that hand out no private names and no other modules;
+attribute loads, `str.format` fields, `from x import y` and attribute writes go through guards.
 
 Limits: the address space is capped at start-up (what the imports use, plus MEMORY_MB), so a
 memory bomb raises MemoryError here; the time limit is the server's: it kills the process.
@@ -23,7 +30,12 @@ Values that are not JSON cross the pipe tagged: {"__type__": "datetime", "value"
 """
 
 import ast
+import builtins as builtins_module
 import calendar
+import copy
+import functools
+import operator
+import types
 import datetime as _datetime_module
 import decimal
 import json
@@ -36,6 +48,7 @@ import sys
 import time
 import traceback
 import uuid
+from _string import formatter_field_name_split, formatter_parser
 
 sys.path.insert(0, sys.argv[1])
 MEMORY_LIMIT_MB = int(sys.argv[2])
@@ -45,16 +58,336 @@ import _strptime  # noqa: E402  (a SpiffArena global)
 import dateparser  # noqa: E402
 import pytz  # noqa: E402
 from RestrictedPython import safe_globals  # noqa: E402
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES  # noqa: E402
 
 FILE_NAME = "<script>"
+# the worker's own (scripts cannot change the json module, but the protocol must not depend on it)
+dumps, loads = json.dumps, json.loads
 datetime = _datetime_module.datetime
 timedelta = _datetime_module.timedelta
+
+
+# ---- the sandbox ----
+#
+# SpiffArena runs scripts with plain exec and RestrictedPython's builtins only; its global
+# modules are the real ones, so `calendar.sys.modules['os']` reaches everything. Here:
+# - the global modules are read-only views (`module_view`): no names starting with "_", no
+#   modules but their own package's (as views), no assignment; mutable containers are copied;
+# - every attribute load in a script is `guarded_getattr(obj, name)` (an AST rewrite): "_"
+#   names only on what the script made itself, modules only as views, `str.format` checked;
+# - every attribute write (`obj.x = v`, `del obj.x`, `obj.x += v`) goes through
+#   `write_target`: modules, classes, functions and builtins the script did not make are
+#   refused; other objects it did not make (a pytz zone, a decimal context) may be shared
+#   with later requests, so the write is allowed, as in SpiffArena, and this worker is
+#   replaced after the request ("fatal": true);
+# - frame and code attributes (`gi_frame`, `f_globals`, ...) and dunders are refused before
+#   the code runs.
+
+# RestrictedPython's list (generator, coroutine, frame, traceback and code attributes)
+INSPECT_NAMES = frozenset(INSPECT_ATTRIBUTES) | {"f_trace_lines", "f_trace_opcodes", "tb_lasti"}
+MUTABLE_CONTAINERS = (list, dict, set, bytearray)
+_SPECIAL_VALUES = (types.ModuleType,) + MUTABLE_CONTAINERS
+FORMAT_METHODS = frozenset(("format", "format_map"))
+# private names of a global module that are its point (SpiffArena scripts call them)
+PRIVATE_ALLOWED = {"_strptime": frozenset(("_strptime", "_strptime_time", "_strptime_datetime"))}
+# what Python's own machinery reads from a module (repr, import errors)
+MODULE_MACHINERY = frozenset(("__name__", "__doc__", "__file__", "__spec__", "__loader__",
+                              "__package__", "__class__", "__dict__"))
+
+
+class ScriptRefusal(AttributeError):
+    """What the sandbox refuses; shown as the AttributeError it is."""
+
+
+ScriptRefusal.__name__ = ScriptRefusal.__qualname__ = "AttributeError"
+
+
+def refuse_private(name):
+    return ScriptRefusal(f'"{name}" is an invalid attribute name because it starts with "_"')
+
+
+def refuse_inspect(name):
+    return ScriptRefusal(f'"{name}" is an invalid attribute name because it gives access to '
+                         "running code (frames, code objects)")
+
+
+class RequestState:
+    """What the sandbox tracks during one request."""
+
+    def __init__(self):
+        self.classes = set()      # ids of the classes the script defined
+        self.keep = []            # ... and the classes themselves (ids stay unique)
+        self.tainted = False      # a shared object was written: replace this worker
+        self.reseed = False       # the script seeded or read the random state
+
+
+STATE = RequestState()
+_VIEWS = {}       # id(real module) -> its view
+_VIEW_IDS = set()
+SHARED = set()    # ids of the objects the views hand out (alive as long as their module)
+_real_build_class = builtins_module.__build_class__
+
+
+def build_class(*args, **kwargs):
+    cls = _real_build_class(*args, **kwargs)
+    if isinstance(cls, type):
+        STATE.classes.add(id(cls))
+        STATE.keep.append(cls)
+    return cls
+
+
+def script_made(obj):
+    """A class the script defined, an instance of one, or a function it defined."""
+    if STATE.classes and (id(obj) in STATE.classes or id(type(obj)) in STATE.classes):
+        return True
+    return type(obj) is types.FunctionType and obj.__code__.co_filename == FILE_NAME
+
+
+def copied(value):
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # something in it cannot be copied: the top level at least
+        return copy.copy(value)
+
+
+def module_view(real, packages):
+    """The read-only view of `real` given to scripts (one per module, made on first use)."""
+    real_name = real.__name__
+    root = real_name.partition(".")[0]
+    if root not in packages:
+        return None
+    view = _VIEWS.get(id(real))
+    if view is not None:
+        return view
+    private_allowed = PRIVATE_ALLOWED.get(real_name, frozenset())
+    cache = {}
+    text = repr(real)
+    random_state = real is random and {"seed", "getstate", "setstate"}
+
+    def resolve(name):
+        if name.startswith("_") and name not in private_allowed:
+            if name == "__all__":
+                return [n for n in public_names() if accessible(n)]
+            raise refuse_private(name)
+        value = getattr(real, name)
+        if isinstance(value, types.ModuleType):
+            inner = module_view(value, (root,))
+            if inner is None:
+                raise ScriptRefusal(f"module {real_name!r} gives scripts no access to module "
+                                    f"{value.__name__!r}")
+            cache[name] = inner
+            return inner
+        if isinstance(value, MUTABLE_CONTAINERS):
+            return copied(value)  # shared: each use gets its own copy
+        if random_state and name in random_state:
+            value = tracking_random_state(value)
+        elif not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+            SHARED.add(id(value))  # an object every request sees (pytz.utc, calendar.month_name)
+        cache[name] = value
+        return value
+
+    def public_names():
+        names = getattr(real, "__all__", None)
+        if names is None:
+            names = [n for n in vars(real) if not n.startswith("_")]
+        return list(names)
+
+    def accessible(name):
+        try:
+            resolve(name)
+            return True
+        except AttributeError:
+            return False
+
+    class module(types.ModuleType):  # noqa: N801  (scripts see type(json).__name__ == "module")
+        def __getattribute__(self, name):
+            try:
+                return cache[name]
+            except KeyError:
+                pass
+            if name in MODULE_MACHINERY:
+                return types.ModuleType.__getattribute__(self, name)
+            return resolve(name)
+
+        def __setattr__(self, name, value):
+            raise ScriptRefusal(f"cannot set {name!r} of module {real_name!r}: the modules given "
+                                "to scripts are read-only")
+
+        def __delattr__(self, name):
+            raise ScriptRefusal(f"cannot delete {name!r} of module {real_name!r}: the modules "
+                                "given to scripts are read-only")
+
+        def __repr__(self):
+            return text
+
+        def __dir__(self):
+            return sorted(n for n in public_names() if accessible(n))
+
+    view = module(real_name, real.__doc__)
+    if isinstance(getattr(real, "__file__", None), str):
+        # import errors name the file, as for the real module (PyModule_GetFilenameObject)
+        types.ModuleType.__getattribute__(view, "__dict__")["__file__"] = real.__file__
+    _VIEWS[id(real)] = view
+    _VIEW_IDS.add(id(view))
+    return view
+
+
+def tracking_random_state(function):
+    """random.seed/getstate/setstate: the module's generator is shared by every request of
+    this worker, so after a script seeded it or read its state it is seeded afresh."""
+    @functools.wraps(function)
+    def tracked(*args, **kwargs):
+        STATE.reseed = True
+        return function(*args, **kwargs)
+
+    return tracked
+
+
+def guarded_getattr(obj, name):
+    """`obj.name` in a script."""
+    if name[:1] == "_" and name != "_" and id(obj) not in _VIEW_IDS and not script_made(obj):
+        raise refuse_private(name)
+    value = getattr(obj, name)
+    if isinstance(value, _SPECIAL_VALUES) or name in FORMAT_METHODS:
+        return special_value(obj, name, value)
+    return value
+
+
+def special_value(obj, name, value):
+    if isinstance(value, types.ModuleType):
+        if id(value) in _VIEW_IDS:
+            return value
+        view = module_view(value, GLOBAL_PACKAGES)
+        if view is None:
+            raise ScriptRefusal(f"scripts have no access to module {value.__name__!r}")
+        return view
+    if name in FORMAT_METHODS and (isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))):
+        return checked_format(obj, name)
+    if isinstance(value, MUTABLE_CONTAINERS) and not script_made(obj) and (
+            isinstance(obj, type) or id(obj) in SHARED or getattr(type(obj), name, None) is value):
+        return copied(value)  # a container of a class or of a module's object is shared
+    return value
+
+
+def check_format_string(text):
+    """Refuses `{0._x}` and `{0.gi_frame}` fields (at any depth of nested specs) before
+    str.format looks anything up; a malformed string is left for str.format to report."""
+    try:
+        for _, field, spec, _ in formatter_parser(text):
+            if field:
+                _, rest = formatter_field_name_split(field)
+                for is_attribute, key in rest:
+                    if is_attribute and key.startswith("_"):
+                        raise refuse_private(key)
+                    if is_attribute and key in INSPECT_NAMES:
+                        raise refuse_inspect(key)
+            if spec and "{" in spec:
+                check_format_string(spec)
+    except ValueError:
+        pass
+
+
+def checked_format(obj, name):
+    if isinstance(obj, str):
+        method = getattr(obj, name)
+
+        @functools.wraps(method)
+        def bound(*args, **kwargs):
+            check_format_string(obj)
+            return method(*args, **kwargs)
+
+        return bound
+    unbound = getattr(obj, name)
+
+    @functools.wraps(unbound)
+    def method(self, *args, **kwargs):
+        if isinstance(self, str):
+            check_format_string(self)
+        return unbound(self, *args, **kwargs)
+
+    return method
+
+
+_UNWRITABLE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+               types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType,
+               types.ClassMethodDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
+def write_target(obj, name):
+    """The object of `obj.name = v` / `del obj.name` in a script."""
+    if script_made(obj):
+        return obj
+    if isinstance(obj, _UNWRITABLE):
+        what = type(obj).__name__ if not isinstance(obj, type) else "class"
+        label = getattr(obj, "__name__", None)
+        label = f"{what} {label!r}" if isinstance(label, str) else what
+        raise ScriptRefusal(f"cannot set or delete {name!r} of {label}: the modules, classes and "
+                            "functions given to scripts are read-only")
+    if type(obj).__module__ != "builtins":
+        STATE.tainted = True  # perhaps shared with later requests: this worker is replaced
+    return obj
+
+
+AUGMENTED = {
+    ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul,
+    ast.MatMult: operator.imatmul, ast.Div: operator.itruediv, ast.FloorDiv: operator.ifloordiv,
+    ast.Mod: operator.imod, ast.Pow: operator.ipow, ast.LShift: operator.ilshift,
+    ast.RShift: operator.irshift, ast.BitOr: operator.ior, ast.BitXor: operator.ixor,
+    ast.BitAnd: operator.iand,
+}
+AUGMENTED_BY_NAME = {op.__name__: function for op, function in AUGMENTED.items()}
+
+
+def augmented_attribute(obj, name, op, value):
+    """`obj.name op= value` in a script."""
+    target = write_target(obj, name)
+    setattr(target, name, AUGMENTED_BY_NAME[op](guarded_getattr(obj, name), value))
+
+
+def from_import(obj, module_name, fromlist):
+    """What `from x import a, b` reads its names from: the names looked up through the
+    guard now (CPython would fall back to sys.modules for a name the object lacks)."""
+    found = types.ModuleType(module_name)
+    for name in fromlist:
+        if name == "*":
+            names = getattr(obj, "__all__", None) if id(obj) in _VIEW_IDS else None
+            if names is None:
+                names = [n for n in getattr(obj, "__dict__", {}) if not n.startswith("_")]
+            for each in names:
+                setattr(found, each, import_one(obj, module_name, each))
+            found.__all__ = list(names)
+        else:
+            setattr(found, name, import_one(obj, module_name, name))
+    return found
+
+
+def import_one(obj, module_name, name):
+    try:
+        # what the source cannot name (`x.__class__`, `gen.gi_frame`) it cannot import either
+        if name.startswith("__"):
+            raise refuse_private(name)
+        if name in INSPECT_NAMES:
+            raise refuse_inspect(name)
+        return guarded_getattr(obj, name)
+    except ScriptRefusal as refusal:
+        raise ImportError(f"cannot import name {name!r} from {module_name!r}: {refusal}") from None
+    except AttributeError:
+        package = getattr(obj, "__name__", None)
+        if not isinstance(package, str):
+            package = "<unknown module name>"
+        path = vars(obj).get("__file__") if isinstance(obj, types.ModuleType) else None
+        where = path if isinstance(path, str) else "unknown location"
+        raise ImportError(f"cannot import name {name!r} from {package!r} ({where})") from None
 
 
 def _import(name, glbls, *args):
     if name not in glbls:
         raise ImportError(f"Import not allowed: {name}", name=name)
-    return glbls[name]
+    found = glbls[name]
+    fromlist = args[1] if len(args) > 1 else None
+    if fromlist:
+        return from_import(found, name, fromlist)
+    return found
 
 
 def _safe_attribute_setter(original):
@@ -67,42 +400,69 @@ def _safe_attribute_setter(original):
     return guarded
 
 
+def _safe_getattr(original):
+    """RestrictedPython's `_getattr_` (no "_" names, no str.format), then the module rule."""
+    def _getattr_(obj, name, default=None):
+        value = original(obj, name, default)
+        if isinstance(value, _SPECIAL_VALUES):
+            return special_value(obj, name, value)
+        return value
+
+    return _getattr_
+
+
+GLOBAL_MODULES = {
+    "_strptime": _strptime, "calendar": calendar, "dateparser": dateparser, "decimal": decimal,
+    "json": json, "pytz": pytz, "random": random, "re": re, "time": time, "uuid": uuid,
+}
+GLOBAL_PACKAGES = frozenset(m.__name__.partition(".")[0] for m in GLOBAL_MODULES.values())
+
+
 def default_globals():
     """SpiffArena's script globals (process_instance_script_engine.py) with safe builtins."""
     builtins = dict(safe_globals["__builtins__"])
     builtins["__import__"] = _import
+    builtins["__build_class__"] = build_class
+    builtins["_getattr_"] = _safe_getattr(builtins["_getattr_"])
     for name in ("setattr", "delattr"):
         builtins[name] = _safe_attribute_setter(builtins[name])
+    views = {name: module_view(module, GLOBAL_PACKAGES) for name, module in GLOBAL_MODULES.items()}
     return {
-        "_strptime": _strptime,
+        "_strptime": views["_strptime"],
         "all": all,
         "any": any,
-        "calendar": calendar,
-        "dateparser": dateparser,
+        "calendar": views["calendar"],
+        "dateparser": views["dateparser"],
         "datetime": datetime,
-        "decimal": decimal,
+        "decimal": views["decimal"],
         "dict": dict,
         "enumerate": enumerate,
         "filter": filter,
         "format": format,
-        "json": json,
+        "json": views["json"],
         "list": list,
         "map": map,
         "max": max,
         "min": min,
-        "pytz": pytz,
-        "random": random,
-        "re": re,
+        "pytz": views["pytz"],
+        "random": views["random"],
+        "re": views["re"],
         "set": set,
         "sum": sum,
-        "time": time,
+        "time": views["time"],
         "timedelta": timedelta,
-        "uuid": uuid,
+        "uuid": views["uuid"],
         "__builtins__": builtins,
     }
 
 
 GLOBALS = default_globals()
+# The guards the rewritten code calls: names no source can spell (nor assign), set last.
+HELPERS = {
+    ".getattr": guarded_getattr,
+    ".target": write_target,
+    ".augattr": augmented_attribute,
+}
 
 
 # ---- values across the pipe ----
@@ -176,21 +536,58 @@ class Refused(Exception):
 
 
 def check_attributes(tree):
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
-            raise SyntaxError(
-                f'"{node.attr}" is an invalid attribute name because it starts with "__"',
-                (FILE_NAME, node.lineno, node.col_offset + 1, None),
-            )
+    """Refuses dunder and frame/code attributes; the first one in the source (the innermost of
+    `gen.gi_frame.f_back`) is named."""
+    refused = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+               and (node.attr.startswith("__") or node.attr in INSPECT_NAMES)]
+    if not refused:
+        return
+    node = min(refused, key=lambda n: (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
+    because = ('it starts with "__"' if node.attr.startswith("__")
+               else "it gives access to running code (frames, code objects)")
+    raise SyntaxError(f'"{node.attr}" is an invalid attribute name because {because}',
+                      (FILE_NAME, node.lineno, node.col_offset + 1, None))
 
 
+def _helper(name, node):
+    return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+
+class Guard(ast.NodeTransformer):
+    """Attribute loads, writes and augmented writes through the sandbox's guards."""
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            call = ast.Call(_helper(".getattr", node), [node.value, ast.Constant(node.attr)], [])
+            return ast.copy_location(call, node)
+        target = ast.Call(_helper(".target", node), [node.value, ast.Constant(node.attr)], [])
+        node.value = ast.copy_location(target, node.value)
+        return node
+
+    def visit_AugAssign(self, node):
+        if not isinstance(node.target, ast.Attribute):
+            return self.generic_visit(node)
+        obj = self.visit(node.target.value)
+        value = self.visit(node.value)
+        call = ast.Call(_helper(".augattr", node),
+                        [obj, ast.Constant(node.target.attr), ast.Constant(type(node.op).__name__), value], [])
+        return ast.copy_location(ast.Expr(ast.copy_location(call, node)), node)
+
+
+@functools.lru_cache(maxsize=512)
 def compile_checked(source, mode):
     tree = ast.parse(source, FILE_NAME, mode)
     check_attributes(tree)
+    tree = ast.fix_missing_locations(Guard().visit(tree))
     return compile(tree, FILE_NAME, mode)
 
 
 # ---- SpiffArena's script functions (given as its "external context") ----
+
+# what SpiffArena's sanitize_for_md escapes with a backslash (">" left out there on purpose)
+MARKDOWN_SPECIALS = r"_*[]()~`#+-=|{}!"
+
 
 def script_functions(env, data):
     """The functions a script may call, answered from the step's environment."""
@@ -268,8 +665,27 @@ def script_functions(env, data):
     def get_task_data_value(var_name, default=None):
         return data.get(var_name, default)
 
-    def get_data_sizes():
-        return {"task_data_size": len(json.dumps(encode(data)))}
+    def get_data_sizes(*_args, **_kwargs):
+        # SpiffArena's shape. It measures the data of every finished task of the workflow; the
+        # worker sees the data of this task only (what the previous one left): that counts as
+        # the one task with data. Data json cannot dump (a datetime) counts 0, as there. The
+        # Python environment is SpiffArena's default TaskDataEnvironment's: it keeps no state.
+        try:
+            task_data_size = len(json.dumps([data] if data else []))
+        except Exception:
+            task_data_size = 0
+        name = (task or {}).get("bpmn_identifier")
+        return {
+            "python_env_size": len(json.dumps({})),
+            "python_env_keys": [],
+            "task_data_size": task_data_size,
+            "task_data_keys_by_task": {name: sorted(data)} if data and name else {},
+        }
+
+    def sanitize_for_md(value):
+        # SpiffArena's JinjaHelpers.sanitize_for_md (a script global there too)
+        escaped = re.sub(f"([{re.escape(MARKDOWN_SPECIALS)}])", r"\\\1", value)
+        return escaped.replace("\n", "").replace("\r", "")
 
     def unavailable(name):
         def refuse(*args, **kwargs):
@@ -285,7 +701,7 @@ def script_functions(env, data):
         f.__name__: f
         for f in (get_current_user, get_process_initiator_user, get_toplevel_process_info, get_current_task_info, get_localtime,
                   get_env, get_frontend_url, get_secret, get_task_data_value, get_data_sizes,
-                  get_last_user_completing_task, get_url_for_task_with_bpmn_identifier)
+                  get_last_user_completing_task, get_url_for_task_with_bpmn_identifier, sanitize_for_md)
     }
     for name in ("get_group_members", "get_groups_for_user", "get_user", "get_all_permissions",
                  "get_users_assigned_to_task",
@@ -311,7 +727,8 @@ def kkv_getters(env):
 
 
 def overwritten_globals(data, functions):
-    clashes = set(GLOBALS).intersection(data) | set(functions).intersection(data)
+    clashes = (set(GLOBALS).intersection(data) | set(functions).intersection(data)
+               | set(HELPERS).intersection(data))
     if clashes:
         raise ValueError(
             "You have task data that overwrites a predefined function(s). Please change the "
@@ -319,20 +736,28 @@ def overwritten_globals(data, functions):
         )
 
 
+def fresh_globals():
+    """The globals, with a copy of the builtins (a script may change its dict)."""
+    scope = dict(GLOBALS)
+    scope["__builtins__"] = dict(GLOBALS["__builtins__"])
+    return scope
+
+
 def run_exec(source, data, functions, getters):
     code = compile_checked(source, "exec")
     context = dict(data)
     overwritten_globals(context, functions)
-    context.update(GLOBALS)
+    context.update(fresh_globals())
     context.update(functions)
     # a getter is task data in SpiffArena: a script may replace it (to write the store)
     context.update(getters)
+    context.update(HELPERS)
     try:
         exec(code, context)
     finally:
         for key in list(context):
             if (key in ("__builtins__", "__annotations__") or key in GLOBALS or key in functions
-                    or callable(context[key])):
+                    or key in HELPERS or callable(context[key])):
                 context.pop(key)
     return context
 
@@ -340,10 +765,11 @@ def run_exec(source, data, functions, getters):
 def run_eval(source, data, functions, getters):
     # eval() of a string drops leading spaces and tabs (not newlines); so does this
     code = compile_checked(source.lstrip(" \t"), "eval")
-    scope = dict(GLOBALS)
+    scope = fresh_globals()
     scope.update(functions)
     scope.update(data)
     scope.update(getters)
+    scope.update(HELPERS)
     return eval(code, scope)
 
 
@@ -401,6 +827,19 @@ def did_you_mean(error, names):
 
 
 def handle(request):
+    global STATE
+    STATE = RequestState()
+    # the decimal context of this thread is shared by every request: each starts afresh
+    decimal.setcontext(decimal.Context())
+    answer = answer_to(request)
+    if STATE.reseed:
+        random.seed()
+    if STATE.tainted:
+        answer["fatal"] = True  # a shared object was changed: the pool replaces this worker
+    return answer
+
+
+def answer_to(request):
     op = request["op"]
     source = request["source"]
     data = decode(request.get("data") or {})
@@ -439,18 +878,24 @@ def main():
     # Nobody reads stderr once the worker is ready: a script's warnings (a SyntaxWarning on each
     # compile, say) must not fill the pipe and stall the worker.
     sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    # Answers go out on a copy of stdout; stdout itself is /dev/null, so that what a script
+    # makes print (calendar.prmonth(), calendar.main()) cannot garble the answers.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     in_use = limit_memory()
-    out = sys.stdout
-    out.write(json.dumps({"ready": True, "baseline_bytes": in_use}) + "\n")
+    out.write(dumps({"ready": True, "baseline_bytes": in_use}) + "\n")
     out.flush()
     for line in sys.stdin:
         try:
-            answer = handle(json.loads(line))
-            text = json.dumps(answer, ensure_ascii=False, allow_nan=False)
+            answer = handle(loads(line))
+            text = dumps(answer, ensure_ascii=False, allow_nan=False)
         except MemoryError:
-            text = json.dumps(failure(MemoryError("out of memory")))
+            text = dumps(failure(MemoryError("out of memory")))
         except Exception as error:  # an answer that cannot be encoded
-            text = json.dumps(failure(error))
+            text = dumps(failure(error))
         out.write(text + "\n")
         out.flush()
 

@@ -47,14 +47,41 @@ struct Worker {
     stdout: BufReader<ChildStdout>,
 }
 
+/// The interpreter to start: `python` as given when it is a path, else found on this
+/// process's PATH (the worker itself gets no PATH: see [`worker_command`]).
+fn resolve_program(python: &str) -> std::path::PathBuf {
+    if python.contains('/') {
+        return python.into();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(python))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| python.into())
+}
+
+/// The worker's command line and environment. The environment is empty but for `TZ` (the
+/// local time zone scripts see, as the server's): the server's own environment holds its
+/// secrets (`WORKFLOW_BACKEND_JWT_SECRET`, the database URL), and nothing of it is for
+/// scripts. `-X utf8`: the pipes are UTF-8 whatever the locale.
+fn worker_command(settings: &PoolSettings) -> Command {
+    let mut command = Command::new(resolve_program(&settings.python));
+    command
+        .env_clear()
+        // -I: no environment or user site; -S: no site module (nothing but the stdlib and
+        // our packages folder, and no start-up cost from site .pth files)
+        .args(["-I", "-S", "-u", "-X", "utf8", "-c", WORKER_SOURCE])
+        .arg(&settings.packages)
+        .arg(settings.memory_limit_mb.to_string());
+    if let Some(zone) = std::env::var_os("TZ") {
+        command.env("TZ", zone);
+    }
+    command
+}
+
 impl Worker {
     fn start(settings: &PoolSettings) -> Result<Worker, PoolError> {
-        let mut child = Command::new(&settings.python)
-            // -I: no environment or user site; -S: no site module (nothing but the stdlib and
-            // our packages folder, and no start-up cost from site .pth files)
-            .args(["-I", "-S", "-u", "-c", WORKER_SOURCE])
-            .arg(&settings.packages)
-            .arg(settings.memory_limit_mb.to_string())
+        let mut child = worker_command(settings)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -237,5 +264,53 @@ impl Drop for WorkerPool {
         for worker in idle.workers.drain(..) {
             worker.kill();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interpreter itself, not a wrapper that would add variables of its own (a pyenv
+    /// shim is a shell script that sets PYENV_* and PATH before it runs Python).
+    fn interpreter() -> String {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 runs");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    fn settings() -> PoolSettings {
+        PoolSettings {
+            python: interpreter(),
+            packages: crate::python::DEFAULT_PACKAGES.into(),
+            workers: 1,
+            time_limit: Duration::from_secs(5),
+            memory_limit_mb: 64,
+            queue_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The worker process inherits nothing of the server's environment (which holds the JWT
+    /// secret and the database URL): at most `TZ`, as the server's.
+    #[test]
+    fn the_worker_environment_is_empty_but_for_the_time_zone() {
+        assert!(
+            std::env::var_os("PATH").is_some(),
+            "the test process has a PATH"
+        );
+        let worker = Worker::start(&settings()).expect("the worker starts");
+        let environ = std::fs::read(format!("/proc/{}/environ", worker.child.id())).unwrap();
+        let names: Vec<String> = environ
+            .split(|b| *b == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| String::from_utf8_lossy(entry).into_owned())
+            .collect();
+        let expected: Vec<String> = std::env::var("TZ")
+            .map(|zone| vec![format!("TZ={zone}")])
+            .unwrap_or_default();
+        assert_eq!(names, expected);
+        worker.kill();
     }
 }

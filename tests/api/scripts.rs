@@ -386,3 +386,89 @@ before = get_last_user_completing_task('review', 'approve')</bpmn:script></bpmn:
     assert_eq!(error["file"], "s.bpmn", "{error}");
     assert_eq!(error["element_id"], "run", "{error}");
 }
+
+/// A model whose script reaches for `os` through a global module (as it could in SpiffArena)
+/// puts its instance in error, saying what was refused and where.
+#[tokio::test]
+async fn a_script_that_reaches_for_os_through_a_module_errs_saying_so() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let (error, _) = instance_error(
+        &app,
+        "scripts/escape",
+        "cwd = calendar.sys.modules['os'].getcwd()",
+    )
+    .await;
+    assert_eq!(
+        error["message"],
+        "AttributeError: module 'calendar' gives scripts no access to module 'sys' \
+         (line 1, column 7) (in the script)",
+        "{error}"
+    );
+    assert_eq!(error["element_id"], "run", "{error}");
+}
+
+/// Every way to the environment the audit found gives a script nothing: the modules that
+/// hold `os` are refused, `_getattr_` finds nothing, and the worker's environment is empty
+/// anyway (src/python/pool.rs tests that).
+#[tokio::test]
+async fn a_script_that_reads_the_environment_gets_nothing() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let source = "found = []\n\
+                  for attempt in (lambda: uuid.os.environ, lambda: random._os.environ,\n\
+                  \x20               lambda: calendar.sys.modules['os'].environ,\n\
+                  \x20               lambda: _getattr_(uuid, 'os')):\n\
+                  \x20   try:\n\
+                  \x20       found.append(str(attempt()))\n\
+                  \x20   except AttributeError:\n\
+                  \x20       found.append('refused')";
+    upload_ok(
+        &app,
+        "scripts/environ",
+        "s.bpmn",
+        &script_model("environ", source),
+    )
+    .await;
+    let (status, body) = start(&app, "scripts/environ", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+    assert_eq!(
+        body["task_data"]["found"],
+        json!(["refused", "refused", "refused", "None"]),
+        "{body}"
+    );
+}
+
+/// `get_data_sizes()` answers in SpiffArena's shape (the task data the script started with
+/// counts as the one task with data; SpiffArena's default environment keeps no Python state),
+/// and `sanitize_for_md()` escapes as SpiffArena's JinjaHelpers does.
+#[tokio::test]
+async fn get_data_sizes_and_sanitize_for_md_answer_as_spiffarena_does() {
+    let app = app_with_limits(1, 2_000, 5_000).await;
+    let source = "sizes = get_data_sizes()\nmd = sanitize_for_md(text)";
+    upload_ok(
+        &app,
+        "scripts/sizes",
+        "s.bpmn",
+        &script_model("sizes", source),
+    )
+    .await;
+    let text = "a|b_c *x*\n[l](u) > 1!\r";
+    let (status, body) = start(&app, "scripts/sizes", &json!({"text": text})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // json.dumps([{"text": "a|b_c *x*\n[l](u) > 1!\r"}])
+    let dumped = r#"[{"text": "a|b_c *x*\n[l](u) > 1!\r"}]"#;
+    assert_eq!(
+        body["task_data"]["sizes"],
+        json!({
+            "python_env_size": 2,
+            "python_env_keys": [],
+            "task_data_size": dumped.len(),
+            "task_data_keys_by_task": {"run": ["text"]},
+        }),
+        "{body}"
+    );
+    assert_eq!(
+        body["task_data"]["md"], r"a\|b\_c \*x\*\[l\]\(u\) > 1\!",
+        "{body}"
+    );
+}
