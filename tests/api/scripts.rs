@@ -3,8 +3,9 @@
 //! position, and the limits hold: a runaway script or a memory bomb puts its instance in
 //! error, the service keeps answering while runaways run, and a full pool answers 503.
 
-use crate::domain::{start, upload, upload_ok};
+use crate::domain::{send, start, upload, upload_ok};
 use crate::helpers::{spawn_app_with, TestApp};
+use crate::messages::orders;
 use crate::models::definitions;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -151,6 +152,7 @@ async fn a_memory_bomb_errs_with_script_memory_limit() {
 #[tokio::test]
 async fn the_service_answers_within_100_ms_while_two_runaway_scripts_run() {
     let app = app_with_limits(2, 3_000, 10_000).await;
+    orders(&app).await;
     upload_ok(
         &app,
         "scripts/runaway",
@@ -173,20 +175,34 @@ async fn the_service_answers_within_100_ms_while_two_runaway_scripts_run() {
             })
         })
         .collect();
-    // sample the status endpoint for as long as both runaways are in flight
+    // sample the status endpoint, and messages to other instances (a start, then its
+    // correlation), for as long as both runaways are in flight
     let mut samples = Vec::new();
+    let mut messages = Vec::new();
+    let mut order = 0;
     while runaways.iter().all(|r| !r.is_finished()) {
         let asked = Instant::now();
         let status = app.get("/v1.0/status").await.status();
         samples.push((status, asked.elapsed()));
+        order += 1;
+        for name in ["placed", "paid"] {
+            let asked = Instant::now();
+            let (status, body) = send(&app, name, &json!({"order_id": order}), &[]).await;
+            messages.push((status, asked.elapsed(), body));
+        }
     }
     for runaway in runaways {
         assert_eq!(runaway.await.unwrap().unwrap(), StatusCode::CREATED);
     }
-    assert!(samples.len() >= 10, "only {} samples", samples.len());
+    assert!(samples.len() >= 5, "only {} samples", samples.len());
     let slowest = samples.iter().map(|(_, took)| *took).max().unwrap();
     assert!(samples.iter().all(|(s, _)| *s == StatusCode::OK));
     assert!(slowest < Duration::from_millis(100), "slowest {slowest:?}");
+    for (status, took, body) in &messages {
+        assert_eq!(*status, StatusCode::OK, "{body}");
+        // a runaway holds its script worker for 3 s; a message that needs none never waits
+        assert!(*took < Duration::from_millis(500), "{took:?}: {body}");
+    }
 }
 
 #[tokio::test]
