@@ -194,6 +194,64 @@ async fn the_message_wins_and_its_timer_is_gone() {
     assert_eq!(round.claimed, 0);
 }
 
+/// The deadline and the payments race for real: a timer round and the messages run at once on
+/// several instances. Each instance ends one way only; a payment answered 200 is one that won
+/// (its instance ended paid), and a late one is refused, never delivered to an instance the
+/// deadline already took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deadline_and_payments_racing_each_win_exactly_once() {
+    const N: usize = 12;
+    let app = app().await;
+    upload_ok(&app, "timers/race", "r.bpmn", &payment_or_deadline()).await;
+    let mut ids = Vec::new();
+    for i in 0..N {
+        ids.push(start_ok(&app, "timers/race", &json!({"key": format!("k{i}")})).await);
+    }
+    let after_deadline = Utc::now() + Duration::days(3) + Duration::minutes(1);
+    let payments = async {
+        let mut answers = Vec::new();
+        for i in 0..N {
+            answers.push(send(&app, "paid", &json!({"key": format!("k{i}")}), &[]).await);
+        }
+        answers
+    };
+    let timers = async {
+        let mut fired = 0;
+        loop {
+            let round = fire_due_once(&app.state, after_deadline).await;
+            fired += round.fired;
+            if round.claimed == 0 {
+                break fired;
+            }
+        }
+    };
+    let (answers, fired) = tokio::join!(payments, timers);
+    let accepted = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::OK)
+        .count();
+    for (status, body) in &answers {
+        assert!(
+            *status == StatusCode::OK || body["error_code"] == "message_not_accepted",
+            "{status} {body}"
+        );
+    }
+    let (mut paid, mut expired) = (0, 0);
+    for id in ids {
+        let shown = show(&app, id).await;
+        assert_eq!(shown["status"], "complete", "{shown}");
+        match (reached(&shown, "paid_end"), reached(&shown, "expired_end")) {
+            (true, false) => paid += 1,
+            (false, true) => expired += 1,
+            _ => panic!("one end only: {shown}"),
+        }
+        assert!(pending_timers(&shown).is_empty(), "{shown}");
+    }
+    assert_eq!(paid, accepted, "{answers:?}");
+    assert_eq!(expired, fired);
+    assert_eq!(paid + expired, N);
+}
+
 /// A user task reminded every hour (non-interrupting cycle, three times) and abandoned after a
 /// day (interrupting duration).
 fn reminded_task() -> String {
@@ -492,6 +550,26 @@ async fn a_timer_start_event_starts_one_instance_per_occurrence() {
     // R2: that was the last
     assert_eq!(fire_due_once(&app.state, at(24 * 60)).await.claimed, 0);
     assert_eq!(instance_count(&app).await, 2);
+}
+
+/// Two timer workers (as two replicas would) reach the same occurrence of a timer start event
+/// at once, even with its claim lapsed: one instance starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_timer_workers_start_one_instance_per_occurrence() {
+    let app = app().await;
+    let uploaded = Utc::now();
+    upload_ok(&app, "timers/hourly", "h.bpmn", &hourly("\"R/PT1H\"")).await;
+    let due = uploaded + Duration::minutes(61);
+    for occurrence in 1..=3 {
+        sqlx::query("UPDATE start_timers SET claimed_until = NULL")
+            .execute(&app.pool)
+            .await
+            .unwrap();
+        let at = due + Duration::hours(occurrence - 1);
+        let (a, b) = tokio::join!(fire_due_once(&app.state, at), fire_due_once(&app.state, at));
+        assert_eq!(a.fired + b.fired, 1, "{a:?} {b:?}");
+        assert_eq!(instance_count(&app).await, occurrence);
+    }
 }
 
 #[tokio::test]
