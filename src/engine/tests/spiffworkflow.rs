@@ -7,7 +7,7 @@ use super::*;
 pub(super) use crate::test_support::conformance_file;
 
 /// A model of these files (the way SpiffWorkflow's tests load several at once).
-fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
+pub(super) fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
     let files: Vec<(String, String)> = paths.iter().map(|path| conformance_file(path)).collect();
     build_model(&files, Some(process_id)).unwrap_or_else(|e| panic!("{paths:?}: {e}"))
 }
@@ -23,19 +23,20 @@ pub(super) fn user_tasks_of(path: &str) -> (String, String) {
     (name, xml)
 }
 
-fn with_user_tasks(path: &str, process_id: &str) -> ModelSpec {
+pub(super) fn with_user_tasks(path: &str, process_id: &str) -> ModelSpec {
     build_model(&[user_tasks_of(path)], Some(process_id)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
+pub(super) fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
     spiffworkflow_models(&[path], process_id)
 }
 
-fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
+pub(super) fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
     let event = Event::Start {
         start_event_id: None,
         data: map(data),
         message: None,
+        signal: None,
     };
     start(m, process_id, event).expect("start").0
 }
@@ -84,7 +85,7 @@ fn script_test_builds_its_data_and_drops_its_function() {
     );
 }
 
-fn waiting(state: &InstanceState) -> Vec<&str> {
+pub(super) fn waiting(state: &InstanceState) -> Vec<&str> {
     state
         .tasks
         .iter()
@@ -93,12 +94,12 @@ fn waiting(state: &InstanceState) -> Vec<&str> {
         .collect()
 }
 
-fn fire_timer(m: &ModelSpec, state: &mut InstanceState, element: &str) {
+pub(super) fn fire_timer(m: &ModelSpec, state: &mut InstanceState, element: &str) {
     let guid = task(state, element).guid;
     step(m, state, Event::TimerFired { task_guid: guid }).expect("the timer fires");
 }
 
-fn complete(m: &ModelSpec, state: &mut InstanceState, element: &str) {
+pub(super) fn complete(m: &ModelSpec, state: &mut InstanceState, element: &str) {
     let guid = task(state, element).guid;
     complete_guid(m, state, guid, json!({}));
 }
@@ -278,6 +279,7 @@ fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
             start_event_id: None,
             data: Map::new(),
             message: None,
+            signal: None,
         },
     )
     .unwrap();
@@ -315,6 +317,7 @@ fn start_by_message(m: &ModelSpec, name: &str) -> InstanceState {
         start_event_id: None,
         data: Map::new(),
         message: Some((name.to_string(), json!({}))),
+        signal: None,
     };
     start(m, "main", event).expect("start").0
 }
@@ -832,6 +835,7 @@ fn a_decision_the_model_lacks_is_asked_for_then_fails_when_missing() {
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     };
     let asked = start(&m, "Process_bd2e724", event).expect_err("the step needs the decision");
     assert_eq!(

@@ -20,6 +20,14 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use uuid::Uuid;
 
+/// What starts an instance: a caller (the API, a timer), a message or a signal (with its
+/// payload).
+pub(super) enum StartedBy {
+    Caller,
+    Message(String, Value),
+    Signal(Value),
+}
+
 impl<'c> UnitOfWork<'c> {
     /// Creates an instance of a model's primary process and runs it (and whatever it starts)
     /// to its wait states.
@@ -29,7 +37,13 @@ impl<'c> UnitOfWork<'c> {
         data: Map<String, Value>,
     ) -> Result<i64> {
         let id = self
-            .create_instance(process_model_identifier, None, None, data, None)
+            .create_instance(
+                process_model_identifier,
+                None,
+                None,
+                data,
+                StartedBy::Caller,
+            )
             .await?;
         self.run_queued().await?;
         Ok(id)
@@ -50,7 +64,7 @@ impl<'c> UnitOfWork<'c> {
                 Some(process_id),
                 Some(start_event_id.to_string()),
                 data,
-                None,
+                StartedBy::Caller,
             )
             .await?;
         self.run_queued().await?;
@@ -63,7 +77,7 @@ impl<'c> UnitOfWork<'c> {
         process_id: Option<&str>,
         start_event_id: Option<String>,
         data: Map<String, Value>,
-        message: Option<(String, Value)>,
+        started_by: StartedBy,
     ) -> Result<i64> {
         let model = store::models::find(&mut self.tx, process_model_identifier)
             .await?
@@ -87,10 +101,16 @@ impl<'c> UnitOfWork<'c> {
         )
         .await?;
         let id = row.id;
+        let (message, signal) = match started_by {
+            StartedBy::Caller => (None, None),
+            StartedBy::Message(name, payload) => (Some((name, payload)), None),
+            StartedBy::Signal(payload) => (None, Some(payload)),
+        };
         let start = Event::Start {
             start_event_id,
             data,
             message,
+            signal,
         };
         let env = self.script_env(id, &model.identifier, &spec).await?;
         let mut callees = Callees::default();
@@ -297,14 +317,14 @@ impl<'c> UnitOfWork<'c> {
                             .await?;
                     }
                 }
-                Work::Signal(id, name) => {
+                Work::Signal(id, name, payload) => {
                     if !self.load(id).await? || !self.takes_events(id) {
                         continue;
                     }
                     if store::timers::take_signal_waits(&mut self.tx, id, &name).await? {
                         self.signal_deliveries.push((name.clone(), id));
                         self.queue
-                            .push_front(Work::Step(id, Event::Signal { name }));
+                            .push_front(Work::Step(id, Event::Signal { name, payload }));
                     }
                 }
             }
@@ -374,8 +394,8 @@ impl<'c> UnitOfWork<'c> {
             Effect::CancelSignalWait { task_guid } => {
                 store::timers::cancel_signal_wait(&mut self.tx, task_guid).await?;
             }
-            Effect::ThrowSignal { name, .. } => {
-                self.broadcast_signal(Some(id), &name).await?;
+            Effect::ThrowSignal { name, payload, .. } => {
+                self.broadcast_signal(Some(id), &name, &payload).await?;
             }
             Effect::WriteDataStore {
                 store, kind, value, ..
@@ -386,15 +406,20 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// Queues a signal for every instance (but `thrower`) that waits for it, and starts an
-    /// instance of every model with a signal start event of that name; they step in this unit
-    /// of work.
-    pub async fn broadcast_signal(&mut self, thrower: Option<i64>, name: &str) -> Result<()> {
+    /// Queues a signal (with its payload) for every instance (but `thrower`) that waits for
+    /// it, and starts an instance of every model with a signal start event of that name; they
+    /// step in this unit of work.
+    pub async fn broadcast_signal(
+        &mut self,
+        thrower: Option<i64>,
+        name: &str,
+        payload: &Value,
+    ) -> Result<()> {
         let waiting =
             store::timers::instances_waiting_for_signal(&mut self.tx, name, thrower).await?;
         for instance in &waiting {
-            self.queue
-                .push_back(Work::Signal(*instance, name.to_string()));
+            let work = Work::Signal(*instance, name.to_string(), payload.clone());
+            self.queue.push_back(work);
         }
         let starts = store::timers::signal_starts_for(&mut self.tx, name).await?;
         for (model, process_id, start_event_id) in starts {
@@ -404,7 +429,7 @@ impl<'c> UnitOfWork<'c> {
                     Some(&process_id),
                     Some(start_event_id),
                     Map::new(),
-                    None,
+                    StartedBy::Signal(payload.clone()),
                 )
                 .await?;
             self.signal_starts.push((name.to_string(), id));
