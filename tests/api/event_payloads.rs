@@ -86,7 +86,13 @@ async fn send_signal(app: &TestApp, name: &str, body: Option<&str>) -> (StatusCo
 #[tokio::test]
 async fn a_thrown_signals_payload_reaches_another_instances_catch() {
     let app = app().await;
-    upload_ok(&app, "payloads/held", "h.bpmn", &waiter("held", Some("note"))).await;
+    upload_ok(
+        &app,
+        "payloads/held",
+        "h.bpmn",
+        &waiter("held", Some("note")),
+    )
+    .await;
     upload_ok(&app, "payloads/plain", "p.bpmn", &waiter("plain", None)).await;
     upload_ok(&app, "payloads/releaser", "r.bpmn", &thrower()).await;
     let held = start_ok(&app, "payloads/held", &json!({"mine": 1})).await;
@@ -111,7 +117,13 @@ async fn a_thrown_signals_payload_reaches_another_instances_catch() {
 #[tokio::test]
 async fn the_signals_api_body_is_the_payload() {
     let app = app().await;
-    upload_ok(&app, "payloads/held", "h.bpmn", &waiter("held", Some("note"))).await;
+    upload_ok(
+        &app,
+        "payloads/held",
+        "h.bpmn",
+        &waiter("held", Some("note")),
+    )
+    .await;
     let started_by_signal = definitions(&format!(
         r#"{}
   <bpmn:process id="on_release" isExecutable="true">
