@@ -314,7 +314,7 @@ pub async fn start_instance(
 
 /// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
 /// JSON; 400 `invalid_json` when it is not JSON.
-fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
+pub(super) fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }

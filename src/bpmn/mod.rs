@@ -129,26 +129,35 @@ pub struct MessageSpec {
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ErrorSpec {
     pub id: String,
     pub name: Option<String>,
     pub error_code: Option<String>,
     /// `spiffworkflow:variableName` on the `bpmn:error`: where a catching boundary stores the error.
     pub variable: Option<String>,
+    /// `spiffworkflow:payloadExpression` on the `bpmn:error`: what a throw carries.
+    pub payload: Option<Expression>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A `bpmn:signal`, with SpiffWorkflow's payload extensions: a throw evaluates
+/// `payloadExpression` with its task data, a catch stores what arrives in `variableName`.
+#[derive(Debug, Clone)]
 pub struct SignalSpec {
     pub id: String,
     pub name: String,
+    pub payload: Option<Expression>,
+    pub variable: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A `bpmn:escalation`, with SpiffWorkflow's payload extensions (as on a signal).
+#[derive(Debug, Clone)]
 pub struct EscalationSpec {
     pub id: String,
     pub name: Option<String>,
     pub escalation_code: Option<String>,
+    pub payload: Option<Expression>,
+    pub variable: Option<String>,
 }
 
 /// A correlation property as written in one file (retrieval expressions by message **id**).
@@ -512,19 +521,26 @@ pub struct CatchSet {
     pub parallel: bool,
 }
 
-/// A reference to a `bpmn:signal` (its name resolved by `build_model`).
-#[derive(Debug, Clone)]
+/// A reference to a `bpmn:signal` (its name, payload expression and variable resolved by
+/// `build_model`). A throw carries `payload` evaluated with its task data (null without one);
+/// a catch with a `variable` stores what arrives there.
+#[derive(Debug, Clone, Default)]
 pub struct SignalRef {
     pub signal_ref: String,
     pub signal_name: String,
+    pub payload: Option<Expression>,
+    pub variable: Option<String>,
 }
 
-/// A reference to a `bpmn:escalation` (code resolved by `build_model`). `escalation_ref` None
-/// on a catch = catches every escalation.
+/// A reference to a `bpmn:escalation` (code, payload expression and variable resolved by
+/// `build_model`, as for a signal). `escalation_ref` None on a catch = catches every
+/// escalation.
 #[derive(Debug, Clone, Default)]
 pub struct EscalationRef {
     pub escalation_ref: Option<String>,
     pub escalation_code: Option<String>,
+    pub payload: Option<Expression>,
+    pub variable: Option<String>,
 }
 
 /// When a timer is due. The expression is Python (SpiffWorkflow's dialect), evaluated with the
@@ -554,6 +570,9 @@ pub struct ErrorRef {
     pub error_name: Option<String>,
     /// `spiffworkflow:variableName` of the bpmn:error, else of the event definition.
     pub variable: Option<String>,
+    /// `spiffworkflow:payloadExpression` of the bpmn:error: what a throw carries (without
+    /// one, `{error_code, message}`).
+    pub payload: Option<Expression>,
 }
 
 #[derive(Debug, Clone)]

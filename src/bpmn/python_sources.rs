@@ -1,4 +1,6 @@
-//! Every piece of Python a model (or one of its files) holds, with where it is: the script host
+//! Every piece of Python a model (or one of its files) holds, with where it is (a signal's,
+//! error's or escalation's payload expression under its throw events, and, for a file, under
+//! the `bpmn:signal`, `bpmn:error` or `bpmn:escalation` itself): the script host
 //! checks a file's when it is uploaded (syntax is CPython's to judge), and a model with any
 //! that the fast path cannot answer runs its steps where a script may take its whole time
 //! limit.
@@ -78,6 +80,22 @@ impl<'m> Collector<'m> {
         }
     }
 
+    /// A throw's payload expression (SpiffWorkflow's `payloadExpression` of its signal, error
+    /// or escalation).
+    fn payload(&mut self, element_id: &'m str, payload: &'m Option<Expression>) {
+        if let Some(payload) = payload {
+            self.expression(element_id, "payloadExpression", payload);
+        }
+    }
+
+    fn throw(&mut self, element_id: &'m str, throw: &'m Throw) {
+        match throw {
+            Throw::Message(throw) => self.message_throw(element_id, throw),
+            Throw::Signal(signal) => self.payload(element_id, &signal.payload),
+            Throw::Escalation(escalation) => self.payload(element_id, &escalation.payload),
+        }
+    }
+
     fn trigger(&mut self, element_id: &'m str, trigger: &'m BoundaryTrigger) {
         match trigger {
             BoundaryTrigger::Message(catch) => self.message_catch(element_id, catch),
@@ -137,11 +155,17 @@ impl<'m> Collector<'m> {
             ElementKind::MultipleThrow(throws)
             | ElementKind::EndEvent(EndKind::Multiple(throws)) => {
                 for throw in throws {
-                    if let Throw::Message(throw) = throw {
-                        self.message_throw(id, throw);
-                    }
+                    self.throw(id, throw);
                 }
             }
+            ElementKind::SignalThrow(signal) | ElementKind::EndEvent(EndKind::Signal(signal)) => {
+                self.payload(id, &signal.payload)
+            }
+            ElementKind::EscalationThrow(escalation)
+            | ElementKind::EndEvent(EndKind::Escalation(escalation)) => {
+                self.payload(id, &escalation.payload)
+            }
+            ElementKind::EndEvent(EndKind::Error(error)) => self.payload(id, &error.payload),
             ElementKind::MultipleCatch(set) | ElementKind::MultipleStart(set) => {
                 for trigger in &set.triggers {
                     self.trigger(id, trigger);
@@ -225,6 +249,12 @@ impl Definitions {
         for property in &self.correlation_properties {
             let retrieval = property.retrieval.iter().map(|(message, e)| (message, e));
             collector.retrievals(&property.id, retrieval);
+        }
+        let payloads = (self.signals.iter().map(|s| (&s.id, &s.payload)))
+            .chain(self.errors.iter().map(|e| (&e.id, &e.payload)))
+            .chain(self.escalations.iter().map(|e| (&e.id, &e.payload)));
+        for (id, payload) in payloads {
+            collector.payload(id, payload);
         }
         collector.found
     }

@@ -2,6 +2,7 @@
 //! the shell for a connector call and wait for its result. Also what the dispatcher needs to
 //! make that call (`service_call`).
 
+use super::boundaries::Thrown;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::multi_instance::deep_merge;
 use super::{Effect, InstanceError, InstanceState, Map, ServiceCall, TaskState};
@@ -122,7 +123,12 @@ impl<'m> Interpreter<'m> {
         task.state = TaskState::Error;
         task.data = Some(json!({"error_code": error_code, "message": message}));
         let scope = task.scope;
-        self.throw_error(Some(guid), scope, &element_id, Some(error_code), message)?;
+        let thrown = Thrown {
+            code: Some(error_code),
+            message,
+            payload: None,
+        };
+        self.throw_error(Some(guid), scope, &element_id, thrown)?;
         self.run_until_waiting()
     }
 }

@@ -2,7 +2,8 @@
 //! their activity does; interrupting ones cancel it when they fire, non-interrupting ones start
 //! a parallel path and wait again. Errors go to the nearest matching error boundary on the
 //! failed task or an enclosing subprocess, escalations to the nearest escalation boundary on an
-//! enclosing subprocess. Cancelling a task takes its waits with it.
+//! enclosing subprocess (each with its payload, see `signals`). Cancelling a task takes its
+//! waits with it.
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::state::Cycle;
@@ -10,6 +11,26 @@ use super::{Effect, TaskState};
 use crate::bpmn::{BoundaryTrigger, CatchSet, ElementKind, ElementSpec, ErrorRef, EscalationRef};
 use serde_json::{json, Value};
 use uuid::Uuid;
+
+/// An error as it is thrown: its code and message (what an uncaught one fails the instance
+/// with), and the payload its definition's `payloadExpression` gave (without one, a catch
+/// gets `{error_code, message}`).
+#[derive(Debug, Clone)]
+pub struct Thrown {
+    pub code: Option<String>,
+    pub message: String,
+    pub payload: Option<Value>,
+}
+
+impl Thrown {
+    /// What a catch stores in its variable.
+    fn value(&self) -> Value {
+        match &self.payload {
+            Some(payload) => payload.clone(),
+            None => json!({"error_code": self.code, "message": self.message}),
+        }
+    }
+}
 
 /// Which trigger of a waiting task happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,10 +271,10 @@ impl<'m> Interpreter<'m> {
         origin: Option<Uuid>,
         scope: Option<Uuid>,
         element_id: &str,
-        code: Option<String>,
-        message: String,
+        thrown: Thrown,
     ) -> Outcome {
-        let value = json!({"error_code": code, "message": message});
+        let value = thrown.value();
+        let Thrown { code, message, .. } = thrown;
         // at each level: the boundaries of the task (the failed one, then each enclosing
         // subprocess), then the error event subprocesses of the (sub)process it is in
         let (mut attached, mut level) = (origin, scope);
@@ -362,9 +383,24 @@ impl<'m> Interpreter<'m> {
         self.complete_activity(guid)
     }
 
+    /// The escalation event `guid` throws (with its payload) goes to the nearest catch.
+    pub fn throw_escalation(
+        &mut self,
+        guid: Uuid,
+        element: &'m ElementSpec,
+        scope: Option<Uuid>,
+        escalation: &'m EscalationRef,
+    ) -> Outcome {
+        let payload = self.evaluate_payload(element, escalation.payload.as_ref())?;
+        let code = escalation.escalation_code.as_deref();
+        self.escalate(scope, code, payload)?;
+        self.current = Some(guid); // what the thrower throws next sees its data
+        Ok(())
+    }
+
     /// Offer an escalation to the escalation event subprocesses and boundaries of the
     /// enclosing subprocesses, from `scope` outwards. Uncaught, it does nothing.
-    pub fn throw_escalation(&mut self, scope: Option<Uuid>, code: Option<&str>) -> Outcome {
+    fn escalate(&mut self, scope: Option<Uuid>, code: Option<&str>, payload: Value) -> Outcome {
         // at each level: the escalation event subprocesses of the (sub)process, then the
         // boundaries of the subprocess itself
         let mut level = scope;
@@ -374,7 +410,7 @@ impl<'m> Interpreter<'m> {
                 .escalation_event_subprocess(level, code)
                 .filter(|_| !around_instances)
             {
-                return self.run_event_subprocess(start, None, level, None);
+                return self.run_event_subprocess(start, None, level, Some(payload));
             }
             let Some(subprocess) = level else {
                 return Ok(());
@@ -385,7 +421,7 @@ impl<'m> Interpreter<'m> {
                 .then(|| self.escalation_boundary_for(element, code))
                 .flatten();
             if let Some(boundary) = boundary {
-                return self.fire_escalation_boundary(boundary, subprocess);
+                return self.fire_escalation_boundary(boundary, subprocess, &payload);
             }
             level = self.task(subprocess).scope;
         }
@@ -420,8 +456,13 @@ impl<'m> Interpreter<'m> {
     }
 
     /// An escalation boundary catches: interrupting, its activity is cancelled; either way a
-    /// token follows the boundary's flows.
-    fn fire_escalation_boundary(&mut self, boundary: &'m ElementSpec, attached: Uuid) -> Outcome {
+    /// token follows the boundary's flows, with the payload in the boundary's variable.
+    fn fire_escalation_boundary(
+        &mut self,
+        boundary: &'m ElementSpec,
+        attached: Uuid,
+        payload: &Value,
+    ) -> Outcome {
         self.count_execution(&boundary.id)?;
         let scope = self.task(attached).scope;
         if !boundary.is_non_interrupting_boundary() {
@@ -429,6 +470,9 @@ impl<'m> Interpreter<'m> {
         }
         let guid = self.new_task(boundary, scope, TaskState::Ready);
         self.current = Some(guid);
+        if let Some(BoundaryTrigger::Escalation(caught)) = boundary.trigger() {
+            self.store_payload(caught.variable.as_deref(), payload);
+        }
         self.pre_script(boundary)?;
         self.complete_activity(guid)
     }

@@ -33,6 +33,7 @@ pub fn start(
         start_event_id,
         data,
         message,
+        signal,
     } = event
     else {
         return Err(EngineError::Invalid("start needs an Event::Start".into()));
@@ -48,9 +49,9 @@ pub fn start(
     let outcome = interpreter
         .arm_event_subprocesses(None)
         .and_then(|()| {
-            starts
-                .iter()
-                .try_for_each(|start| interpreter.fire_start_event(start, message.as_ref()))
+            starts.iter().try_for_each(|start| {
+                interpreter.fire_start_event(start, message.as_ref(), signal.as_ref())
+            })
         })
         .and_then(|()| interpreter.run_until_waiting())
         .and_then(|()| interpreter.fire_met_conditions());
@@ -291,7 +292,7 @@ fn apply(interpreter: &mut Interpreter, event: Event) -> Outcome {
             error_code,
             message,
         } => interpreter.service_failed(task_guid, error_code, message),
-        Event::Signal { name } => interpreter.broadcast_signal(&name),
+        Event::Signal { name, payload } => interpreter.broadcast_signal(&name, &payload),
         Event::TimerFired { task_guid } => interpreter.timer_fired(task_guid),
     }
 }

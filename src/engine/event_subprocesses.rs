@@ -94,13 +94,14 @@ impl<'m> Interpreter<'m> {
 
     /// Runs the event subprocess of `start` in `scope`: interrupting, everything else there
     /// ends first; otherwise its listener waits again. The listener's task (if it has one)
-    /// becomes the start event inside it; an error goes into the start's variable.
+    /// becomes the start event inside it; what an error or escalation carried goes into the
+    /// start's variable (an error's by default into `error`).
     pub fn run_event_subprocess(
         &mut self,
         start: &'m ElementSpec,
         listener: Option<(Uuid, Option<Cycle>)>,
         scope: Option<Uuid>,
-        error: Option<Value>,
+        payload: Option<Value>,
     ) -> Outcome {
         self.count_execution(&start.id)?;
         let ElementKind::EventSubProcessStart {
@@ -126,13 +127,18 @@ impl<'m> Interpreter<'m> {
                 self.arm_boundary(start, None, scope, next)?;
             }
         }
-        if let (Some(value), Some(BoundaryTrigger::Error(caught))) = (error, start.trigger()) {
-            let variable = caught.variable.clone().unwrap_or_else(|| "error".into());
-            self.task_mut(start_task).data = Some(value.clone());
-            let owner = self.state.data_owner(Some(start_task));
-            self.state.data_of_mut(owner).insert(variable, value);
-        }
         self.current = Some(start_task);
+        match (payload, start.trigger()) {
+            (Some(value), Some(BoundaryTrigger::Error(caught))) => {
+                let variable = caught.variable.as_deref().unwrap_or("error");
+                self.task_mut(start_task).data = Some(value.clone());
+                self.store_payload(Some(variable), &value);
+            }
+            (Some(value), Some(BoundaryTrigger::Escalation(caught))) => {
+                self.store_payload(caught.variable.as_deref(), &value);
+            }
+            _ => {}
+        }
         self.pre_script(start)?;
         self.arm_event_subprocesses(Some(running))?;
         self.complete_activity(start_task)

@@ -2,7 +2,7 @@
 //! throw an error, send a message), sending messages with their correlation values, and
 //! waiting for and receiving messages (catch events, receive tasks; boundaries reuse these).
 
-use super::boundaries::Fired;
+use super::boundaries::{Fired, Thrown};
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::{Effect, TaskState};
 use crate::bpmn::{
@@ -14,16 +14,21 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
-    /// A start event of the process fires (with the message that started it, if any).
+    /// A start event of the process fires (with the message or the signal's payload that
+    /// started it, if any).
     pub fn fire_start_event(
         &mut self,
         start_id: &str,
         message: Option<&(String, Value)>,
+        signal: Option<&Value>,
     ) -> Outcome {
         self.count_execution(start_id)?;
         let element = self.element(start_id);
         let guid = self.new_task(element, None, TaskState::Ready);
         self.current = Some(guid);
+        if let (ElementKind::SignalStart(caught), Some(payload)) = (&element.kind, signal) {
+            self.store_payload(caught.variable.as_deref(), payload);
+        }
         self.pre_script(element)?;
         if let Some((name, payload)) = message {
             if let Some(catch) = element.message_catch_named(name) {
@@ -86,11 +91,22 @@ impl<'m> Interpreter<'m> {
                     .clone()
                     .or_else(|| error.error_code.clone())
                     .unwrap_or_else(|| "error end event".to_string());
-                self.throw_error(None, scope, &element.id, error.error_code.clone(), message)
+                let payload = match &error.payload {
+                    Some(expression) => {
+                        Some(self.eval(element, expression, "payloadExpression")?)
+                    }
+                    None => None,
+                };
+                let thrown = Thrown {
+                    code: error.error_code.clone(),
+                    message,
+                    payload,
+                };
+                self.throw_error(None, scope, &element.id, thrown)
             }
-            EndKind::Signal(signal) => self.throw_signal(guid, signal),
+            EndKind::Signal(signal) => self.throw_signal(guid, element, signal),
             EndKind::Escalation(escalation) => {
-                self.throw_escalation(scope, escalation.escalation_code.as_deref())
+                self.throw_escalation(guid, element, scope, escalation)
             }
             EndKind::Cancel => self.cancel_transaction(scope, &element.id),
             EndKind::None | EndKind::Message(_) | EndKind::Multiple(_) => Ok(()),
@@ -108,9 +124,9 @@ impl<'m> Interpreter<'m> {
         for throw in throws {
             match throw {
                 Throw::Message(message) => self.send_message(guid, element, message)?,
-                Throw::Signal(signal) => self.throw_signal(guid, signal)?,
+                Throw::Signal(signal) => self.throw_signal(guid, element, signal)?,
                 Throw::Escalation(escalation) => {
-                    self.throw_escalation(scope, escalation.escalation_code.as_deref())?
+                    self.throw_escalation(guid, element, scope, escalation)?
                 }
             }
         }

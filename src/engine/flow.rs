@@ -118,11 +118,11 @@ impl<'m> Interpreter<'m> {
                 Ok(())
             }
             ElementKind::SignalThrow(signal) => {
-                self.throw_signal(guid, signal)?;
+                self.throw_signal(guid, element, signal)?;
                 self.go_on_unless_interrupted(guid)
             }
             ElementKind::EscalationThrow(escalation) => {
-                self.throw_escalation(scope, escalation.escalation_code.as_deref())?;
+                self.throw_escalation(guid, element, scope, escalation)?;
                 self.go_on_unless_interrupted(guid)
             }
             ElementKind::ScriptTask { script } => self.run_script_task(guid, element, script),

@@ -108,6 +108,7 @@ mod tests {
             start_event_id: None,
             data: Map::new(),
             message: None,
+            signal: None,
         };
         let mut context = crate::engine::StepContext::new(
             chrono::DateTime::UNIX_EPOCH,

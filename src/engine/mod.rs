@@ -65,11 +65,14 @@ pub const MAX_EXECUTIONS_PER_STEP: usize = 10_000;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// Start an instance. `start_event_id` None: the message start event for `message`, else
-    /// every none start event of the process. `data` is the initial task data.
+    /// every none start event of the process. `data` is the initial task data. `signal`: the
+    /// payload of the signal that starts it at the signal start event `start_event_id` (stored
+    /// in the start event's variable, if its signal has one).
     Start {
         start_event_id: Option<String>,
         data: Map,
         message: Option<(String, Value)>,
+        signal: Option<Value>,
     },
     /// Complete a waiting manual/user task; the body is merged (top-level keys) into data.
     CompleteTask { task_guid: Uuid, data: Map },
@@ -91,8 +94,8 @@ pub enum Event {
         message: String,
     },
     /// Fire every waiting signal catch and signal boundary event with this signal name (no-op
-    /// when none waits).
-    Signal { name: String },
+    /// when none waits); each one whose signal has a variable stores the payload there.
+    Signal { name: String, payload: Value },
     /// A waiting timer (catch event or boundary) came due.
     TimerFired { task_guid: Uuid },
     /// An operator retries an instance in error: the task that failed runs again (see
@@ -175,10 +178,12 @@ pub enum Effect {
         task_guid: Uuid,
     },
     /// A signal was thrown: it has reached this instance's own catches; the shell broadcasts it
-    /// to every other instance waiting for it and starts the models it starts.
+    /// (with its payload: the signal's payload expression evaluated with the thrower's data,
+    /// else null) to every other instance waiting for it and starts the models it starts.
     ThrowSignal {
         task_guid: Uuid,
         name: String,
+        payload: Value,
     },
     /// A task wrote a data store (the value is checked): the shell writes it in the step's
     /// transaction. A JSON store takes the value; a KKV store applies it (see

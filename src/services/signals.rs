@@ -4,6 +4,7 @@
 //! replicas reach each waiting task once.
 
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
+use serde_json::Value;
 use sqlx::PgPool;
 
 /// Which instances a signal reached (caught it in a waiting task) and which it started, in
@@ -15,24 +16,28 @@ pub struct SignalAnswer {
     pub started: Vec<i64>,
 }
 
+/// Sends the signal with its payload (null for none): a catch whose signal names a
+/// `variableName` stores it there.
 pub async fn send(
     pool: &PgPool,
     cache: &ModelCache,
     name: &str,
+    payload: &Value,
     sent_by: &str,
 ) -> Result<SignalAnswer> {
-    retry_transaction!(send_once(pool, cache, name, sent_by))
+    retry_transaction!(send_once(pool, cache, name, payload, sent_by))
 }
 
 async fn send_once(
     pool: &PgPool,
     cache: &ModelCache,
     name: &str,
+    payload: &Value,
     sent_by: &str,
 ) -> Result<SignalAnswer> {
     let mut unit = UnitOfWork::begin(pool, cache).await?;
     unit.act_as(sent_by);
-    unit.broadcast_signal(None, name).await?;
+    unit.broadcast_signal(None, name, payload).await?;
     unit.run_queued().await?;
     let mut delivered_to = unit.signal_deliveries(name);
     delivered_to.sort_unstable();

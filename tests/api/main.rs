@@ -9,6 +9,7 @@ mod data_stores;
 mod decisions;
 mod domain;
 mod errors;
+mod event_payloads;
 mod events;
 mod examples;
 mod failover;

@@ -84,9 +84,7 @@ impl Resolver<'_> {
             ElementKind::SignalCatch(signal)
             | ElementKind::SignalStart(signal)
             | ElementKind::SignalThrow(signal)
-            | ElementKind::EndEvent(EndKind::Signal(signal)) => {
-                signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
-            }
+            | ElementKind::EndEvent(EndKind::Signal(signal)) => self.resolve_signal(id, signal)?,
             ElementKind::EscalationThrow(escalation)
             | ElementKind::EndEvent(EndKind::Escalation(escalation)) => {
                 self.resolve_escalation(id, escalation)?;
@@ -107,9 +105,7 @@ impl Resolver<'_> {
                         Throw::Message(message) => {
                             message.message_name = self.message_name(id, &message.message_ref)?;
                         }
-                        Throw::Signal(signal) => {
-                            signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
-                        }
+                        Throw::Signal(signal) => self.resolve_signal(id, signal)?,
                         Throw::Escalation(escalation) => self.resolve_escalation(id, escalation)?,
                     }
                 }
@@ -125,9 +121,7 @@ impl Resolver<'_> {
             BoundaryTrigger::Message(catch) => {
                 catch.message_name = self.message_name(id, &catch.message_ref)?;
             }
-            BoundaryTrigger::Signal(signal) => {
-                signal.signal_name = self.signal_name(id, &signal.signal_ref)?;
-            }
+            BoundaryTrigger::Signal(signal) => self.resolve_signal(id, signal)?,
             BoundaryTrigger::Escalation(escalation) => {
                 self.resolve_escalation(id, escalation)?;
             }
@@ -169,6 +163,7 @@ impl Resolver<'_> {
         };
         error.error_code = spec.error_code.clone();
         error.error_name = spec.name.clone();
+        error.payload = spec.payload.clone();
         if spec.variable.is_some() {
             error.variable = spec.variable.clone();
         }
@@ -198,20 +193,29 @@ impl Resolver<'_> {
             .clone()
             .or_else(|| spec.name.clone())
             .or_else(|| Some(escalation_ref.clone()));
+        escalation.payload = spec.payload.clone();
+        escalation.variable = spec.variable.clone();
         Ok(())
     }
 
-    fn signal_name(&self, element_id: &str, signal_ref: &str) -> Result<String, ModelError> {
-        if signal_ref.is_empty() {
-            return Ok(String::new()); // unnamed
+    /// The signal's name, payload expression and variable (an unnamed signal has none).
+    fn resolve_signal(&self, element_id: &str, signal: &mut SignalRef) -> Result<(), ModelError> {
+        if signal.signal_ref.is_empty() {
+            return Ok(()); // unnamed
         }
-        let Some(signal) = self.shared.signals.get(signal_ref) else {
+        let Some(spec) = self.shared.signals.get(&signal.signal_ref) else {
             return Err(ModelError::new(
                 self.file,
                 Some(element_id),
-                format!("signalRef '{signal_ref}' is not a bpmn:signal of this model"),
+                format!(
+                    "signalRef '{}' is not a bpmn:signal of this model",
+                    signal.signal_ref
+                ),
             ));
         };
-        Ok(signal.name.clone())
+        signal.signal_name = spec.name.clone();
+        signal.payload = spec.payload.clone();
+        signal.variable = spec.variable.clone();
+        Ok(())
     }
 }

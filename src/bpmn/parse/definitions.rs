@@ -71,10 +71,12 @@ impl Parser<'_> {
 
     fn error(&self, node: Node) -> Result<ErrorSpec, ModelError> {
         let id = self.required_id(node)?;
+        let (payload, variable) = self.payload_extensions(node, &id)?;
         Ok(ErrorSpec {
             name: nonempty_attr(node, "name"),
             error_code: nonempty_attr(node, "errorCode"),
-            variable: spiff_ext(node, "variableName").find_map(nonempty_text),
+            variable,
+            payload,
             id,
         })
     }
@@ -82,16 +84,40 @@ impl Parser<'_> {
     fn signal(&self, node: Node) -> Result<SignalSpec, ModelError> {
         let id = self.required_id(node)?;
         let name = nonempty_attr(node, "name").unwrap_or_else(|| id.clone());
-        Ok(SignalSpec { id, name })
+        let (payload, variable) = self.payload_extensions(node, &id)?;
+        Ok(SignalSpec {
+            id,
+            name,
+            payload,
+            variable,
+        })
     }
 
     fn escalation(&self, node: Node) -> Result<EscalationSpec, ModelError> {
         let id = self.required_id(node)?;
+        let (payload, variable) = self.payload_extensions(node, &id)?;
         Ok(EscalationSpec {
             name: nonempty_attr(node, "name"),
             escalation_code: nonempty_attr(node, "escalationCode"),
+            payload,
+            variable,
             id,
         })
+    }
+
+    /// SpiffWorkflow's `spiffworkflow:payloadExpression` (Python, what a throw carries) and
+    /// `spiffworkflow:variableName` (where a catch stores it) of a signal, error or escalation.
+    fn payload_extensions(
+        &self,
+        node: Node,
+        id: &str,
+    ) -> Result<(Option<Expression>, Option<String>), ModelError> {
+        let payload = match spiff_ext(node, "payloadExpression").find_map(nonempty_text) {
+            Some(source) => Some(self.expr(id, "payloadExpression", &source)?),
+            None => None,
+        };
+        let variable = spiff_ext(node, "variableName").find_map(nonempty_text);
+        Ok((payload, variable))
     }
 
     fn correlation_property(&self, node: Node) -> Result<RawCorrelationProperty, ModelError> {

@@ -367,7 +367,7 @@ impl Parser<'_> {
     fn signal_ref(definition: Node) -> SignalRef {
         SignalRef {
             signal_ref: nonempty_attr(definition, "signalRef").unwrap_or_default(),
-            signal_name: String::new(),
+            ..SignalRef::default()
         }
     }
 
@@ -432,7 +432,7 @@ impl Parser<'_> {
 fn escalation_ref(definition: Node) -> EscalationRef {
     EscalationRef {
         escalation_ref: nonempty_attr(definition, "escalationRef"),
-        escalation_code: None,
+        ..EscalationRef::default()
     }
 }
 
@@ -441,8 +441,7 @@ fn escalation_ref(definition: Node) -> EscalationRef {
 fn error_ref(definition: Node) -> ErrorRef {
     ErrorRef {
         error_ref: nonempty_attr(definition, "errorRef"),
-        error_code: None,
-        error_name: None,
         variable: spiff_ext(definition, "variableName").find_map(nonempty_text),
+        ..ErrorRef::default()
     }
 }

@@ -84,7 +84,14 @@ fn user_task_waits_and_completes_and_caller_mistakes_leave_state_untouched() {
     assert_eq!(st.status, InstanceStatus::Complete);
     // a finished instance takes no more events
     assert!(matches!(
-        step(&m, &mut st, Event::Signal { name: "x".into() }),
+        step(
+            &m,
+            &mut st,
+            Event::Signal {
+                name: "x".into(),
+                payload: Value::Null
+            }
+        ),
         Err(EngineError::Invalid(_))
     ));
 }

@@ -112,7 +112,8 @@ fn completing_the_task_cancels_its_boundaries_and_signals_fire_them() {
         &m,
         &mut st,
         Event::Signal {
-            name: "OTHER".into()
+            name: "OTHER".into(),
+            payload: Value::Null,
         }
     )
     .unwrap()
@@ -123,6 +124,7 @@ fn completing_the_task_cancels_its_boundaries_and_signals_fire_them() {
         &mut st,
         Event::Signal {
             name: "STOP".into(),
+            payload: Value::Null,
         },
     )
     .unwrap();

@@ -24,6 +24,7 @@ fn plain_start() -> Event {
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     }
 }
 

@@ -34,6 +34,7 @@ fn start_on(
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     };
     let mut context = next_context().with_data_stores(contents);
     super::super::start(m, process_id, event, &mut context).expect("start")

@@ -195,6 +195,7 @@ fn message_start_event_sets_variable_and_correlations() {
             start_event_id: None,
             data: Map::new(),
             message: Some(("request".into(), json!({"order_id": 3}))),
+            signal: None,
         },
     )
     .unwrap();
@@ -213,7 +214,8 @@ fn message_start_event_sets_variable_and_correlations() {
         bad(Event::Start {
             start_event_id: None,
             data: Map::new(),
-            message: Some(("nope".into(), json!({})))
+            message: Some(("nope".into(), json!({}))),
+            signal: None
         }),
         EngineError::Invalid(_)
     ));
@@ -221,7 +223,8 @@ fn message_start_event_sets_variable_and_correlations() {
         bad(Event::Start {
             start_event_id: Some("ghost".into()),
             data: Map::new(),
-            message: None
+            message: None,
+            signal: None
         }),
         EngineError::Invalid(_)
     ));
@@ -232,7 +235,8 @@ fn message_start_event_sets_variable_and_correlations() {
             Event::Start {
                 start_event_id: None,
                 data: Map::new(),
-                message: None
+                message: None,
+                signal: None
             }
         ),
         Err(EngineError::Invalid(_))

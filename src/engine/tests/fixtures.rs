@@ -67,6 +67,7 @@ fn run_fixture(name: &str, process_id: Option<&str>) -> (ModelSpec, InstanceStat
             start_event_id: None,
             data: Map::new(),
             message: None,
+            signal: None,
         },
     )
     .unwrap();
@@ -97,6 +98,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
             start_event_id: None,
             data: Map::new(),
             message: Some(("message_one".into(), json!({"a": 1}))),
+            signal: None,
         },
     )
     .unwrap();
@@ -204,6 +206,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
             start_event_id: None,
             data: Map::new(),
             message: Some(("Request Approval".into(), payload.clone())),
+            signal: None,
         },
     )
     .unwrap();
@@ -304,6 +307,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
                 start_event_id: None,
                 data: Map::new(),
                 message: None,
+                signal: None,
             },
         )
         .unwrap();
@@ -320,6 +324,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
             start_event_id: None,
             data: Map::new(),
             message: Some(("quick_callback_service_task".into(), json!({"x": 1}))),
+            signal: None,
         },
     )
     .unwrap();

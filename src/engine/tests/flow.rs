@@ -394,6 +394,7 @@ fn a_call_to_a_process_that_is_not_there_fails_when_reached() {
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     };
     let asked = start(&m, "P", event).expect_err("the step needs the process");
     assert_eq!(

@@ -13,7 +13,9 @@ mod flow;
 mod lifecycle;
 mod multi_instance;
 mod panics;
+mod payloads;
 mod spiffworkflow;
+mod spiffworkflow_events;
 mod timers;
 
 use super::*;
@@ -97,6 +99,7 @@ fn start_with(m: &ModelSpec, data: Value) -> (InstanceState, Vec<Effect>) {
             start_event_id: None,
             data: map(data),
             message: None,
+            signal: None,
         },
     )
     .expect("start")

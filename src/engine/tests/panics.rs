@@ -24,6 +24,7 @@ fn a_panic_in_a_step_puts_the_instance_in_error() {
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     };
     let (mut state, _) = super::start(&model, "P", start).expect("started");
     let mut ghost = state.tasks.last().expect("a task").clone();
@@ -31,8 +32,15 @@ fn a_panic_in_a_step_puts_the_instance_in_error() {
     ghost.element_id = "ghost".into();
     ghost.state = TaskState::Waiting;
     state.tasks.push(ghost);
-    let effects = super::step(&model, &mut state, Event::Signal { name: "x".into() })
-        .expect("a panic is not a caller mistake");
+    let effects = super::step(
+        &model,
+        &mut state,
+        Event::Signal {
+            name: "x".into(),
+            payload: Value::Null,
+        },
+    )
+    .expect("a panic is not a caller mistake");
     assert_eq!(state.status, InstanceStatus::Error);
     let error = state.error.expect("an error");
     assert_eq!(

@@ -4,12 +4,13 @@
 
 use super::super::Result;
 use super::engine_runs::StepOutcome;
+use super::starts::StartedBy;
 use super::{OutgoingMessage, UnitOfWork, Unmatched, Work};
 use crate::engine::{Effect, Event};
 use crate::store;
 use crate::telemetry::traces;
 use anyhow::anyhow;
-use serde_json::Map;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
@@ -33,7 +34,7 @@ impl<'c> UnitOfWork<'c> {
                     self.match_buffer_if_waiting(id, task_guid, receive_id, &name, key)
                         .await?
                 }
-                Work::Signal(id, name) => self.deliver_signal(id, name).await?,
+                Work::Signal(id, name, payload) => self.deliver_signal(id, name, payload).await?,
             }
         }
         Ok(())
@@ -90,14 +91,14 @@ impl<'c> UnitOfWork<'c> {
 
     /// Delivers a signal to an instance that waited for it when it was thrown, if it still
     /// does (its waits taken under its lock, so exactly once).
-    async fn deliver_signal(&mut self, id: i64, name: String) -> Result<()> {
+    async fn deliver_signal(&mut self, id: i64, name: String, payload: Value) -> Result<()> {
         if !self.load(id).await? || !self.takes_events(id) {
             return Ok(());
         }
         if store::timers::take_signal_waits(&mut self.tx, id, &name).await? {
             self.signal_deliveries.push((name.clone(), id));
             self.queue
-                .push_front(Work::Step(id, Event::Signal { name }));
+                .push_front(Work::Step(id, Event::Signal { name, payload }));
         }
         Ok(())
     }
@@ -164,8 +165,8 @@ impl<'c> UnitOfWork<'c> {
             Effect::CancelSignalWait { task_guid } => {
                 store::timers::cancel_signal_wait(&mut self.tx, task_guid).await?;
             }
-            Effect::ThrowSignal { name, .. } => {
-                self.broadcast_signal(Some(id), &name).await?;
+            Effect::ThrowSignal { name, payload, .. } => {
+                self.broadcast_signal(Some(id), &name, &payload).await?;
             }
             Effect::WriteDataStore {
                 store, kind, value, ..
@@ -176,15 +177,20 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// Queues a signal for every instance (but `thrower`) that waits for it, and starts an
-    /// instance of every model with a signal start event of that name; they step in this unit
-    /// of work.
-    pub async fn broadcast_signal(&mut self, thrower: Option<i64>, name: &str) -> Result<()> {
+    /// Queues a signal (with its payload) for every instance (but `thrower`) that waits for
+    /// it, and starts an instance of every model with a signal start event of that name; they
+    /// step in this unit of work.
+    pub async fn broadcast_signal(
+        &mut self,
+        thrower: Option<i64>,
+        name: &str,
+        payload: &Value,
+    ) -> Result<()> {
         let waiting =
             store::timers::instances_waiting_for_signal(&mut self.tx, name, thrower).await?;
         for instance in &waiting {
-            self.queue
-                .push_back(Work::Signal(*instance, name.to_string()));
+            let work = Work::Signal(*instance, name.to_string(), payload.clone());
+            self.queue.push_back(work);
         }
         let starts = store::timers::signal_starts_for(&mut self.tx, name).await?;
         for (model, process_id, start_event_id) in starts {
@@ -194,7 +200,7 @@ impl<'c> UnitOfWork<'c> {
                     Some(&process_id),
                     Some(start_event_id),
                     Map::new(),
-                    None,
+                    StartedBy::Signal(payload.clone()),
                 )
                 .await?;
             self.signal_starts.push((name.to_string(), id));

@@ -100,9 +100,10 @@ impl Loaded {
 enum Work {
     Step(i64, Event),
     Effects(i64, Vec<crate::engine::Effect>),
-    /// A signal for an instance that waited for it when it was thrown: delivered if the
-    /// instance still waits (the delivery takes its waits under its lock, so exactly once).
-    Signal(i64, String),
+    /// A signal (name, payload) for an instance that waited for it when it was thrown:
+    /// delivered if the instance still waits (the delivery takes its waits under its lock, so
+    /// exactly once).
+    Signal(i64, String, Value),
     /// A receive of a task that already has a message on its way in this unit (a catch with
     /// several messages): it looks in the buffer once that delivery has stepped, if the task
     /// still waits for it (its correlation key is read then when not given).

@@ -5,6 +5,7 @@
 
 use super::super::clock::expr_context;
 use super::super::{Error, Result};
+use super::starts::StartedBy;
 use super::{NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
@@ -38,7 +39,7 @@ impl<'c> UnitOfWork<'c> {
                     Some(&trigger.process_id),
                     Some(trigger.start_event_id),
                     Map::new(),
-                    Some((name.to_string(), payload.clone())),
+                    StartedBy::Message(name.to_string(), payload.clone()),
                 )
                 .await?;
             return Ok(Routed::Started { instance_id });

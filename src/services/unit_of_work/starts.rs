@@ -12,6 +12,14 @@ use crate::store::{self, models::ModelRow};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
+/// What starts an instance: a caller (the API, a timer), a message or a signal (with its
+/// payload).
+pub(super) enum StartedBy {
+    Caller,
+    Message(String, Value),
+    Signal(Value),
+}
+
 /// A new instance as its first step left it, with the spec it stepped against and the
 /// processes it pinned from other models on the way.
 struct Started {
@@ -30,7 +38,13 @@ impl<'c> UnitOfWork<'c> {
         data: Map<String, Value>,
     ) -> Result<i64> {
         let id = self
-            .create_instance(process_model_identifier, None, None, data, None)
+            .create_instance(
+                process_model_identifier,
+                None,
+                None,
+                data,
+                StartedBy::Caller,
+            )
             .await?;
         self.run_queued().await?;
         Ok(id)
@@ -51,7 +65,7 @@ impl<'c> UnitOfWork<'c> {
                 Some(process_id),
                 Some(start_event_id.to_string()),
                 data,
-                None,
+                StartedBy::Caller,
             )
             .await?;
         self.run_queued().await?;
@@ -66,7 +80,7 @@ impl<'c> UnitOfWork<'c> {
         process_id: Option<&str>,
         start_event_id: Option<String>,
         data: Map<String, Value>,
-        message: Option<(String, Value)>,
+        started_by: StartedBy,
     ) -> Result<i64> {
         let model = store::models::find(&mut self.tx, process_model_identifier)
             .await?
@@ -85,10 +99,16 @@ impl<'c> UnitOfWork<'c> {
         )
         .await?;
         let id = row.id;
+        let (message, signal) = match started_by {
+            StartedBy::Caller => (None, None),
+            StartedBy::Message(name, payload) => (Some((name, payload)), None),
+            StartedBy::Signal(payload) => (None, Some(payload)),
+        };
         let start = Event::Start {
             start_event_id,
             data,
             message,
+            signal,
         };
         let started = self
             .first_step(id, &model, spec, &process_id, start)

@@ -102,6 +102,7 @@ fn start_process_of(m: &ModelSpec, process_id: &str, data: Value) -> InstanceSta
         start_event_id: None,
         data: map(data),
         message: None,
+        signal: None,
     };
     start(m, process_id, event).expect("start").0
 }

@@ -67,6 +67,7 @@ fn a_decision_the_model_lacks_is_asked_for_then_fails_when_missing() {
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     };
     let asked = start(&m, "Process_bd2e724", event).expect_err("the step needs the decision");
     assert_eq!(

@@ -31,6 +31,7 @@ fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
             start_event_id: None,
             data: Map::new(),
             message: None,
+            signal: None,
         },
     )
     .unwrap();
@@ -68,6 +69,7 @@ fn start_by_message(m: &ModelSpec, name: &str) -> InstanceState {
         start_event_id: None,
         data: Map::new(),
         message: Some((name.to_string(), json!({}))),
+        signal: None,
     };
     start(m, "main", event).expect("start").0
 }

@@ -21,7 +21,7 @@ use super::*;
 pub(super) use crate::test_support::conformance_file;
 
 /// A model of these files (the way SpiffWorkflow's tests load several at once).
-fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
+pub(super) fn spiffworkflow_models(paths: &[&str], process_id: &str) -> ModelSpec {
     let files: Vec<(String, String)> = paths.iter().map(|path| conformance_file(path)).collect();
     build_model(&files, Some(process_id)).unwrap_or_else(|e| panic!("{paths:?}: {e}"))
 }
@@ -37,24 +37,25 @@ pub(super) fn user_tasks_of(path: &str) -> (String, String) {
     (name, xml)
 }
 
-fn with_user_tasks(path: &str, process_id: &str) -> ModelSpec {
+pub(super) fn with_user_tasks(path: &str, process_id: &str) -> ModelSpec {
     build_model(&[user_tasks_of(path)], Some(process_id)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
+pub(super) fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
     spiffworkflow_models(&[path], process_id)
 }
 
-fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
+pub(super) fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
     let event = Event::Start {
         start_event_id: None,
         data: map(data),
         message: None,
+        signal: None,
     };
     start(m, process_id, event).expect("start").0
 }
 
-fn waiting(state: &InstanceState) -> Vec<&str> {
+pub(super) fn waiting(state: &InstanceState) -> Vec<&str> {
     state
         .tasks
         .iter()
@@ -63,12 +64,12 @@ fn waiting(state: &InstanceState) -> Vec<&str> {
         .collect()
 }
 
-fn fire_timer(m: &ModelSpec, state: &mut InstanceState, element: &str) {
+pub(super) fn fire_timer(m: &ModelSpec, state: &mut InstanceState, element: &str) {
     let guid = task(state, element).guid;
     step(m, state, Event::TimerFired { task_guid: guid }).expect("the timer fires");
 }
 
-fn complete(m: &ModelSpec, state: &mut InstanceState, element: &str) {
+pub(super) fn complete(m: &ModelSpec, state: &mut InstanceState, element: &str) {
     let guid = task(state, element).guid;
     complete_guid(m, state, guid, json!({}));
 }

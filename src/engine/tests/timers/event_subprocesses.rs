@@ -77,6 +77,7 @@ fn an_event_subprocess_listener_ends_with_its_process() {
         &mut st,
         Event::Signal {
             name: "NUDGE".into(),
+            payload: Value::Null,
         },
     )
     .unwrap();

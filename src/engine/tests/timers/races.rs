@@ -79,6 +79,7 @@ fn a_signal_from_outside_wins_the_race() {
         &mut st,
         Event::Signal {
             name: "STOP".into(),
+            payload: Value::Null,
         },
     )
     .unwrap();
@@ -111,6 +112,7 @@ fn a_thrown_signal_is_caught_in_the_instance_and_broadcast() {
     let throw = task(&st, "throw").guid;
     assert!(effects.contains(&Effect::ThrowSignal {
         task_guid: throw,
-        name: "GO".into()
+        name: "GO".into(),
+        payload: Value::Null,
     }));
 }
