@@ -9,6 +9,7 @@
 //! rule tasks).
 
 mod calls;
+mod calls_and_starts;
 mod data;
 mod decisions;
 mod events;
