@@ -5,10 +5,13 @@
 //! By topic: `scripts` (pre- and post-scripts, script tasks), `timers` (timer events and
 //! event-based gateways), `events` (signals, multiple events, message starts), `flow`
 //! (inclusive gateways, standard loops, transactions), `calls` (call activities and their
-//! io specifications), `data` (task io specifications, data objects), `decisions` (business
+//! io specifications), `calls_and_starts` (call activities with messages, terminate ends and
+//! parallel paths, dependencies, several start events; and in `conformance.md` the list of
+//! SpiffWorkflow's structure tests and what checks each), `data` (task io specifications, data objects), `decisions` (business
 //! rule tasks).
 
 mod calls;
+mod calls_and_starts;
 mod data;
 mod decisions;
 mod events;
