@@ -3,8 +3,9 @@
 //! (`call_1/task_a`): the child then runs inside the instance like any subprocess (one lock,
 //! its waits, timers and service tasks the instance's own), errors and escalations reach the
 //! call activity's boundary events, and the task list shows which call each task belongs to.
-//! The child shares the caller's task data, as SpiffWorkflow's copy-in, merge-back rule gives
-//! without an ioSpecification. A callee that is not in the model is left as a call activity
+//! The child runs on a copy of the caller's task data, merged back when it ends
+//! (SpiffWorkflow's copy-in, merge-back rule without an ioSpecification; with one, only its
+//! inputs go in and its outputs come back). A callee that is not in the model is left as a call activity
 //! that fails when reached.
 
 use super::processes::Processes;
