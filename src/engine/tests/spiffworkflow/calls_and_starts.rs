@@ -166,6 +166,7 @@ fn approval_round(
             start_event_id: None,
             data: Map::new(),
             message: Some((name, request.clone())),
+            signal: None,
         },
     )
     .expect("the request starts an approver");
@@ -469,6 +470,7 @@ fn process_dependencies_are_what_the_model_calls_and_does_not_define() {
         start_event_id: None,
         data: Map::new(),
         message: None,
+        signal: None,
     };
     match start(&nested, "Level1", event) {
         Err(EngineError::CalleeNeeded(callee)) => assert_eq!(callee.key(), "Level2"),
@@ -529,6 +531,7 @@ fn start_event_split_starts_from_the_event_its_message_names() {
             start_event_id: None,
             data: Map::new(),
             message: Some((message.to_string(), json!({}))),
+            signal: None,
         };
         let (mut state, _) = start(&m, "main", event).expect("start");
         assert_eq!(task(&state, fired).state, TaskState::Completed);
