@@ -1,5 +1,6 @@
-//! SpiffWorkflow's structure tests that had no counterpart here: call activities that talk
-//! to another process by message (camunda `CallActivityMessageTest`), call activities with
+//! SpiffWorkflow's structure tests that had no counterpart here (call activities that talk
+//! to another process by message, camunda `CallActivityMessageTest`, are in `call_messages`):
+//! call activities with
 //! terminate ends and parallel paths (`ApprovalsTest`), an embedded subprocess with a parallel
 //! split (camunda `SubWorkflowTest`), the order of a call activity's tasks (`CallActivityTest`)
 //! and what a model needs of others (`ProcessDependencyTest`). The list of every
@@ -17,12 +18,12 @@ use super::*;
 use crate::bpmn::ElementKind;
 
 /// An element's own id: `call/task` is `task`.
-fn own_id(element_id: &str) -> &str {
+pub(super) fn own_id(element_id: &str) -> &str {
     element_id.rsplit('/').next().unwrap_or(element_id)
 }
 
 /// The waiting user and manual tasks (SpiffWorkflow's READY manual tasks), in task order.
-fn ready(state: &InstanceState) -> Vec<&Task> {
+pub(super) fn ready(state: &InstanceState) -> Vec<&Task> {
     state
         .tasks
         .iter()
@@ -33,12 +34,12 @@ fn ready(state: &InstanceState) -> Vec<&Task> {
         .collect()
 }
 
-fn ready_ids(state: &InstanceState) -> Vec<&str> {
+pub(super) fn ready_ids(state: &InstanceState) -> Vec<&str> {
     ready(state).iter().map(|t| own_id(&t.element_id)).collect()
 }
 
 /// `do_next_named_step`: exactly one ready task has this own id; it completes with `data`.
-fn do_named(m: &ModelSpec, state: &mut InstanceState, name: &str, data: Value) {
+pub(super) fn do_named(m: &ModelSpec, state: &mut InstanceState, name: &str, data: Value) {
     let named: Vec<Uuid> = ready(state)
         .iter()
         .filter(|t| own_id(&t.element_id) == name)
@@ -54,207 +55,18 @@ fn do_named(m: &ModelSpec, state: &mut InstanceState, name: &str, data: Value) {
 }
 
 /// `do_next_exclusive_step`: the only ready task is this one; it completes.
-fn do_exclusive(m: &ModelSpec, state: &mut InstanceState, name: &str) {
+pub(super) fn do_exclusive(m: &ModelSpec, state: &mut InstanceState, name: &str) {
     assert_eq!(ready_ids(state), [name], "the only ready task");
     do_named(m, state, name, json!({}));
 }
 
 /// SpiffWorkflow's `save_restore`: the state as it is stored, read back.
-fn save_restore(state: &mut InstanceState) {
+pub(super) fn save_restore(state: &mut InstanceState) {
     let stored = serde_json::to_string(&*state).unwrap();
     *state = serde_json::from_str(&stored).unwrap();
 }
 
 // --- camunda/CallActivityMessageTest ---------------------------------------------------
-
-const MESSAGE_CHILD: &str = "camunda/data/call_activity_with_message.bpmn";
-const MESSAGE_PARENT: &str = "camunda/data/call_activity_with_message_parent.bpmn";
-/// The participant that starts with a none start event and calls `Subprocess`.
-const CALLER: &str = "Process_0vpmpb9";
-/// The participant that starts on the `ApprovalRequest` message.
-const APPROVER: &str = "Process_0xeaemr";
-
-fn spiff_ext(inner: &str) -> String {
-    format!(
-        r#"<bpmn:extensionElements xmlns:spiffworkflow="{SPIFF_NS}">{inner}</bpmn:extensionElements>"#
-    )
-}
-
-/// The models as SpiffWorkflow's test loads them, with the Camunda message extensions
-/// (`camunda:expression` on a throw: the payload; `camunda:resultVariable`: where the catch
-/// puts it) written in SpiffArena's dialect when `translate` (`messagePayload` on the throw,
-/// `messageVariable` on the catch, which is where SpiffArena names the variable).
-fn message_models(translate: bool) -> ModelSpec {
-    let (child_name, mut child) = conformance_file(MESSAGE_CHILD);
-    let (parent_name, mut parent) = conformance_file(MESSAGE_PARENT);
-    if translate {
-        let request = r#"messageRef="Message_01cfgjd" camunda:expression="plan_details" />"#;
-        let response_catch = r#"messageRef="Message_05r8evp" />"#;
-        let response = r#"messageRef="Message_1v7scp6" camunda:expression="approved" camunda:resultVariable="Approved" />"#;
-        assert!(child.contains(request) && child.contains(response_catch));
-        assert!(parent.contains(response));
-        child = child
-            .replace(
-                request,
-                &format!(
-                    r#"messageRef="Message_01cfgjd">{}</bpmn:messageEventDefinition>"#,
-                    spiff_ext(
-                        "<spiffworkflow:messagePayload>plan_details</spiffworkflow:messagePayload>"
-                    )
-                ),
-            )
-            .replace(
-                response_catch,
-                &format!(
-                    r#"messageRef="Message_05r8evp">{}</bpmn:messageEventDefinition>"#,
-                    spiff_ext(
-                        "<spiffworkflow:messageVariable>Approved</spiffworkflow:messageVariable>"
-                    )
-                ),
-            );
-        parent = parent.replace(
-            response,
-            &format!(
-                r#"messageRef="Message_1v7scp6">{}</bpmn:messageEventDefinition>"#,
-                spiff_ext("<spiffworkflow:messagePayload>approved</spiffworkflow:messagePayload>")
-            ),
-        );
-    }
-    let files = [(child_name, child), (parent_name, parent)];
-    build_model(&files, Some(CALLER)).unwrap_or_else(|e| panic!("refused: {e}"))
-}
-
-/// The one message among the effects.
-fn sent(effects: &[Effect]) -> (String, Value) {
-    let messages: Vec<(String, Value)> = effects
-        .iter()
-        .filter_map(|effect| match effect {
-            Effect::SendMessage { name, payload, .. } => Some((name.clone(), payload.clone())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(messages.len(), 1, "{effects:?}");
-    messages[0].clone()
-}
-
-/// One round of CallActivityMessageTest, with the service's part played here: the request
-/// the called process sends starts an approver instance (SpiffWorkflow runs both participants
-/// of the collaboration in one workflow; here each is an instance, and a message start
-/// creates one), whose response goes to the catch waiting inside the call activity.
-fn approval_round(
-    m: &ModelSpec,
-    caller: &mut InstanceState,
-    plan: &str,
-    approved: &str,
-) -> (Value, Value) {
-    assert_eq!(ready_ids(caller), ["Activity_EnterPlan"]);
-    let guid = ready(caller)[0].guid;
-    let effects = complete_guid(m, caller, guid, json!({"plan_details": plan}));
-    let (name, request) = sent(&effects);
-    assert_eq!(name, "ApprovalRequest");
-    let catch = task(
-        caller,
-        "Activity_RequestApproval/Event_Get_Approval_Response",
-    );
-    assert_eq!(catch.state, TaskState::Waiting);
-    let catch = catch.guid;
-
-    let (mut approver, _) = start(
-        m,
-        APPROVER,
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some((name, request.clone())),
-            signal: None,
-        },
-    )
-    .expect("the request starts an approver");
-    assert_eq!(ready_ids(&approver), ["Activity_ApproveOrDeny"]);
-    let guid = ready(&approver)[0].guid;
-    let effects = complete_guid(m, &mut approver, guid, json!({"approved": approved}));
-    assert_eq!(approver.status, InstanceStatus::Complete);
-    let (name, response) = sent(&effects);
-    assert_eq!(name, "ApprovalResponse");
-    deliver_guid(m, caller, catch, &name, response.clone()).expect("delivered");
-    (request, response)
-}
-
-/// CallActivityMessageTest.testRunThroughHappy (and testRunThroughSaveRestore), with the
-/// Camunda message extensions in SpiffArena's dialect: a plan is sent for approval from
-/// inside the call activity until approved, then enabled; the data at the end is
-/// SpiffWorkflow's. The steps are the test's, across the two instances.
-#[test]
-fn call_activity_message_test_with_spiffarena_message_extensions() {
-    let m = message_models(true);
-    for save in [false, true] {
-        let mut caller = start_process(&m, CALLER, json!({}));
-        // SpiffWorkflow: one ready task, two started (the call activity and its workflow)
-        assert_eq!(ready_ids(&caller), ["Activity_EnterPlan"]);
-        assert_eq!(
-            task(&caller, "Activity_RequestApproval").state,
-            TaskState::Started
-        );
-        for (plan, approved) in [("Bad", "No"), ("Better", "No"), ("Best", "Yes")] {
-            let (request, response) = approval_round(&m, &mut caller, plan, approved);
-            assert_eq!(request, json!(plan));
-            assert_eq!(response, json!(approved));
-            // the called process runs on a copy of the caller's data, merged back at its end
-            let call = task(&caller, "Activity_RequestApproval");
-            let data = match call.state {
-                TaskState::Started => &caller.internal.local_data[&call.guid],
-                _ => &caller.data,
-            };
-            assert_eq!(data["Approved"], json!(approved));
-            assert_eq!(data["plan_details"], json!(plan));
-            if save {
-                save_restore(&mut caller);
-            }
-        }
-        // the terminate end event ended the called process only
-        assert_eq!(caller.status, InstanceStatus::UserInputRequired);
-        do_named(
-            &m,
-            &mut caller,
-            "Activity_EnablePlan",
-            json!({"Done": "OK!"}),
-        );
-        assert_eq!(
-            caller.status,
-            InstanceStatus::Complete,
-            "{:?}",
-            caller.error
-        );
-        assert_eq!(
-            Value::Object(caller.data.clone()),
-            json!({"plan_details": "Best", "Approved": "Yes", "Done": "OK!"})
-        );
-        assert_eq!(
-            count(&caller, "Activity_RequestApproval/Activity_EnterPlan"),
-            3
-        );
-    }
-}
-
-/// CallActivityMessageTest on the files as they are. Difference: the Camunda dialect's
-/// message extensions (`camunda:expression`, `camunda:resultVariable`) are not read (the
-/// engine reads SpiffArena's), so the request carries all the task data and the response
-/// reaches the catch without naming a variable: `Approved` is never set, and the gateway's
-/// `Approved == "Yes"` fails the instance where SpiffWorkflow loops back to Enter Plan.
-#[test]
-fn call_activity_message_test_camunda_extensions_are_not_read() {
-    let m = message_models(false);
-    let mut caller = start_process(&m, CALLER, json!({}));
-    let (request, response) = approval_round(&m, &mut caller, "Bad", "No");
-    assert_eq!(request, json!({"plan_details": "Bad"}));
-    assert_eq!(response["approved"], json!("No"));
-    assert_eq!(caller.status, InstanceStatus::Error);
-    let error = caller.error.clone().unwrap();
-    assert!(error.message.contains("Approved"), "{error}");
-    assert_eq!(own_id(&error.element_id), "Gateway_Approved", "{error}");
-}
-
-// --- ApprovalsTest ------------------------------------------------------------------------
 
 fn approvals() -> (ModelSpec, InstanceState) {
     let m = spiffworkflow_model("bpmn/data/Approvals.bpmn", "Approvals");

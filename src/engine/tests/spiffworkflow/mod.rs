@@ -5,11 +5,13 @@
 //! By topic: `scripts` (pre- and post-scripts, script tasks), `timers` (timer events and
 //! event-based gateways), `events` (signals, multiple events, message starts), `flow`
 //! (inclusive gateways, standard loops, transactions), `calls` (call activities and their
-//! io specifications), `calls_and_starts` (call activities with messages, terminate ends and
+//! io specifications), `call_messages` (a call activity talking to another participant by
+//! message), `calls_and_starts` (call activities with terminate ends and
 //! parallel paths, dependencies, several start events; and in `conformance.md` the list of
 //! SpiffWorkflow's structure tests and what checks each), `data` (task io specifications, data objects), `decisions` (business
 //! rule tasks).
 
+mod call_messages;
 mod calls;
 mod calls_and_starts;
 mod data;
