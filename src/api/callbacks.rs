@@ -165,7 +165,7 @@ pub async fn callback(
         .map_err(|e| ApiError::refused(ErrorCode::InvalidCallbackBody, e))?;
     let ctx = state.service_tasks();
     let answer = service_tasks::callback(&ctx, id, TaskGuid(task_guid), &outcome).await?;
-    super::json_off_thread(StatusCode::OK, CallbackAnswer::from(answer)).await
+    super::json_answer(StatusCode::OK, CallbackAnswer::from(answer)).await
 }
 
 /// Commands a service task can call: embedded ones first, then the connector proxy's

@@ -282,7 +282,7 @@ pub async fn send_message(
         sent_by: principal.subject.clone(),
     };
     // the answers hold the instance's data (it grows with every step) or the whole payload:
-    // serialised off the async workers
+    // a large one is serialised off the async workers
     match services::messages::send(&state.pool, &state.models, &request).await? {
         SendAnswer::Instance(outcome) => {
             traces::annotate_current(|| {
@@ -294,7 +294,7 @@ pub async fn send_message(
                     ),
                 ]
             });
-            super::json_off_thread(StatusCode::OK, InstanceAnswer::from(*outcome)).await
+            super::json_answer(StatusCode::OK, InstanceAnswer::from(*outcome)).await
         }
         SendAnswer::Buffered(message) => {
             // the expiry sweeper may be asleep until a later deadline
@@ -302,7 +302,7 @@ pub async fn send_message(
             let answer = BufferedAnswer {
                 message_instance: MessageInstance::from(message.as_ref()),
             };
-            super::json_off_thread(StatusCode::ACCEPTED, answer).await
+            super::json_answer(StatusCode::ACCEPTED, answer).await
         }
     }
 }

@@ -256,6 +256,53 @@ pub async fn json_off_thread<T: serde::Serialize + Send + 'static>(
         .body(body))
 }
 
+/// The most of an answer serialised on an async worker by [`json_answer`].
+pub const INLINE_JSON_BYTES: usize = 64 * 1024;
+
+/// A JSON answer of a size not known beforehand (an instance's data grows with every step; a
+/// buffered message holds its whole payload): serialised here while it stays under
+/// [`INLINE_JSON_BYTES`], so the common small answer costs no hop to another thread (measured
+/// on message answers: the hop cost +0.08 ms of server CPU per message at 16 clients), and
+/// serialised on the blocking pool once it is larger, so no more than that is ever done on the
+/// async workers.
+pub async fn json_answer<T: serde::Serialize + Send + 'static>(
+    status: actix_web::http::StatusCode,
+    value: T,
+) -> Result<HttpResponse, ApiError> {
+    let mut body = Vec::with_capacity(1024);
+    let capped = Capped {
+        body: &mut body,
+        cap: INLINE_JSON_BYTES,
+    };
+    match serde_json::to_writer(capped, &value) {
+        Ok(()) => Ok(HttpResponse::build(status)
+            .content_type("application/json")
+            .body(body)),
+        Err(e) if e.is_io() => json_off_thread(status, value).await,
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+/// A writer that refuses to grow `body` past `cap` bytes.
+struct Capped<'a> {
+    body: &'a mut Vec<u8>,
+    cap: usize,
+}
+
+impl std::io::Write for Capped<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.body.len() + data.len() > self.cap {
+            return Err(std::io::Error::other("larger than the inline limit"));
+        }
+        self.body.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Registers every route. `/metrics` is answered by the metrics middleware (see `startup`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/v1.0/status").route(web::get().to(health::status)))
@@ -382,4 +429,29 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .configure(console::configure)
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
         .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));
+}
+
+#[cfg(test)]
+mod json_answer_tests {
+    use super::*;
+    use actix_web::body::MessageBody;
+    use actix_web::http::StatusCode;
+
+    async fn body_of(value: serde_json::Value) -> (StatusCode, Vec<u8>) {
+        let response = json_answer(StatusCode::CREATED, value).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().try_into_bytes().ok().unwrap();
+        (status, bytes.to_vec())
+    }
+
+    #[actix_web::test]
+    async fn small_and_large_answers_are_the_same_json() {
+        let small = serde_json::json!({"id": 1, "data": {"a": [1, 2, 3]}});
+        let large = serde_json::json!({"id": 2, "data": "x".repeat(INLINE_JSON_BYTES * 2)});
+        for value in [small, large] {
+            let (status, body) = body_of(value.clone()).await;
+            assert_eq!(status, StatusCode::CREATED);
+            assert_eq!(body, serde_json::to_vec(&value).unwrap());
+        }
+    }
 }

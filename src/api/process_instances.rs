@@ -309,7 +309,7 @@ pub async fn start_instance(
         &principal.subject,
     )
     .await?;
-    super::json_off_thread(StatusCode::CREATED, InstanceAnswer::from(answer)).await
+    super::json_answer(StatusCode::CREATED, InstanceAnswer::from(answer)).await
 }
 
 /// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
@@ -601,5 +601,5 @@ pub async fn complete_task(
         &principal.subject,
     )
     .await?;
-    super::json_off_thread(StatusCode::OK, InstanceAnswer::from(answer)).await
+    super::json_answer(StatusCode::OK, InstanceAnswer::from(answer)).await
 }
