@@ -1347,6 +1347,39 @@ async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refu
     assert!(show(&app, id).await["data"].get("result").is_none());
 }
 
+/// An interrupting boundary that fires before the call was made drops the pending job: the
+/// proxy is never called for a task that no longer exists.
+#[tokio::test]
+async fn a_timer_boundary_drops_a_call_not_made_yet() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
+    let model = service_model("").replace(
+        r#"<bpmn:endEvent id="caught" />"#,
+        r#"<bpmn:endEvent id="caught" />
+    <bpmn:boundaryEvent id="too_slow" attachedToRef="call"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT10M"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f4" sourceRef="too_slow" targetRef="timed_out" />
+    <bpmn:endEvent id="timed_out" />"#,
+    );
+    upload_ok(&app, "svc/slow", "svc.bpmn", &model).await;
+    let id = start_ok(&app, "svc/slow", &json!({"word": "never"})).await;
+    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pending, 1, "the call waits for the dispatcher");
+
+    let later = chrono::Utc::now() + chrono::Duration::minutes(11);
+    let round = workflow_backend::workers::timer_firer::fire_due_once(&app.state, later).await;
+    assert_eq!(round.fired, 1);
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(task_state(&shown, "call"), "CANCELLED");
+
+    let round = dispatch_due_once(&app.state).await;
+    assert_eq!(round.claimed, 0, "{round:?}");
+    assert!(proxy.calls().is_empty(), "{:?}", proxy.calls());
+}
+
 /// start -> a parallel multi-instance service task (one demo/Echo call per word) -> end.
 fn multi_instance_service_model() -> String {
     models::definitions(
