@@ -4,17 +4,12 @@
 //! events, and compensation refused where a transaction would need it.
 
 use crate::domain::*;
-use crate::helpers::{spawn_app_with, TestApp};
+use crate::helpers::spawn_app_without_workers;
 use crate::models::definitions;
 use chrono::{DateTime, Duration, Utc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use workflow_backend::workers::timer_firer::fire_due_once;
-
-/// Workers off: due timers fire when a test runs the timer worker's round.
-async fn app() -> TestApp {
-    spawn_app_with(|s| s.run_workers = false).await
-}
 
 /// `order` calls `called` (a process of another model); a boundary on the call may follow.
 fn caller(called: &str, boundary: &str) -> String {
@@ -45,7 +40,7 @@ fn state_of(shown: &Value, element: &str) -> Option<String> {
 /// boundary on the call activity: the call is cancelled and the flow goes on from the boundary.
 #[tokio::test]
 async fn an_escalation_in_a_called_process_reaches_the_call_activity() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let callee = definitions(
         r#"<bpmn:escalation id="esc_late" escalationCode="late" />
   <bpmn:process id="slow_shipping" isExecutable="true">
@@ -87,7 +82,7 @@ async fn an_escalation_in_a_called_process_reaches_the_call_activity() {
 /// completes.
 #[tokio::test]
 async fn a_timer_and_a_signal_inside_a_called_process_fire() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let callee = definitions(
         r#"<bpmn:signal id="sig_go" name="go" />
   <bpmn:process id="reminding" isExecutable="true">
@@ -144,7 +139,7 @@ async fn a_timer_and_a_signal_inside_a_called_process_fire() {
 /// and merged back.
 #[tokio::test]
 async fn an_io_specification_passes_only_its_inputs_and_outputs() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let callee = definitions(
         r#"<bpmn:process id="doubling" isExecutable="true">
     <bpmn:ioSpecification>
@@ -179,7 +174,7 @@ scratch = True</bpmn:script></bpmn:scriptTask>
 /// A process with two none start events starts on both: each path runs.
 #[tokio::test]
 async fn several_none_start_events_each_start_a_path() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let model = definitions(
         r#"<bpmn:process id="two_ways" isExecutable="true">
     <bpmn:startEvent id="start_a" />
@@ -213,7 +208,7 @@ async fn several_none_start_events_each_start_a_path() {
 /// Compensation stays refused, inside a transaction too, with the element and the reason.
 #[tokio::test]
 async fn compensation_inside_a_transaction_is_refused_with_its_reason() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let model = definitions(
         r#"<bpmn:process id="booking" isExecutable="true">
     <bpmn:startEvent id="start" />

@@ -4,14 +4,10 @@
 //! instances' catches; errors and escalations carry theirs to the boundary that catches them.
 
 use crate::domain::*;
-use crate::helpers::{spawn_app_with, TestApp};
+use crate::helpers::{spawn_app_without_workers, TestApp};
 use crate::models::definitions;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-
-async fn app() -> TestApp {
-    spawn_app_with(|s| s.run_workers = false).await
-}
 
 /// A file of SpiffWorkflow's test suite, beside the checkout.
 fn suite_file(path: &str) -> String {
@@ -85,7 +81,7 @@ async fn send_signal(app: &TestApp, name: &str, body: Option<&str>) -> (StatusCo
 /// signal names no variable stores nothing.
 #[tokio::test]
 async fn a_thrown_signals_payload_reaches_another_instances_catch() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(
         &app,
         "payloads/held",
@@ -116,7 +112,7 @@ async fn a_thrown_signals_payload_reaches_another_instances_catch() {
 /// message payload.
 #[tokio::test]
 async fn the_signals_api_body_is_the_payload() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(
         &app,
         "payloads/held",
@@ -185,7 +181,7 @@ async fn the_signals_api_body_is_the_payload() {
 /// stores it in `result`. Its `bpmn:task` passes through here, so the start data decides.
 #[tokio::test]
 async fn an_errors_payload_reaches_the_boundary_that_catches_it() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = suite_file("spiff/data/error_event_payload.bpmn");
     upload_ok(&app, "payloads/error", "error_event_payload.bpmn", &xml).await;
     let id = start_ok(
@@ -209,7 +205,7 @@ async fn an_errors_payload_reaches_the_boundary_that_catches_it() {
 /// escalation end event's payload reaches the escalation boundary's variable.
 #[tokio::test]
 async fn an_escalations_payload_reaches_the_boundary_that_catches_it() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = suite_file("spiff/data/escalation_event_payload.bpmn");
     upload_ok(
         &app,
@@ -230,7 +226,7 @@ async fn an_escalations_payload_reaches_the_boundary_that_catches_it() {
 /// A payload expression is Python that the upload checks like any other.
 #[tokio::test]
 async fn a_payload_expression_that_does_not_compile_is_refused_at_upload() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = definitions(&format!(
         r#"{}
   <bpmn:process id="releaser" isExecutable="true">

@@ -4,16 +4,12 @@
 //! choosing, so nothing sleeps.
 
 use crate::domain::*;
-use crate::helpers::{spawn_app_with, TestApp};
+use crate::helpers::{spawn_app_with, spawn_app_without_workers, TestApp};
 use crate::models::definitions;
 use chrono::{DateTime, Duration, Utc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use workflow_backend::workers::timer_firer::fire_due_once;
-
-async fn app() -> TestApp {
-    spawn_app_with(|s| s.run_workers = false).await
-}
 
 fn timer_catch(id: &str, kind: &str, expression: &str) -> String {
     format!(
@@ -50,7 +46,7 @@ fn due_of(timer: &Value) -> DateTime<Utc> {
 
 #[tokio::test]
 async fn a_timer_fires_once_at_its_due_time_and_never_before() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/hour", "h.bpmn", &waits_an_hour("hour")).await;
     let before = Utc::now();
     let id = start_ok(&app, "timers/hour", &json!({})).await;
@@ -85,7 +81,7 @@ async fn a_timer_fires_once_at_its_due_time_and_never_before() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_timer_workers_fire_each_timer_once() {
     const N: usize = 30;
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/many", "m.bpmn", &waits_an_hour("many")).await;
     let mut ids = vec![];
     for _ in 0..N {
@@ -156,7 +152,7 @@ fn reached(shown: &Value, element: &str) -> bool {
 
 #[tokio::test]
 async fn the_deadline_wins_and_a_late_message_finds_nothing_waiting() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/race", "r.bpmn", &payment_or_deadline()).await;
     let id = start_ok(&app, "timers/race", &json!({"key": "k1"})).await;
     let round = fire_due_once(
@@ -180,7 +176,7 @@ async fn the_deadline_wins_and_a_late_message_finds_nothing_waiting() {
 
 #[tokio::test]
 async fn the_message_wins_and_its_timer_is_gone() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/race", "r.bpmn", &payment_or_deadline()).await;
     let id = start_ok(&app, "timers/race", &json!({"key": "k1"})).await;
     assert_eq!(pending_timers(&show(&app, id).await).len(), 1);
@@ -201,7 +197,7 @@ async fn the_message_wins_and_its_timer_is_gone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_deadline_and_payments_racing_each_win_exactly_once() {
     const N: usize = 12;
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/race", "r.bpmn", &payment_or_deadline()).await;
     let mut ids = Vec::new();
     for i in 0..N {
@@ -280,7 +276,7 @@ fn reminded_task() -> String {
 
 #[tokio::test]
 async fn a_cycle_reminds_without_interrupting_and_a_deadline_interrupts() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/chase", "c.bpmn", &reminded_task()).await;
     let id = start_ok(&app, "timers/chase", &json!({})).await;
     let start = Utc::now();
@@ -352,7 +348,7 @@ async fn send_signal(app: &TestApp, address: &str, name: &str, scope: &str) -> (
 
 #[tokio::test]
 async fn a_thrown_signal_reaches_every_waiting_instance() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "signals/held", "h.bpmn", &signal_waiter()).await;
     upload_ok(&app, "signals/releaser", "r.bpmn", &signal_thrower()).await;
     let held = [
@@ -375,7 +371,7 @@ async fn a_thrown_signal_reaches_every_waiting_instance() {
 
 #[tokio::test]
 async fn a_signal_from_the_api_needs_its_scope_and_says_whom_it_reached() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "signals/held", "h.bpmn", &signal_waiter()).await;
     let first = start_ok(&app, "signals/held", &json!({})).await;
     let second = start_ok(&app, "signals/held", &json!({})).await;
@@ -396,7 +392,7 @@ async fn a_signal_from_the_api_needs_its_scope_and_says_whom_it_reached() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_signals_through_two_servers_reach_each_instance_once() {
     const N: usize = 20;
-    let first = app().await;
+    let first = spawn_app_without_workers().await;
     let database_url = first.settings.database_url.clone();
     let second = spawn_app_with(|s| {
         s.database_url = database_url;
@@ -449,7 +445,7 @@ async fn concurrent_signals_through_two_servers_reach_each_instance_once() {
 /// the same correlation as any receive).
 #[tokio::test]
 async fn a_message_starts_an_interrupting_event_subprocess() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = definitions(
         r#"<bpmn:correlationProperty id="key" name="key">
     <bpmn:correlationPropertyRetrievalExpression messageRef="m_cancel"><bpmn:formalExpression>key</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
@@ -525,7 +521,7 @@ async fn instance_count(app: &TestApp) -> i64 {
 
 #[tokio::test]
 async fn a_timer_start_event_starts_one_instance_per_occurrence() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let uploaded = Utc::now();
     upload_ok(&app, "timers/hourly", "h.bpmn", &hourly("\"R2/PT1H\"")).await;
     let at = |minutes: i64| uploaded + Duration::minutes(minutes);
@@ -556,7 +552,7 @@ async fn a_timer_start_event_starts_one_instance_per_occurrence() {
 /// at once, even with its claim lapsed: one instance starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_timer_workers_start_one_instance_per_occurrence() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let uploaded = Utc::now();
     upload_ok(&app, "timers/hourly", "h.bpmn", &hourly("\"R/PT1H\"")).await;
     let due = uploaded + Duration::minutes(61);
@@ -574,7 +570,7 @@ async fn two_timer_workers_start_one_instance_per_occurrence() {
 
 #[tokio::test]
 async fn a_version_without_the_timer_start_drops_its_schedule() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let uploaded = Utc::now();
     upload_ok(&app, "timers/hourly", "h.bpmn", &hourly("\"R/PT1H\"")).await;
     let plain = hourly("\"R/PT1H\"").replace(
@@ -598,7 +594,7 @@ async fn a_version_without_the_timer_start_drops_its_schedule() {
 
 #[tokio::test]
 async fn a_signal_starts_the_models_with_its_start_event() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let started_by_signal = definitions(
         r#"<bpmn:signal id="sig_go" name="go" />
   <bpmn:process id="on_go" isExecutable="true">
@@ -628,7 +624,7 @@ async fn a_signal_starts_the_models_with_its_start_event() {
 /// interrupts `decide`; after the review a link jumps to the end of the flow.
 #[tokio::test]
 async fn escalations_conditions_and_links_run_over_http() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = definitions(
         r#"<bpmn:escalation id="esc_slow" escalationCode="slow" />
   <bpmn:process id="review" isExecutable="true">
@@ -732,7 +728,7 @@ async fn buffer(app: &TestApp, name: &str) {
 
 #[tokio::test]
 async fn a_catch_of_several_messages_takes_one_or_all_from_the_buffer() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "parts/all", "a.bpmn", &assembler("all_parts", true)).await;
     buffer(&app, "part_a").await;
     buffer(&app, "part_b").await;
@@ -753,7 +749,7 @@ async fn a_catch_of_several_messages_takes_one_or_all_from_the_buffer() {
 /// both, in the same transaction, and completes.
 #[tokio::test]
 async fn a_multiple_throw_completes_a_catch_waiting_for_all() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "parts/all", "a.bpmn", &assembler("all_parts", true)).await;
     upload_ok(&app, "parts/supplier", "s.bpmn", &supplier()).await;
     let waiting = start_ok(&app, "parts/all", &json!({})).await;
@@ -770,7 +766,7 @@ async fn a_multiple_throw_completes_a_catch_waiting_for_all() {
 /// first established), then runs.
 #[tokio::test]
 async fn a_parallel_start_event_starts_on_one_message_and_waits_for_the_other() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = definitions(
         r#"<bpmn:correlationProperty id="order_id" name="order id">
     <bpmn:correlationPropertyRetrievalExpression messageRef="m_a"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
@@ -802,7 +798,7 @@ async fn a_parallel_start_event_starts_on_one_message_and_waits_for_the_other() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_timer_fired_by_two_transactions_fires_once() {
     use workflow_backend::services::UnitOfWork;
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/hour", "h.bpmn", &waits_an_hour("hour")).await;
     let id = start_ok(&app, "timers/hour", &json!({})).await;
     let timer: i64 = sqlx::query_scalar("SELECT id FROM timers")
@@ -843,7 +839,7 @@ async fn a_timer_fired_by_two_transactions_fires_once() {
 /// timer is a pending timer of the instance like any other, and it ends with the process.
 #[tokio::test]
 async fn a_timer_event_subprocess_reminds_while_the_process_waits() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     let xml = definitions(
         r#"<bpmn:process id="remind" isExecutable="true">
     <bpmn:startEvent id="start" />

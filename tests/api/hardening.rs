@@ -3,7 +3,10 @@
 //! as an attacker and as a careless client.
 
 use crate::domain::*;
-use crate::helpers::{problem, spawn_app, spawn_app_with, spawn_app_without_database, TestApp};
+use crate::helpers::{
+    problem, spawn_app, spawn_app_with, spawn_app_without_database, spawn_app_without_workers,
+    TestApp,
+};
 use crate::messages::orders;
 use crate::models;
 use reqwest::StatusCode;
@@ -638,7 +641,7 @@ async fn paths_must_be_utf8_and_names_plain() {
 #[tokio::test]
 async fn expired_buffered_messages_are_swept_in_bounded_steps_with_an_injected_clock() {
     use workflow_backend::workers::message_expiry::expire_due_once;
-    let app = spawn_app_with(|s| s.run_workers = false).await;
+    let app = spawn_app_without_workers().await;
     for i in 0..3 {
         let uuid = uuid::Uuid::new_v4().to_string();
         let (status, body) = send(

@@ -60,6 +60,12 @@ pub fn test_settings() -> Settings {
     settings
 }
 
+/// A server whose background workers do not run: tests drive them with their one-shot rounds
+/// (timers fired with a `now` of the test's choosing, jobs dispatched), so nothing races them.
+pub async fn spawn_app_without_workers() -> TestApp {
+    spawn_app_with(|s| s.run_workers = false).await
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }

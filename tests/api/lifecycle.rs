@@ -4,16 +4,12 @@
 //! round, at a `now` of their choosing.
 
 use crate::domain::*;
-use crate::helpers::{problem, spawn_app_with, TestApp};
+use crate::helpers::{problem, spawn_app_without_workers, TestApp};
 use crate::models::{definitions, keyed_waiter, user_task_process, waits_an_hour};
 use chrono::{Duration, Utc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use workflow_backend::workers::timer_firer::fire_due_once;
-
-async fn app() -> TestApp {
-    spawn_app_with(|s| s.run_workers = false).await
-}
 
 /// POST /v1.0/process-instances/{id}/{command} with a token of `scope`.
 async fn command_as(app: &TestApp, id: i64, command: &str, scope: &str) -> (StatusCode, Value) {
@@ -108,7 +104,7 @@ fn status_of(body: &Value) -> &str {
 
 #[tokio::test]
 async fn a_message_for_a_suspended_instance_is_buffered_and_delivered_on_resume() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(
         &app,
         "ops/waiter",
@@ -152,7 +148,7 @@ async fn a_message_for_a_suspended_instance_is_buffered_and_delivered_on_resume(
 
 #[tokio::test]
 async fn a_timer_due_while_suspended_fires_on_resume_and_never_before() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "ops/hour", "h.bpmn", &waits_an_hour()).await;
     let id = start_ok(&app, "ops/hour", &json!({})).await;
     command_ok(&app, id, "suspend").await;
@@ -175,7 +171,7 @@ async fn a_timer_due_while_suspended_fires_on_resume_and_never_before() {
 
 #[tokio::test]
 async fn a_suspended_instance_takes_no_task_completion_until_resumed() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "ops/approve", "a.bpmn", &user_task_process("approve")).await;
     let id = start_ok(&app, "ops/approve", &json!({"amount": 2})).await;
     let guid = waiting_task(&app, id, "approve").await;
@@ -197,7 +193,7 @@ async fn a_suspended_instance_takes_no_task_completion_until_resumed() {
 
 #[tokio::test]
 async fn terminate_cancels_every_live_task_timer_and_receive_in_one_go() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "ops/three", "t.bpmn", &three_waits()).await;
     let id = start_ok(&app, "ops/three", &json!({"key": "t1"})).await;
     assert_eq!(show(&app, id).await["status"], "user_input_required");
@@ -236,7 +232,7 @@ async fn terminate_cancels_every_live_task_timer_and_receive_in_one_go() {
 
 #[tokio::test]
 async fn a_suspended_instance_can_be_terminated_and_its_receive_closes() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(
         &app,
         "ops/waiter",
@@ -253,7 +249,7 @@ async fn a_suspended_instance_can_be_terminated_and_its_receive_closes() {
 
 #[tokio::test]
 async fn retry_runs_the_failed_task_again_once_its_cause_is_fixed() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "ops/rated", "r.bpmn", &needs_a_rate()).await;
     let (status, started) = start(&app, "ops/rated", &json!({"amount": 5})).await;
     assert_eq!(status, StatusCode::CREATED, "{started}");
@@ -293,7 +289,7 @@ async fn retry_runs_the_failed_task_again_once_its_cause_is_fixed() {
 
 #[tokio::test]
 async fn commands_need_the_update_scope_and_an_existing_instance() {
-    let app = app().await;
+    let app = spawn_app_without_workers().await;
     upload_ok(&app, "ops/approve", "a.bpmn", &user_task_process("approve")).await;
     let id = start_ok(&app, "ops/approve", &json!({"amount": 1})).await;
     for name in ["suspend", "resume", "terminate", "retry"] {

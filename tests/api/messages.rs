@@ -2,7 +2,7 @@
 //! of the reference, over HTTP against a fresh database.
 
 use crate::domain::*;
-use crate::helpers::{problem, spawn_app, spawn_app_with, TestApp};
+use crate::helpers::{problem, spawn_app, spawn_app_with, spawn_app_without_workers, TestApp};
 use crate::models;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -266,7 +266,7 @@ async fn a_buffered_message_that_does_not_match_stays_buffered() {
 async fn an_expired_message_is_never_delivered_and_replays_as_cancelled() {
     use workflow_backend::workers::message_expiry::expire_due_once;
     // no sweeper in the background: the test moves the expiry into the past and sweeps itself
-    let app = spawn_app_with(|s| s.run_workers = false).await;
+    let app = spawn_app_without_workers().await;
     orders(&app).await;
     let uuid = uuid::Uuid::new_v4();
     let uuid_text = uuid.to_string();

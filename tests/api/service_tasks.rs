@@ -1306,20 +1306,25 @@ async fn a_callback_body_that_cannot_be_stored_is_refused_and_the_task_still_wai
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
+/// The echo model with an interrupting timer boundary (PT10M) on its service task, leading
+/// to `timed_out`.
+fn timed_service_model() -> String {
+    service_model("").replace(
+        r#"<bpmn:endEvent id="caught" />"#,
+        r#"<bpmn:endEvent id="caught" />
+    <bpmn:boundaryEvent id="too_slow" attachedToRef="call"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT10M"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f4" sourceRef="too_slow" targetRef="timed_out" />
+    <bpmn:endEvent id="timed_out" />"#,
+    )
+}
+
 /// A timer boundary on a service task whose call the proxy accepted (202): when it fires the
 /// task is cancelled in the same transaction, and the call's late callback is refused.
 #[tokio::test]
 async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refused() {
     let proxy = FakeProxy::start();
     let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
-    let model = service_model("").replace(
-        r#"<bpmn:endEvent id="caught" />"#,
-        r#"<bpmn:endEvent id="caught" />
-    <bpmn:boundaryEvent id="too_slow" attachedToRef="call"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT10M"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
-    <bpmn:sequenceFlow id="f4" sourceRef="too_slow" targetRef="timed_out" />
-    <bpmn:endEvent id="timed_out" />"#,
-    );
-    upload_ok(&app, "svc/slow", "svc.bpmn", &model).await;
+    upload_ok(&app, "svc/slow", "svc.bpmn", &timed_service_model()).await;
     proxy.answer(202, envelope(json!({"job": 1}), 202));
     let id = start_ok(&app, "svc/slow", &json!({"word": "later"})).await;
     dispatch(&app, 1).await;
@@ -1353,14 +1358,7 @@ async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refu
 async fn a_timer_boundary_drops_a_call_not_made_yet() {
     let proxy = FakeProxy::start();
     let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
-    let model = service_model("").replace(
-        r#"<bpmn:endEvent id="caught" />"#,
-        r#"<bpmn:endEvent id="caught" />
-    <bpmn:boundaryEvent id="too_slow" attachedToRef="call"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT10M"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
-    <bpmn:sequenceFlow id="f4" sourceRef="too_slow" targetRef="timed_out" />
-    <bpmn:endEvent id="timed_out" />"#,
-    );
-    upload_ok(&app, "svc/slow", "svc.bpmn", &model).await;
+    upload_ok(&app, "svc/slow", "svc.bpmn", &timed_service_model()).await;
     let id = start_ok(&app, "svc/slow", &json!({"word": "never"})).await;
     let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
         .fetch_one(&app.pool)
