@@ -207,11 +207,19 @@ fn not_accepted(cause: String, reason: Option<&str>, values: &Value, message_id:
 }
 
 /// Answers a repeated uuid from the stored message's current state; never delivers again.
+/// The answer waits until that state is on the synchronous standbys: the first delivery may be
+/// visible on this primary only (it restarted from a crash during the delivery's commit), and
+/// acknowledging it then would lose it in a failover.
 async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> Result<SendAnswer> {
     let (row, same_payload) = uow
         .message_by_uuid(uuid, &request.payload)
         .await?
         .ok_or_else(|| anyhow::anyhow!("message {uuid} conflicted but cannot be found"))?;
+    let instance = match (row.status.as_str(), row.process_instance_id) {
+        ("completed", Some(instance_id)) => uow.stored_instance(instance_id).await?,
+        _ => None,
+    };
+    uow.commit_once_replicated().await?;
     if row.name != request.name || !same_payload {
         return Err(Error::refused(
             ErrorCode::MessageInstanceUuidConflict,
@@ -227,17 +235,14 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
         ));
     }
     match (row.status.as_str(), row.process_instance_id) {
-        ("completed", Some(instance_id)) => {
-            let stored = uow.stored_instance(instance_id).await?;
-            stored
-                .map(|row| SendAnswer::Instance(Box::new(instances::outcome_of_row(&row))))
-                .ok_or_else(|| {
-                    Error::Internal(anyhow::anyhow!(
-                        "message {} points at a missing instance",
-                        row.id
-                    ))
-                })
-        }
+        ("completed", Some(_)) => instance
+            .map(|row| SendAnswer::Instance(Box::new(instances::outcome_of_row(&row))))
+            .ok_or_else(|| {
+                Error::Internal(anyhow::anyhow!(
+                    "message {} points at a missing instance",
+                    row.id
+                ))
+            }),
         ("not_accepted", _) => Err(not_accepted(
             row.failure_cause.clone().unwrap_or_default(),
             row.failure_reason.as_deref(),

@@ -20,6 +20,18 @@ pub async fn read_only_snapshot(conn: &mut sqlx::PgConnection) -> sqlx::Result<(
     Ok(())
 }
 
+/// Gives the transaction an id, so that its commit is written to the WAL and waits, like any
+/// commit, for the synchronous standbys (`synchronous_commit`): once it has committed, every row
+/// the transaction read is on them too. A row can be visible on the primary before they have
+/// it: after the primary restarted from a crash (recovery replays commits its standby never
+/// confirmed), or when a commit's wait for them was cancelled.
+pub async fn commit_waits_for_standbys(conn: &mut sqlx::PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// A SQLSTATE for which the whole transaction may simply be run again.
 pub fn is_retryable(err: &sqlx::Error) -> bool {
     match err {

@@ -320,6 +320,16 @@ impl<'c> UnitOfWork<'c> {
             .await
     }
 
+    /// Ends a unit that only read, once what it read is as durable as a write of its own would
+    /// be: its commit waits for the synchronous standbys. An answer that acknowledges stored
+    /// state (a repeated idempotency key) must not acknowledge what a failover could still
+    /// lose.
+    pub async fn commit_once_replicated(mut self) -> Result<()> {
+        store::commit_waits_for_standbys(&mut self.tx).await?;
+        self.tx.commit().await?;
+        Ok(())
+    }
+
     /// Writes every stepped instance and its changed tasks, commits, and hands back the
     /// instances as written (for the caller's answer).
     pub async fn commit(mut self) -> Result<Committed> {
