@@ -11,6 +11,11 @@ request that does not succeed is retried with the same uuid until it does. Event
 Prints the figures and writes them to REPORT.json; exits 1 when an acknowledged message is
 lost, a message is delivered twice, an instance is stuck, a request got a 5xx other than 503,
 or a request took longer than the client's timeout.
+
+While the load runs, every host of DATABASE_URL is sampled twice a second (role, read-only,
+timeline, synchronous_standby_names, its standbys' sync state) and each change is recorded
+with its time, so that a loss can be attributed: which host acknowledged, whether its commits
+were synchronous then, and whether two hosts took writes at once.
 """
 import http.client
 import json
@@ -124,6 +129,64 @@ def watch_readiness(client, stop, transitions):
         time.sleep(0.1)
 
 
+HOST_STATE = """SELECT pg_is_in_recovery(), current_setting('transaction_read_only'),
+  CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END,
+  current_setting('synchronous_standby_names'), current_setting('synchronous_commit'),
+  coalesce((SELECT string_agg(application_name || ' ' || state || ' ' || sync_state, ', ' ORDER BY application_name)
+            FROM pg_stat_replication), '')"""
+
+
+def host_urls(database_url):
+    """One URL per host of a libpq multi-host URL, in its order."""
+    parsed = urllib.parse.urlsplit(database_url)
+    userinfo, _, hosts = parsed.netloc.rpartition("@")
+    query = "&".join(p for p in parsed.query.split("&") if p and not p.startswith("target_session_attrs="))
+    return [
+        (host, urllib.parse.urlunsplit((parsed.scheme, f"{userinfo}@{host}" if userinfo else host, parsed.path, query + "&connect_timeout=1", "")))
+        for host in hosts.split(",")
+    ]
+
+
+def sample_host(url):
+    """(in_recovery, read_only, timeline, sync_names, sync_commit, standbys), or None when down."""
+    try:
+        out = subprocess.run(["psql", url, "-AtF", "|", "-c", HOST_STATE], capture_output=True, text=True, timeout=3)
+    except subprocess.TimeoutExpired:
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return tuple(out.stdout.strip().split("|"))
+
+
+def watch_cluster(database_url, began, stop, changes, split_brain):
+    """Records each host's state when it changes, and the times two hosts took writes at once."""
+    hosts = host_urls(database_url)
+    last = {}
+    while not stop.is_set():
+        writable = []
+        for host, url in hosts:
+            state = sample_host(url)
+            if state is not None and state[0] == "f" and state[1] == "off":
+                writable.append(host)
+            if state != last.get(host, ()):
+                last[host] = state
+                changes.append({"at_s": round(time.monotonic() - began, 1), "host": host, "state": describe(state)})
+        if len(writable) > 1:
+            split_brain.append({"at_s": round(time.monotonic() - began, 1), "hosts": writable})
+        time.sleep(0.5)
+
+
+def describe(state):
+    if state is None:
+        return "down"
+    in_recovery, read_only, timeline, sync_names, sync_commit, standbys = state
+    if in_recovery == "t":
+        return "standby"
+    role = "primary (read-only)" if read_only == "on" else "primary"
+    sync = f"synchronous_standby_names '{sync_names}'" if sync_names else "asynchronous (no synchronous_standby_names)"
+    return f"{role}, timeline {timeline}, {sync}, synchronous_commit {sync_commit}, standbys: {standbys or 'none'}"
+
+
 def psql(database_url, sql):
     out = subprocess.run(["psql", database_url, "-Atc", sql], check=True, capture_output=True, text=True)
     return [line for line in out.stdout.splitlines() if line]
@@ -142,6 +205,9 @@ def main():
     ready_stop, transitions = threading.Event(), []
     readiness = threading.Thread(target=watch_readiness, args=(client, ready_stop, transitions))
     readiness.start()
+    cluster_changes, split_brain = [], []
+    cluster = threading.Thread(target=watch_cluster, args=(database_url, began, ready_stop, cluster_changes, split_brain))
+    cluster.start()
     workers = [threading.Thread(target=place_orders, args=(client, record, w, stop_at, give_up_at)) for w in range(CLIENTS)]
     for worker in workers:
         worker.start()
@@ -150,6 +216,7 @@ def main():
     time.sleep(1)
     ready_stop.set()
     readiness.join()
+    cluster.join()
 
     ok = sorted(t for t, status, _ in record.attempts if status in (200, 202))
     gaps = sorted(((b - a, a - began) for a, b in zip(ok, ok[1:])), reverse=True)
@@ -183,6 +250,9 @@ def main():
         "instances_started_twice": int(twice_started),
         "payments_delivered_twice": int(twice_paid),
         "instances_stuck": int(stuck),
+        "started_at_unix_s": round(time.time() - (time.monotonic() - began), 1),
+        "cluster_changes": cluster_changes,
+        "two_hosts_took_writes": split_brain[:20],
     }
     with open(report_path, "w") as f:
         json.dump(report, f, indent=2)
