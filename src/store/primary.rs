@@ -13,6 +13,11 @@
 //!   connections opened before the switch are retired when next acquired (their age is
 //!   compared with the switch: no IO).
 //!
+//! - every host must belong to the cluster of the first writable host found at start (the same
+//!   `system_identifier`): a host of another cluster is never used, even when it takes writes
+//!   (a stale server on a listed port, a list that mixes clusters); writes there would be lost
+//!   to this cluster.
+//!
 //! Until a writable host is found, acquiring a connection fails after the pool's timeout:
 //! requests and readiness answer 503 `database_unavailable`. A request whose connection broke
 //! mid-transaction got 503 too; retried with the same `message_instance_uuid`, it is delivered
@@ -52,6 +57,11 @@ pub struct Primary {
     switched_at: Mutex<Option<Instant>>,
     /// What the last check found (readiness reports it).
     last: Mutex<Check>,
+    /// Why no host took writes at the last check that found none (each host's problem).
+    why_none: Mutex<String>,
+    /// The `system_identifier` of the cluster the service writes to: the first writable
+    /// host's, found at start.
+    cluster: Mutex<Option<i64>>,
     /// The watch's own connection to the current host.
     probe: tokio::sync::Mutex<Option<PgConnection>>,
     /// Wakes the watch before its next tick (a new connection found a standby).
@@ -71,6 +81,8 @@ impl Primary {
             current: AtomicUsize::new(0),
             switched_at: Mutex::new(None),
             last: Mutex::new(Check::Writable(0)),
+            why_none: Mutex::new(String::new()),
+            cluster: Mutex::new(None),
             probe: tokio::sync::Mutex::new(None),
             wake: Notify::new(),
         })
@@ -91,20 +103,39 @@ impl Primary {
         *self.last.lock().expect("not poisoned") != Check::NoWritableHost
     }
 
-    /// The first host, in order, that connects and takes writes, with the connection; or why
-    /// none does (each host's problem).
+    /// The first host, in order, that connects and takes writes for this service's cluster,
+    /// with the connection; or why none does (each host's problem).
     pub async fn find_writable(&self) -> Result<(usize, PgConnection), String> {
         let mut problems = Vec::new();
         for (index, options) in self.hosts.iter().enumerate() {
             let host = format!("{}:{}", options.get_host(), options.get_port());
-            match tokio::time::timeout(PROBE_TIMEOUT, connect_writable(options)).await {
-                Ok(Ok(Some(conn))) => return Ok((index, conn)),
-                Ok(Ok(None)) => problems.push(format!("{host} is read-only")),
+            let answer = tokio::time::timeout(PROBE_TIMEOUT, async {
+                let mut conn = options.connect().await?;
+                let answer = ask(&mut conn).await?;
+                Ok::<_, sqlx::Error>((conn, answer))
+            })
+            .await;
+            match answer {
+                Ok(Ok((conn, answer))) => match self.judge(answer) {
+                    Verdict::Use => return Ok((index, conn)),
+                    verdict => problems.push(format!("{host} {verdict}")),
+                },
                 Ok(Err(e)) => problems.push(format!("{host}: {e}")),
                 Err(_) => problems.push(format!("{host}: no answer within {PROBE_TIMEOUT:?}")),
             }
         }
         Err(problems.join("; "))
+    }
+
+    /// Whether a host that gave `answer` may be used; the first writable host pins the
+    /// cluster.
+    fn judge(&self, answer: HostAnswer) -> Verdict {
+        let mut cluster = self.cluster.lock().expect("not poisoned");
+        let verdict = judge(*cluster, answer);
+        if verdict == Verdict::Use {
+            *cluster = Some(answer.system_identifier);
+        }
+        verdict
     }
 
     /// Starts on the host [`Primary::find_writable`] found (before the pool is made).
@@ -123,13 +154,13 @@ impl Primary {
             .after_connect(move |conn, _| {
                 let primary = on_connect.clone();
                 Box::pin(async move {
-                    if takes_writes(conn).await? {
+                    let verdict = primary.judge(ask(conn).await?);
+                    if verdict == Verdict::Use {
                         return Ok(());
                     }
                     primary.wake.notify_one();
                     Err(sqlx::Error::Configuration(
-                        "the database host is read-only (a standby): looking for the primary"
-                            .into(),
+                        format!("the database host {verdict}: looking for the primary").into(),
                     ))
                 })
             })
@@ -150,8 +181,10 @@ impl Primary {
         let mut probe = self.probe.lock().await;
         let current = self.current();
         if let Some(conn) = probe.as_mut() {
-            if let Ok(Ok(true)) = tokio::time::timeout(PROBE_TIMEOUT, takes_writes(conn)).await {
-                return self.found(Check::Writable(current));
+            if let Ok(Ok(answer)) = tokio::time::timeout(PROBE_TIMEOUT, ask(conn)).await {
+                if self.judge(answer) == Verdict::Use {
+                    return self.found(Check::Writable(current));
+                }
             }
         }
         // a broken connection is dropped, not closed: closing may wait on a dead peer
@@ -173,6 +206,7 @@ impl Primary {
             }
             Err(why) => {
                 tracing::debug!(why, "no database host takes writes");
+                *self.why_none.lock().expect("not poisoned") = why;
                 Check::NoWritableHost
             }
         };
@@ -210,7 +244,9 @@ impl Primary {
                     writable = true;
                 }
                 Check::NoWritableHost if writable => {
+                    let why = self.why_none.lock().expect("not poisoned").clone();
                     tracing::warn!(
+                        why,
                         "no database host takes writes: requests get 503 until one does"
                     );
                     writable = false;
@@ -221,17 +257,106 @@ impl Primary {
     }
 }
 
-/// A connection to `options`' host when it takes writes; `None` when it is read-only.
-async fn connect_writable(options: &PgConnectOptions) -> Result<Option<PgConnection>, sqlx::Error> {
-    let mut conn = options.connect().await?;
-    Ok(takes_writes(&mut conn).await?.then_some(conn))
+/// What a host says about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HostAnswer {
+    /// libpq's read-write test: `transaction_read_only` is off on a primary, on on a standby
+    /// (and on a primary that pg_auto_failover is promoting or draining).
+    takes_writes: bool,
+    /// Which cluster the host belongs to: a standby has its primary's.
+    system_identifier: i64,
 }
 
-/// libpq's read-write test: `transaction_read_only` is off on a primary, on on a standby (and
-/// on a primary that pg_auto_failover is draining).
-async fn takes_writes(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
-    let read_only: String = sqlx::query_scalar("SHOW transaction_read_only")
-        .fetch_one(conn)
-        .await?;
-    Ok(read_only == "off")
+async fn ask(conn: &mut PgConnection) -> Result<HostAnswer, sqlx::Error> {
+    let (read_only, system_identifier): (String, i64) = sqlx::query_as(
+        "SELECT current_setting('transaction_read_only'), system_identifier \
+         FROM pg_control_system()",
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(HostAnswer {
+        takes_writes: read_only == "off",
+        system_identifier,
+    })
+}
+
+/// Whether a host may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Use,
+    ReadOnly,
+    /// It takes writes for another cluster than the service's (whose identifier is given).
+    OtherCluster {
+        host: i64,
+        ours: i64,
+    },
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Use => write!(f, "takes writes"),
+            Verdict::ReadOnly => write!(f, "is read-only (a standby)"),
+            Verdict::OtherCluster { host, ours } => write!(
+                f,
+                "belongs to another cluster (system identifier {host}, this service's is {ours})"
+            ),
+        }
+    }
+}
+
+/// A host is used when it takes writes and belongs to `cluster` (any, before the first).
+fn judge(cluster: Option<i64>, answer: HostAnswer) -> Verdict {
+    match cluster {
+        _ if !answer.takes_writes => Verdict::ReadOnly,
+        Some(ours) if ours != answer.system_identifier => Verdict::OtherCluster {
+            host: answer.system_identifier,
+            ours,
+        },
+        _ => Verdict::Use,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(takes_writes: bool, system_identifier: i64) -> HostAnswer {
+        HostAnswer {
+            takes_writes,
+            system_identifier,
+        }
+    }
+
+    #[test]
+    fn the_first_writable_host_is_used_whatever_its_cluster() {
+        assert_eq!(judge(None, answer(true, 7)), Verdict::Use);
+        assert_eq!(judge(None, answer(false, 7)), Verdict::ReadOnly);
+    }
+
+    #[test]
+    fn later_hosts_must_take_writes_for_the_same_cluster() {
+        assert_eq!(judge(Some(7), answer(true, 7)), Verdict::Use);
+        assert_eq!(judge(Some(7), answer(false, 7)), Verdict::ReadOnly);
+        assert_eq!(
+            judge(Some(7), answer(true, 8)),
+            Verdict::OtherCluster { host: 8, ours: 7 }
+        );
+        assert_eq!(
+            Verdict::OtherCluster { host: 8, ours: 7 }.to_string(),
+            "belongs to another cluster (system identifier 8, this service's is 7)"
+        );
+    }
+
+    #[test]
+    fn the_cluster_is_pinned_by_the_first_host_used() {
+        let primary = Primary::new(&PgConnectOptions::new(), &[("127.0.0.1".into(), 1)]);
+        assert_eq!(primary.judge(answer(false, 7)), Verdict::ReadOnly);
+        assert_eq!(primary.judge(answer(true, 7)), Verdict::Use);
+        assert_eq!(
+            primary.judge(answer(true, 8)),
+            Verdict::OtherCluster { host: 8, ours: 7 }
+        );
+        assert_eq!(primary.judge(answer(true, 7)), Verdict::Use);
+    }
 }
