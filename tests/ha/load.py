@@ -133,7 +133,8 @@ HOST_STATE = """SELECT pg_is_in_recovery(), current_setting('transaction_read_on
   CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END,
   current_setting('synchronous_standby_names'), current_setting('synchronous_commit'),
   coalesce((SELECT string_agg(application_name || ' ' || state || ' ' || sync_state, ', ' ORDER BY application_name)
-            FROM pg_stat_replication), '')"""
+            FROM pg_stat_replication), ''),
+  (SELECT system_identifier FROM pg_control_system())"""
 
 
 def host_urls(database_url):
@@ -148,7 +149,8 @@ def host_urls(database_url):
 
 
 def sample_host(url):
-    """(in_recovery, read_only, timeline, sync_names, sync_commit, standbys), or None when down."""
+    """(in_recovery, read_only, timeline, sync_names, sync_commit, standbys, system identifier),
+    or None when down."""
     try:
         out = subprocess.run(["psql", url, "-AtF", "|", "-c", HOST_STATE], capture_output=True, text=True, timeout=3)
     except subprocess.TimeoutExpired:
@@ -184,12 +186,12 @@ def watch_cluster(database_url, began, stop, changes, split_brain):
 def describe(state):
     if state is None:
         return "down"
-    in_recovery, read_only, timeline, sync_names, sync_commit, standbys = state
+    in_recovery, read_only, timeline, sync_names, sync_commit, standbys, system = state
     if in_recovery == "t":
-        return "standby"
+        return f"standby of cluster {system}"
     role = "primary (read-only)" if read_only == "on" else "primary"
     sync = f"synchronous_standby_names '{sync_names}'" if sync_names else "asynchronous (no synchronous_standby_names)"
-    return f"{role}, timeline {timeline}, {sync}, synchronous_commit {sync_commit}, standbys: {standbys or 'none'}"
+    return f"{role} of cluster {system}, timeline {timeline}, {sync}, synchronous_commit {sync_commit}, standbys: {standbys or 'none'}"
 
 
 def psql(database_url, sql):
