@@ -4,15 +4,14 @@
 //! the pool is pointed at the writable one and kept there:
 //!
 //! - at start, the hosts are tried in order; the first that accepts a connection and is not
-//!   read-only (`SHOW transaction_read_only`, libpq's read-write test) is used;
+//!   read-only (`transaction_read_only`, libpq's read-write test) is used;
 //! - every new pool connection is checked the same way: one opened to a host that has become a
 //!   standby is refused (the pool tries again) and wakes the watch;
 //! - the watch ([`Primary::check_once`], every [`CHECK_EVERY`] or when woken) asks the current
 //!   host on a connection of its own; when it stops answering or turns read-only, the hosts are
 //!   tried again in order, the pool's new connections go to the writable one, and pooled
 //!   connections opened before the switch are retired when next acquired (their age is
-//!   compared with the switch: no IO).
-//!
+//!   compared with the switch: no IO);
 //! - every host must belong to the cluster of the first writable host found at start (the same
 //!   `system_identifier`): a host of another cluster is never used, even when it takes writes
 //!   (a stale server on a listed port, a list that mixes clusters); writes there would be lost
@@ -21,7 +20,8 @@
 //! Until a writable host is found, acquiring a connection fails after the pool's timeout:
 //! requests and readiness answer 503 `database_unavailable`. A request whose connection broke
 //! mid-transaction got 503 too; retried with the same `message_instance_uuid`, it is delivered
-//! once (the uuid is unique in the database, which the standby received synchronously).
+//! once (the uuid is unique in the database, which the standby received synchronously; the
+//! answer to the retry waits for the standby too: `services::messages`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
