@@ -381,10 +381,16 @@ pub async fn connect_database(
 ) -> anyhow::Result<(PgPool, Option<Arc<Primary>>)> {
     // Every query is a short indexed lookup or write: generic plans are as good as custom
     // ones, and re-planning each execution was a measured 15% of Postgres' CPU under load.
-    // (Set here, so that the options of every host a failover may move the pool to carry it.)
+    // No statement timeout, whatever the role's: a COMMIT whose wait for the synchronous
+    // standby is cancelled commits locally and reports success, so a timeout would let an
+    // answer acknowledge what a failover can lose.
+    // (Set here, so that the options of every host a failover may move the pool to carry them.)
     let given = PgConnectOptions::from_str(&settings.database_url)
         .context("WORKFLOW_BACKEND_DATABASE_URL")?
-        .options([("plan_cache_mode", "force_generic_plan")]);
+        .options([
+            ("plan_cache_mode", "force_generic_plan"),
+            ("statement_timeout", "0"),
+        ]);
     let name = settings.database_name();
     let (options, primary) = match &settings.database_failover {
         None => {

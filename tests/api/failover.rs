@@ -3,10 +3,13 @@
 //! second is the test Postgres itself. Read-only hosts are made with
 //! `default_transaction_read_only`. The watch is driven with its one-shot check.
 //!
-//! The full failover, with pg_auto_failover and load, is `tests/ha/run`.
+//! The session settings the failover guarantees rest on are checked here too.
+//!
+//! The full failover, with pg_auto_failover and load, is `tests/ha/run`; replication itself,
+//! `tests/ha/durability`.
 
 use crate::domain::*;
-use crate::helpers::{problem, spawn_app_with, test_settings, TestApp};
+use crate::helpers::{problem, spawn_app_with, spawn_app_without_workers, test_settings, TestApp};
 use crate::models;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -208,4 +211,51 @@ async fn while_no_host_takes_writes_requests_and_readiness_get_503_and_then_reco
     assert_eq!(ready(&app).await, StatusCode::OK);
     let (status, _) = send(&app, "ha ro", &json!({}), &[]).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn sessions_run_without_a_statement_timeout_whatever_the_database_says() {
+    // a cancelled wait for the synchronous standby commits locally and reports success: a
+    // statement timeout would turn a stalled standby into acknowledged, unreplicated commits
+    let app = spawn_app_without_workers().await;
+    let admin = sqlx::PgPool::connect(&app.settings.with_database_name("postgres"))
+        .await
+        .unwrap();
+    let db = &app.db_name;
+    let sql = format!(r#"ALTER DATABASE "{db}" SET statement_timeout = '1s'"#);
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(&admin)
+        .await
+        .unwrap();
+    // the pool's sessions end: the next ones start under the database's setting
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(db)
+        .execute(&admin)
+        .await
+        .unwrap();
+    let mut shown = None;
+    for _ in 0..3 {
+        // a pooled session that was terminated fails once, then the pool opens a new one
+        if let Ok(value) = sqlx::query_scalar::<_, String>("SHOW statement_timeout")
+            .fetch_one(&app.state.pool)
+            .await
+        {
+            shown = Some(value);
+            break;
+        }
+    }
+    assert_eq!(shown.as_deref(), Some("0"));
+    let plain = sqlx::PgPool::connect(&app.settings.with_database_name(db))
+        .await
+        .unwrap();
+    let configured: String = sqlx::query_scalar("SHOW statement_timeout")
+        .fetch_one(&plain)
+        .await
+        .unwrap();
+    assert_eq!(
+        configured, "1s",
+        "the database's setting is in effect for other sessions"
+    );
+    plain.close().await;
+    admin.close().await;
 }
