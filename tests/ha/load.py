@@ -13,9 +13,10 @@ lost, a message is delivered twice, an instance is stuck, a request got a 5xx ot
 or a request took longer than the client's timeout.
 
 While the load runs, every host of DATABASE_URL is sampled twice a second (role, read-only,
-timeline, synchronous_standby_names, its standbys' sync state) and each change is recorded
-with its time, so that a loss can be attributed: which host acknowledged, whether its commits
-were synchronous then, and whether two hosts took writes at once.
+cluster, timeline, synchronous_standby_names, its standbys' sync state) and each change is
+recorded with its time, so that a loss can be attributed: which host acknowledged, whether its
+commits were synchronous then, and whether two hosts took writes at once. The verdict reads the
+one host that takes writes at the end (and fails when there is not exactly one).
 """
 import http.client
 import json
