@@ -46,6 +46,17 @@ fn waiter(process_id: &str, variable: Option<&str>) -> String {
 }
 
 /// Throws `release` with the payload `{"batch": batch, "by": "releaser"}`.
+/// Uploads `payloads/held`: an instance of it waits for `release`, storing its payload in `note`.
+async fn upload_held(app: &TestApp) {
+    upload_ok(
+        app,
+        "payloads/held",
+        "h.bpmn",
+        &waiter("held", Some("note")),
+    )
+    .await;
+}
+
 fn thrower() -> String {
     definitions(&format!(
         r#"{}
@@ -82,13 +93,7 @@ async fn send_signal(app: &TestApp, name: &str, body: Option<&str>) -> (StatusCo
 #[tokio::test]
 async fn a_thrown_signals_payload_reaches_another_instances_catch() {
     let app = spawn_app_without_workers().await;
-    upload_ok(
-        &app,
-        "payloads/held",
-        "h.bpmn",
-        &waiter("held", Some("note")),
-    )
-    .await;
+    upload_held(&app).await;
     upload_ok(&app, "payloads/plain", "p.bpmn", &waiter("plain", None)).await;
     upload_ok(&app, "payloads/releaser", "r.bpmn", &thrower()).await;
     let held = start_ok(&app, "payloads/held", &json!({"mine": 1})).await;
@@ -113,13 +118,7 @@ async fn a_thrown_signals_payload_reaches_another_instances_catch() {
 #[tokio::test]
 async fn the_signals_api_body_is_the_payload() {
     let app = spawn_app_without_workers().await;
-    upload_ok(
-        &app,
-        "payloads/held",
-        "h.bpmn",
-        &waiter("held", Some("note")),
-    )
-    .await;
+    upload_held(&app).await;
     let started_by_signal = definitions(&format!(
         r#"{}
   <bpmn:process id="on_release" isExecutable="true">

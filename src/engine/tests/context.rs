@@ -19,19 +19,15 @@ fn clock_model() -> ModelSpec {
     ))
 }
 
-fn plain_start() -> Event {
-    Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: None,
-        signal: None,
-    }
-}
-
 #[test]
 fn task_ids_come_from_the_context_in_creation_order() {
-    let (state, _) =
-        crate::engine::start(&clock_model(), "P", plain_start(), &mut context_at(NOW, 0)).unwrap();
+    let (state, _) = crate::engine::start(
+        &clock_model(),
+        "P",
+        start_event(json!({})),
+        &mut context_at(NOW, 0),
+    )
+    .unwrap();
     let ids: Vec<(String, String)> = state
         .tasks
         .iter()
@@ -82,7 +78,7 @@ fn scripts_run_on_the_host_of_the_step_context() {
         std::sync::Arc::new(FixedScripts),
     );
     let (state, _) =
-        crate::engine::start(&clock_model(), "P", plain_start(), &mut context).unwrap();
+        crate::engine::start(&clock_model(), "P", start_event(json!({})), &mut context).unwrap();
     assert_eq!(state.data["ran"], "stamped = '%s-%d' % ('at', 7)");
     assert!(state.data.get("stamped").is_none());
 }
@@ -92,7 +88,7 @@ fn the_same_input_gives_the_same_output() {
     let run = || {
         let m = clock_model();
         let (mut state, first) =
-            crate::engine::start(&m, "P", plain_start(), &mut context_at(NOW, 9)).unwrap();
+            crate::engine::start(&m, "P", start_event(json!({})), &mut context_at(NOW, 9)).unwrap();
         let user = task(&state, "u").guid;
         let complete = Event::CompleteTask {
             task_guid: user,

@@ -30,12 +30,7 @@ fn start_on(
     process_id: &str,
     contents: DataStoreContents,
 ) -> (InstanceState, Vec<Effect>) {
-    let event = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: None,
-        signal: None,
-    };
+    let event = start_event(json!({}));
     let mut context = next_context().with_data_stores(contents);
     super::super::start(m, process_id, event, &mut context).expect("start")
 }

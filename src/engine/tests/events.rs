@@ -188,17 +188,7 @@ fn message_start_event_sets_variable_and_correlations() {
              <spiffworkflow:messageVariable>incoming</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>"#,
         CORRELATION,
     );
-    let (st, _) = start(
-        &m,
-        "P",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some(("request".into(), json!({"order_id": 3}))),
-            signal: None,
-        },
-    )
-    .unwrap();
+    let (st, _) = start(&m, "P", message_start("request", json!({"order_id": 3}))).unwrap();
     assert_eq!(st.status, InstanceStatus::Complete);
     assert_eq!(st.data["incoming"], json!({"order_id": 3}));
     assert_eq!(st.correlations, [("order_id".to_string(), json!(3))].into());
@@ -211,12 +201,7 @@ fn message_start_event_sets_variable_and_correlations() {
     // caller mistakes
     let bad = |e: Event| start(&m, "P", e).unwrap_err();
     assert!(matches!(
-        bad(Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some(("nope".into(), json!({}))),
-            signal: None
-        }),
+        bad(message_start("nope", json!({}))),
         EngineError::Invalid(_)
     ));
     assert!(matches!(
@@ -229,16 +214,7 @@ fn message_start_event_sets_variable_and_correlations() {
         EngineError::Invalid(_)
     ));
     assert!(matches!(
-        start(
-            &m,
-            "Q",
-            Event::Start {
-                start_event_id: None,
-                data: Map::new(),
-                message: None,
-                signal: None
-            }
-        ),
+        start(&m, "Q", start_event(json!({}))),
         Err(EngineError::Invalid(_))
     ));
 }

@@ -60,17 +60,7 @@ fn spiffarena_fixtures_load() {
 fn run_fixture(name: &str, process_id: Option<&str>) -> (ModelSpec, InstanceState, Vec<Effect>) {
     let m = load_fixture(name);
     let pid = process_id.unwrap_or(&m.primary_process_id).to_string();
-    let (st, effects) = start(
-        &m,
-        &pid,
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: None,
-            signal: None,
-        },
-    )
-    .unwrap();
+    let (st, effects) = start(&m, &pid, start_event(json!({}))).unwrap();
     (m, st, effects)
 }
 
@@ -94,12 +84,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
     let (st, _) = start(
         &m,
         "Process_message_start",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some(("message_one".into(), json!({"a": 1}))),
-            signal: None,
-        },
+        message_start("message_one", json!({"a": 1})),
     )
     .unwrap();
     assert_eq!(
@@ -202,12 +187,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
     let (rst, reffects) = start(
         &m,
         "message_receiver_process",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some(("Request Approval".into(), payload.clone())),
-            signal: None,
-        },
+        message_start("Request Approval", payload.clone()),
     )
     .unwrap();
     assert_eq!(rst.status, InstanceStatus::Complete);
@@ -300,17 +280,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
         ("Process_Retries", 3, 2.0),
         ("Process_Retries_Backoff_Override", 3, 2.0),
     ] {
-        let (st, _) = start(
-            &m,
-            pid,
-            Event::Start {
-                start_event_id: None,
-                data: Map::new(),
-                message: None,
-                signal: None,
-            },
-        )
-        .unwrap();
+        let (st, _) = start(&m, pid, start_event(json!({}))).unwrap();
         let call = service_call(&m, &st, task(&st, "ServiceTask_1").guid).unwrap();
         assert_eq!((call.retries, call.backoff_base), (retries, base));
     }
@@ -320,12 +290,7 @@ fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
     let (st, effects) = start(
         &m,
         "message_start_service_task",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some(("quick_callback_service_task".into(), json!({"x": 1}))),
-            signal: None,
-        },
+        message_start("quick_callback_service_task", json!({"x": 1})),
     )
     .unwrap();
     assert_eq!(st.data["the_message"], json!({"x": 1}));

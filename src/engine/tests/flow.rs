@@ -390,12 +390,7 @@ fn a_call_to_a_process_that_is_not_there_fails_when_reached() {
         chain(&["s", "call", "e"]),
     ));
     // the step asks for the process first, and nothing happens
-    let event = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: None,
-        signal: None,
-    };
+    let event = start_event(json!({}));
     let asked = start(&m, "P", event).expect_err("the step needs the process");
     assert_eq!(
         asked,

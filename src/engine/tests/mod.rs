@@ -91,18 +91,33 @@ fn map(v: Value) -> Map {
     v.as_object().cloned().unwrap_or_default()
 }
 
+/// A start at the process's none start event, with `data` (a JSON object).
+fn start_event(data: Value) -> Event {
+    Event::Start {
+        start_event_id: None,
+        data: map(data),
+        message: None,
+        signal: None,
+    }
+}
+
+/// A start by the message `name`, carrying `payload`.
+fn message_start(name: &str, payload: Value) -> Event {
+    Event::Start {
+        start_event_id: None,
+        data: Map::new(),
+        message: Some((name.to_string(), payload)),
+        signal: None,
+    }
+}
+
 fn start_with(m: &ModelSpec, data: Value) -> (InstanceState, Vec<Effect>) {
-    start(
-        m,
-        "P",
-        Event::Start {
-            start_event_id: None,
-            data: map(data),
-            message: None,
-            signal: None,
-        },
-    )
-    .expect("start")
+    start(m, "P", start_event(data)).expect("start")
+}
+
+/// Starts `process_id` of `m` with `data`; the new instance.
+fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
+    start(m, process_id, start_event(data)).expect("start").0
 }
 
 /// Completes the waiting user or manual task `guid` with `data` (merged into task data).

@@ -20,12 +20,7 @@ fn a_panic_in_a_step_puts_the_instance_in_error() {
         Some("P"),
     )
     .expect("model");
-    let start = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: None,
-        signal: None,
-    };
+    let start = start_event(json!({}));
     let (mut state, _) = super::start(&model, "P", start).expect("started");
     let mut ghost = state.tasks.last().expect("a task").clone();
     ghost.guid = Uuid::new_v4();

@@ -1,6 +1,6 @@
 //! SpiffWorkflow's own event test models (read from ../shared, never copied), run as its
 //! tests run them, asserting what they assert: event payloads, conditional events, uncaught
-//! escalations, start events, multiple throws, a waiting receive's correlation, and Camunda's
+//! escalations, multiple throws, a waiting receive's correlation, and Camunda's
 //! message boundaries. Where a model cannot run here, or a behaviour differs on purpose, the
 //! test says so and why.
 //!
@@ -11,8 +11,8 @@
 //! go from one to the other as the shell would carry them.
 
 use super::spiffworkflow::{
-    complete, fire_timer, spiffworkflow_model, spiffworkflow_models, start_process, user_tasks_of,
-    waiting, with_user_tasks,
+    complete, fire_timer, spiffworkflow_model, spiffworkflow_models, user_tasks_of, waiting,
+    with_user_tasks,
 };
 use super::*;
 use crate::bpmn::ElementKind;
@@ -175,32 +175,6 @@ fn an_uncaught_escalation_lets_the_workflow_complete() {
     assert_eq!(escalation.escalation_code.as_deref(), Some("escalation-1"));
 }
 
-/// StartEventSplitTest: message_1 starts the process at start_1, and any_task (a user task
-/// here) is ready; completing it completes the workflow. SpiffWorkflow creates both start
-/// events' tasks, WAITING, and cancels start_2's; here a message start creates the instance
-/// at its own start event, so start_2 has no task at all.
-#[test]
-fn a_message_starts_the_process_at_its_own_start_event() {
-    let m = with_user_tasks("bpmn/data/start_event_split.bpmn", "main");
-    for (message, start_event, other) in [
-        ("message_1", "start_1", "start_2"),
-        ("message_2", "start_2", "start_1"),
-    ] {
-        let event = Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some((message.into(), json!({}))),
-            signal: None,
-        };
-        let (mut state, _) = start(&m, "main", event).expect("start");
-        assert_eq!(task(&state, start_event).state, TaskState::Completed);
-        assert_eq!(count(&state, other), 0);
-        assert_eq!(waiting(&state), ["any_task"]);
-        complete(&m, &mut state, "any_task");
-        assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
-    }
-}
-
 /// MultipleThrowEventStartsEventTest: `initiate` throws message_1 and message_2 from one
 /// event; they start `respond` at its parallelMultiple start event, after which one user task
 /// (any_task) is ready; running it completes the workflow. Here `respond` is an instance the
@@ -209,27 +183,12 @@ fn a_message_starts_the_process_at_its_own_start_event() {
 fn a_multiple_throw_starts_a_parallel_multiple_start_event() {
     let (name, xml) = user_tasks_of("bpmn/data/multiple-throw-start.bpmn");
     let m = build_model(&[(name, xml)], Some("respond")).unwrap();
-    let (initiate, effects) = start(
-        &m,
-        "initiate",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: None,
-            signal: None,
-        },
-    )
-    .unwrap();
+    let (initiate, effects) = start(&m, "initiate", start_event(json!({}))).unwrap();
     assert_eq!(initiate.status, InstanceStatus::Complete);
     let messages = sent(&effects);
     let names: Vec<&str> = messages.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["message_1", "message_2"]);
-    let first = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: Some(messages[0].clone()),
-        signal: None,
-    };
+    let first = message_start(&messages[0].0, messages[0].1.clone());
     let (mut respond, _) = start(&m, "respond", first).unwrap();
     assert_eq!(waiting(&respond), ["Event_07g2lnb"]);
     let start_task = task(&respond, "Event_07g2lnb").guid;
@@ -255,17 +214,7 @@ fn a_multiple_throw_starts_a_parallel_multiple_start_event() {
 #[test]
 fn a_waiting_receive_shows_its_correlation_and_takes_the_matching_message() {
     let m = spiffworkflow_model("spiff/data/waiting_event.bpmn", "main");
-    let (mut state, effects) = start(
-        &m,
-        "main",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: None,
-            signal: None,
-        },
-    )
-    .unwrap();
+    let (mut state, effects) = start(&m, "main", start_event(json!({}))).unwrap();
     let waits: Vec<(&str, &BTreeMap<String, Value>)> = effects
         .iter()
         .filter_map(|e| match e {

@@ -92,19 +92,9 @@ fn double_every_item(m: &ModelSpec, state: &mut InstanceState, at_once: usize) {
 }
 
 fn run(m: &ModelSpec, process_id: &str, data: Value, at_once: usize) -> InstanceState {
-    let mut state = start_process_of(m, process_id, data);
+    let mut state = start_process(m, process_id, data);
     double_every_item(m, &mut state, at_once);
     state
-}
-
-fn start_process_of(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
-    let event = Event::Start {
-        start_event_id: None,
-        data: map(data),
-        message: None,
-        signal: None,
-    };
-    start(m, process_id, event).expect("start").0
 }
 
 fn completed_with(state: &InstanceState, data: Value) {

@@ -6,7 +6,7 @@ use super::*;
 #[test]
 fn parallel_instances_all_wait_at_once_each_with_its_item() {
     let m = changed_model(PARALLEL, "main", &[]);
-    let state = start_process_of(&m, "main", json!({"input_data": [1, 2, 3]}));
+    let state = start_process(&m, "main", json!({"input_data": [1, 2, 3]}));
     let items: Vec<Value> = instances(&state)
         .iter()
         .map(|(_, data)| data["input_item"].clone())
@@ -49,7 +49,7 @@ fn parallel_dict_with_list_output() {
 #[test]
 fn parallel_non_empty_output_is_refused() {
     let m = changed_model(PARALLEL, "main", &[]);
-    let state = start_process_of(
+    let state = start_process(
         &m,
         "main",
         json!({"input_data": [1, 2, 3], "output_data": [1, 2, 3]}),
@@ -60,7 +60,7 @@ fn parallel_non_empty_output_is_refused() {
 #[test]
 fn parallel_output_that_is_no_collection_is_refused() {
     let m = changed_model(PARALLEL, "main", &[]);
-    let state = start_process_of(&m, "main", json!({"input_data": [1], "output_data": 7}));
+    let state = start_process(&m, "main", json!({"input_data": [1], "output_data": 7}));
     refused_with(
         &state,
         "Only a mutable map (dict) or sequence (list) can be used for output",
@@ -90,7 +90,7 @@ fn parallel_new_list_and_dict_outputs() {
 #[test]
 fn parallel_results_keep_item_order_whatever_order_instances_complete_in() {
     let m = changed_model(PARALLEL, "main", &[]);
-    let mut state = start_process_of(&m, "main", json!({"input_data": [1, 2, 3]}));
+    let mut state = start_process(&m, "main", json!({"input_data": [1, 2, 3]}));
     for expected_waiting in [3, 2, 1] {
         let waiting = instances(&state);
         assert_eq!(waiting.len(), expected_waiting);
@@ -107,14 +107,14 @@ fn parallel_results_keep_item_order_whatever_order_instances_complete_in() {
 #[test]
 fn parallel_empty_collection_completes_at_once() {
     let m = changed_model(PARALLEL, "main", &[]);
-    let state = start_process_of(&m, "main", json!({"input_data": []}));
+    let state = start_process(&m, "main", json!({"input_data": []}));
     completed_with(&state, json!({"input_data": [], "output_data": []}));
 }
 
 #[test]
 fn parallel_completion_condition_cancels_the_other_instances() {
     let m = changed_model(PARALLEL, "main", &[condition("input_item == 2")]);
-    let mut state = start_process_of(&m, "main", json!({"input_data": [1, 2, 3]}));
+    let mut state = start_process(&m, "main", json!({"input_data": [1, 2, 3]}));
     let (guid, _) = instances(&state)
         .into_iter()
         .find(|(_, data)| data["input_item"] == json!(2))
@@ -152,7 +152,7 @@ fn parallel_cardinality() {
         "main",
         &[condition("input_item == 2")],
     );
-    let mut state = start_process_of(&m, "main", json!({}));
+    let mut state = start_process(&m, "main", json!({}));
     let (guid, _) = instances(&state)
         .into_iter()
         .find(|(_, data)| data["input_item"] == json!(2))

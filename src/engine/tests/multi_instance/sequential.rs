@@ -37,7 +37,7 @@ fn sequential_instances_run_one_after_the_other() {
 #[test]
 fn sequential_non_empty_output_is_refused() {
     let m = changed_model(SEQUENTIAL, "main", &[]);
-    let state = start_process_of(
+    let state = start_process(
         &m,
         "main",
         json!({"input_data": [1, 2, 3], "output_data": [1, 2, 3]}),

@@ -97,17 +97,8 @@ fn approval_round(
     assert_eq!(catch.state, TaskState::Waiting);
     let catch = catch.guid;
 
-    let (mut approver, _) = start(
-        m,
-        APPROVER,
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some((name, request.clone())),
-            signal: None,
-        },
-    )
-    .expect("the request starts an approver");
+    let (mut approver, _) = start(m, APPROVER, message_start(&name, request.clone()))
+        .expect("the request starts an approver");
     assert_eq!(ready_ids(&approver), ["Activity_ApproveOrDeny"]);
     let guid = ready(&approver)[0].guid;
     let effects = complete_guid(m, &mut approver, guid, json!({"approved": approved}));

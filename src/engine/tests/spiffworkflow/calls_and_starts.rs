@@ -278,12 +278,7 @@ fn process_dependencies_are_what_the_model_calls_and_does_not_define() {
         .map(String::from)
         .into();
     assert_eq!(dependencies(&nested), expected);
-    let event = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: None,
-        signal: None,
-    };
+    let event = start_event(json!({}));
     match start(&nested, "Level1", event) {
         Err(EngineError::CalleeNeeded(callee)) => assert_eq!(callee.key(), "Level2"),
         other => panic!("asks for Level2, got {:?}", other.map(|(s, _)| s.status)),
@@ -339,12 +334,7 @@ fn start_event_split_starts_from_the_event_its_message_names() {
         ("message_1", "start_1", "start_2"),
         ("message_2", "start_2", "start_1"),
     ] {
-        let event = Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: Some((message.to_string(), json!({}))),
-            signal: None,
-        };
+        let event = message_start(message, json!({}));
         let (mut state, _) = start(&m, "main", event).expect("start");
         assert_eq!(task(&state, fired).state, TaskState::Completed);
         assert_eq!(count(&state, other), 0);

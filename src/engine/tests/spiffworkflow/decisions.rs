@@ -63,12 +63,7 @@ fn a_decision_whose_rule_does_not_run_fails_the_task_with_its_row() {
 fn a_decision_the_model_lacks_is_asked_for_then_fails_when_missing() {
     let m = spiffworkflow_models(&["spiff/data/business_rule_task.bpmn"], "Process_bd2e724");
     assert!(m.calls_elsewhere);
-    let event = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: None,
-        signal: None,
-    };
+    let event = start_event(json!({}));
     let asked = start(&m, "Process_bd2e724", event).expect_err("the step needs the decision");
     assert_eq!(
         asked,

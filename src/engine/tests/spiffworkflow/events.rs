@@ -24,17 +24,7 @@ fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
     let mut respond = start_process(&m, "respond", json!({}));
     let catch = task(&respond, "StartEvent_1").guid;
     assert_eq!(task(&respond, "StartEvent_1").state, TaskState::Waiting);
-    let (initiate, effects) = start(
-        &m,
-        "initiate",
-        Event::Start {
-            start_event_id: None,
-            data: Map::new(),
-            message: None,
-            signal: None,
-        },
-    )
-    .unwrap();
+    let (initiate, effects) = start(&m, "initiate", start_event(json!({}))).unwrap();
     assert_eq!(initiate.status, InstanceStatus::Complete);
     let sent: Vec<&str> = effects
         .iter()
@@ -65,12 +55,7 @@ fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
 }
 
 fn start_by_message(m: &ModelSpec, name: &str) -> InstanceState {
-    let event = Event::Start {
-        start_event_id: None,
-        data: Map::new(),
-        message: Some((name.to_string(), json!({}))),
-        signal: None,
-    };
+    let event = message_start(name, json!({}));
     start(m, "main", event).expect("start").0
 }
 

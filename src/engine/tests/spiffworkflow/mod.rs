@@ -50,16 +50,6 @@ pub(super) fn spiffworkflow_model(path: &str, process_id: &str) -> ModelSpec {
     spiffworkflow_models(&[path], process_id)
 }
 
-pub(super) fn start_process(m: &ModelSpec, process_id: &str, data: Value) -> InstanceState {
-    let event = Event::Start {
-        start_event_id: None,
-        data: map(data),
-        message: None,
-        signal: None,
-    };
-    start(m, process_id, event).expect("start").0
-}
-
 pub(super) fn waiting(state: &InstanceState) -> Vec<&str> {
     state
         .tasks
