@@ -151,3 +151,33 @@ fn production_workers_refuse_unguarded_requests() {
         "{answer}"
     );
 }
+
+/// Where the service runs as root and the interpreter and packages are readable by others
+/// (Debian's /usr/bin/python3 here; a pyenv interpreter under /root is not), the workers run
+/// as `nobody`.
+#[test]
+fn workers_of_a_root_service_run_as_nobody_when_they_can() {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let system_python = std::path::Path::new("/usr/bin/python3");
+    if !root || !system_python.exists() {
+        println!("skipped: not root, or no /usr/bin/python3");
+        return;
+    }
+    let pool = WorkerPool::start(PoolSettings {
+        python: system_python.display().to_string(),
+        ..settings_of(&pool(OsWallMode::Required, true))
+    })
+    .expect("the system interpreter starts a worker");
+    assert!(pool.drops_privileges());
+    let answer = unguarded(
+        &pool,
+        "import os\nuid = str(os.getuid())\ngid = str(os.getgid())",
+    );
+    assert_eq!(answer["data"]["uid"], "65534", "{answer}");
+    assert_eq!(answer["data"]["gid"], "65534", "{answer}");
+}
+
+fn settings_of(pool: &WorkerPool) -> PoolSettings {
+    pool.settings().clone()
+}

@@ -347,11 +347,14 @@ fn unprivileged_user(
         .filter(|path| path.exists())
         .all(readable_by_others);
     if !reachable {
-        tracing::warn!(
-            interpreter = %interpreter.display(),
-            "script workers run as root (behind Landlock and seccomp): the interpreter or its \
-             packages are not readable by other users"
-        );
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(
+                interpreter = %interpreter.display(),
+                "script workers run as root (behind Landlock and seccomp): the interpreter or its \
+                 packages are not readable by other users"
+            )
+        });
         return None;
     }
     // SAFETY: a NUL-terminated name; the entry is copied out before any other getpw* call.
