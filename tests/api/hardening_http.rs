@@ -1,0 +1,75 @@
+//! Issue 31, the HTTP side: a new API key gets no more than its creator has, Swagger UI is
+//! framed and scripted as strictly as the console, the callback endpoint answers as the
+//! connector-proxy contract says, and a secret's value never shows in an instance's error.
+
+use crate::helpers::{spawn_app, TestApp};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+// ---- 5. API-key scopes are contained in the creator's grants
+
+async fn create_key(app: &TestApp, scope_asked: &str, caller: &str) -> (StatusCode, Value) {
+    let name = format!("k{}", uuid::Uuid::new_v4().simple());
+    let response = app
+        .post_json(
+            "/v1.0/api-keys",
+            &json!({"name": name, "scope": scope_asked}),
+            caller,
+        )
+        .await;
+    let status = response.status();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_glob_that_matches_the_text_admin_cannot_make_an_admin_key() {
+    let app = spawn_app().await;
+    // `a*` grants api-keys:write but not secrets:manage
+    let response = app.get_as("/v1.0/secrets", "a*").await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+
+    let (status, body) = create_key(&app, "admin", "a*").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["error_code"], "not_authorized");
+    assert_eq!(body["required_scope"], "admin");
+    // nor a glob wider than its own, nor `*`
+    for asked in ["*", "a* s*", "secrets:manage"] {
+        let (status, body) = create_key(&app, asked, "a*").await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{asked}: {body}");
+    }
+    let (status, body) = create_key(
+        &app,
+        "instances:read:*",
+        "api-keys:write instances:read:finance/*",
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["required_scope"], "instances:read:*");
+}
+
+#[tokio::test]
+async fn a_key_may_still_get_a_narrowing_of_the_creators_scopes() {
+    let app = spawn_app().await;
+    for (asked, caller) in [
+        ("api-keys:read", "a*"),
+        ("a*", "a*"),
+        ("api-keys:*", "a*"),
+        (
+            "instances:read:finance/* messages:send:order_*",
+            "api-keys:write instances:read:* messages:send",
+        ),
+        ("messages:send", "api-keys:write messages:*"),
+        ("admin", "admin"),
+        ("*", "admin"),
+    ] {
+        let (status, body) = create_key(&app, asked, caller).await;
+        assert_eq!(status, StatusCode::CREATED, "{asked} by {caller}: {body}");
+    }
+    // and the narrowed key grants what it says
+    let (_, created) = create_key(&app, "secrets:manage", "api-keys:write secrets:*").await;
+    let key = created["key"].as_str().unwrap();
+    let response = app
+        .get_with_authorization("/v1.0/secrets", &format!("Bearer {key}"))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
