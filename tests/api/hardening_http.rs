@@ -73,3 +73,59 @@ async fn a_key_may_still_get_a_narrowing_of_the_creators_scopes() {
         .await;
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+// ---- 14. Swagger UI gets the console's headers
+
+#[tokio::test]
+async fn swagger_ui_is_served_with_the_consoles_headers() {
+    let app = spawn_app().await;
+    let console = app.get("/console/").await;
+    let expected = console.headers().clone();
+    assert_eq!(expected["x-frame-options"], "DENY");
+    for path in [
+        "/v1.0/ui/",
+        "/v1.0/ui/index.css",
+        "/v1.0/ui/swagger-ui-bundle.js",
+        "/v1.0/ui/swagger-initializer.js",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let headers = response.headers();
+        for name in [
+            "content-security-policy",
+            "x-frame-options",
+            "x-content-type-options",
+            "referrer-policy",
+        ] {
+            assert_eq!(headers.get(name), expected.get(name), "{path}: {name}");
+        }
+    }
+    let csp = expected["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("script-src 'self';"), "{csp}");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    // the page works under that policy: its scripts are files of this origin, and the online
+    // validator (another origin) is off
+    let page = app.get("/v1.0/ui/").await.text().await.unwrap();
+    assert!(!page.contains("<script>"), "{page}");
+    assert!(!page.contains("http"), "{page}");
+    for script in [
+        "swagger-ui-bundle.js",
+        "swagger-ui-standalone-preset.js",
+        "swagger-initializer.js",
+    ] {
+        assert!(
+            page.contains(&format!("<script src=\"./{script}\"")),
+            "{page}"
+        );
+    }
+    let initializer = app
+        .get("/v1.0/ui/swagger-initializer.js")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        initializer.contains("\"validatorUrl\": \"none\""),
+        "{initializer}"
+    );
+}
