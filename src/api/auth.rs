@@ -47,6 +47,14 @@ impl Principal {
             .any(|granted| scope_grants(granted, needed))
     }
 
+    /// Whether the grants cover every scope `pattern` matches (`instances:update:*`: the
+    /// instances of every model), by [`scope_contains`].
+    pub fn allows_every(&self, pattern: &str) -> bool {
+        self.scopes
+            .iter()
+            .any(|granted| scope_contains(granted, pattern))
+    }
+
     /// 403 `not_authorized` naming the scope when it is not granted.
     pub fn require(&self, needed: &str) -> Result<(), ApiError> {
         if self.allows(needed) {
