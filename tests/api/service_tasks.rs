@@ -1703,7 +1703,9 @@ async fn the_callback_answers_the_contracts_statuses_for_every_caller_and_target
     let unauthenticated = (StatusCode::UNAUTHORIZED, "invalid_token");
     let invalid = |code| (StatusCode::BAD_REQUEST, code);
     let done = (StatusCode::OK, "");
-    let matrix: [(Option<&str>, i64, &str, [(StatusCode, &str); 4]); 4] = [
+    // (status, error_code) for each of the four targets
+    type Answers<'a> = [(StatusCode, &'a str); 4];
+    let matrix: [(Option<&str>, i64, &str, Answers); 4] = [
         (None, first, &first_call, [unauthenticated; 4]),
         (
             Some("instances:update:other/* instances:read:*"),
