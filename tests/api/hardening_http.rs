@@ -2,7 +2,9 @@
 //! framed and scripted as strictly as the console, the callback endpoint answers as the
 //! connector-proxy contract says, and a secret's value never shows in an instance's error.
 
+use crate::domain::*;
 use crate::helpers::{spawn_app, TestApp};
+use crate::models;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -128,4 +130,102 @@ async fn swagger_ui_is_served_with_the_consoles_headers() {
         initializer.contains("\"validatorUrl\": \"none\""),
         "{initializer}"
     );
+}
+
+// ---- 10. A secret's value never shows in an instance's error
+
+const SECRET_VALUE: &str = "s3cr3t-value";
+
+/// `start -> run (the script) -> end`.
+fn script_model(process_id: &str, source: &str) -> String {
+    models::definitions(&format!(
+        r#"<bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="run" />
+    <bpmn:scriptTask id="run"><bpmn:script>{source}</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="run" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
+
+/// Every answer that could show instance `id` and its error, as one text.
+async fn everything_shown_of(app: &TestApp, id: i64, model: &str) -> String {
+    let mut shown = String::new();
+    for path in [
+        format!("/v1.0/process-instances/{id}"),
+        format!("/v1.0/process-instances/{}/{id}", model.replace('/', ":")),
+        "/v1.0/process-instances?per_page=500".to_string(),
+        format!(
+            "/v1.0/process-instances?per_page=500&process_model_identifier={model}&status=error"
+        ),
+        format!("/v1.0/process-instances/{id}/connector-logs"),
+        "/v1.0/messages?per_page=500".to_string(),
+    ] {
+        let response = app.get_as(&path, ADMIN).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        shown.push_str(&response.text().await.unwrap());
+    }
+    shown
+}
+
+#[tokio::test]
+async fn a_secrets_value_is_redacted_from_instance_errors_on_every_path() {
+    let app = spawn_app().await;
+    let stored = app
+        .request(reqwest::Method::PUT, "/v1.0/secrets/X")
+        .bearer_auth(app.token(ADMIN))
+        .json(&json!({"value": SECRET_VALUE}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), StatusCode::CREATED);
+    let failing = "n = int(get_secret('X'))";
+
+    // started: the answer, the instance, the lists
+    upload_ok(
+        &app,
+        "leak/start",
+        "s.bpmn",
+        &script_model("leak_start", failing),
+    )
+    .await;
+    let (status, started) = start(&app, "leak/start", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let instance = &started["process_instance"];
+    assert_eq!(instance["status"], "error", "{started}");
+    let message = instance["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("ValueError: invalid literal for int() with base 10: '[secret X]'"),
+        "{message}"
+    );
+    let id = instance["id"].as_i64().unwrap();
+    let shown = format!(
+        "{started}{}",
+        everything_shown_of(&app, id, "leak/start").await
+    );
+    assert!(shown.contains("[secret X]"), "{shown}");
+    assert!(!shown.contains(SECRET_VALUE), "{shown}");
+
+    // a message delivered to a waiting instance runs the script
+    let waiter = models::keyed_waiter("leak_message", "go").replace(
+        r#"<bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" />"#,
+        &format!(
+            r#"<bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="run" />
+    <bpmn:scriptTask id="run"><bpmn:script>{failing}</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f3" sourceRef="run" targetRef="done" />"#
+        ),
+    );
+    upload_ok(&app, "leak/message", "m.bpmn", &waiter).await;
+    let id = start_ok(&app, "leak/message", &json!({"key": "k"})).await;
+    let (status, delivered) = send(&app, "go", &json!({"key": "k"}), &[]).await;
+    assert!(status.is_success(), "{status}: {delivered}");
+    let after = show(&app, id).await;
+    assert_eq!(after["status"], "error", "{after}");
+    let shown = format!(
+        "{delivered}{}",
+        everything_shown_of(&app, id, "leak/message").await
+    );
+    assert!(shown.contains("[secret X]"), "{shown}");
+    assert!(!shown.contains(SECRET_VALUE), "{shown}");
 }
