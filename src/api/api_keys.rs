@@ -3,7 +3,7 @@
 //! revoking `api-keys:write`; a caller may only give a new key scopes its own credential grants,
 //! so the right to make keys is not a way to more rights.
 
-use super::auth::{scope_grants, Principal};
+use super::auth::{scope_contains, Principal};
 use super::error::{ApiError, Problem};
 use crate::services::api_keys::{self, ApiKey};
 use crate::startup::AppState;
@@ -83,8 +83,9 @@ pub struct NewApiKeyBody {
 
 /// Create an API key for a machine client.
 ///
-/// The answer holds the key, shown this once. Every scope asked for must be granted by the
-/// caller's own credential.
+/// The answer holds the key, shown this once. Every scope asked for must be contained in the
+/// caller's own grants: all it would grant must be granted to the caller (`instances:read:*`
+/// gives `instances:read:finance/*`, not `instances:*`; only `admin` gives `admin`).
 #[utoipa::path(
     post,
     path = "/v1.0/api-keys",
@@ -114,7 +115,7 @@ pub async fn create_api_key(
     let scopes = api_keys::parse_scopes(&body.scope)?;
     if let Some(beyond) = scopes
         .iter()
-        .find(|needed| !principal.scopes.iter().any(|g| scope_grants(g, needed)))
+        .find(|asked| !principal.scopes.iter().any(|g| scope_contains(g, asked)))
     {
         return Err(ApiError::forbidden(format!(
             "A key may only get scopes the caller has: `{beyond}` is not granted to you."

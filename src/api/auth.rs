@@ -47,6 +47,14 @@ impl Principal {
             .any(|granted| scope_grants(granted, needed))
     }
 
+    /// Whether the grants cover every scope `pattern` matches (`instances:update:*`: the
+    /// instances of every model), by [`scope_contains`].
+    pub fn allows_every(&self, pattern: &str) -> bool {
+        self.scopes
+            .iter()
+            .any(|granted| scope_contains(granted, pattern))
+    }
+
     /// 403 `not_authorized` naming the scope when it is not granted.
     pub fn require(&self, needed: &str) -> Result<(), ApiError> {
         if self.allows(needed) {
@@ -109,9 +117,55 @@ pub fn scope_grants(granted: &str, needed: &str) -> bool {
             .is_some_and(|rest| rest.starts_with(':'))
 }
 
+/// Whether every needed scope `requested` would grant is also granted by `granted`: the check
+/// for giving a new credential (an API key) scopes, so that the right to make keys is not a way
+/// to more rights. Asking whether `granted` covers `requested` as a needed scope would not do:
+/// `a*` matches the text `admin`, yet grants far less than `admin` does.
+///
+/// Only `admin` contains `admin` (a glob never does). Otherwise each scope is the union of the
+/// glob patterns it grants: `messages:send` is `messages:send` and `messages:send:*`, a glob is
+/// itself, any other scope is the one literal. `requested` is contained when each of its
+/// patterns is contained in one of `granted`'s.
+pub fn scope_contains(granted: &str, requested: &str) -> bool {
+    if granted == "admin" || granted == requested {
+        return true;
+    }
+    if requested == "admin" {
+        return false;
+    }
+    let granted = granted_patterns(granted);
+    granted_patterns(requested)
+        .iter()
+        .all(|r| granted.iter().any(|g| pattern_contains(g, r)))
+}
+
+/// The glob patterns a scope other than `admin` grants (see [`scope_grants`]).
+fn granted_patterns(scope: &str) -> Vec<String> {
+    if !scope.contains('*') && scope.matches(':').count() == 1 {
+        vec![scope.to_string(), format!("{scope}:*")]
+    } else {
+        vec![scope.to_string()]
+    }
+}
+
+/// Whether every text `inner` matches is matched by `outer` (globs whose only wildcard is `*`).
+/// That holds exactly when `outer` matches `inner` with each `*` of `inner` taken as a
+/// character only a `*` of `outer` can match: put a character `outer` never uses in place of
+/// each `*` of `inner`; `outer` must swallow each of them with one of its own `*`s, which then
+/// swallow whatever else those `*`s of `inner` stand for.
+fn pattern_contains(outer: &str, inner: &str) -> bool {
+    let inner: Vec<Option<u8>> = inner.bytes().map(|b| (b != b'*').then_some(b)).collect();
+    glob_match_symbols(outer.as_bytes(), &inner)
+}
+
 /// `*` matches any run of characters (possibly empty); every other character matches itself.
 fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let text: Vec<Option<u8>> = text.bytes().map(Some).collect();
+    glob_match_symbols(pattern.as_bytes(), &text)
+}
+
+/// [`glob_match`] over symbols, where `None` is a character that only a `*` matches.
+fn glob_match_symbols(p: &[u8], t: &[Option<u8>]) -> bool {
     let (mut pi, mut ti) = (0, 0);
     // Where the last `*` was, and the text position it currently stands for the end of.
     let mut star: Option<(usize, usize)> = None;
@@ -119,7 +173,7 @@ fn glob_match(pattern: &str, text: &str) -> bool {
         if pi < p.len() && p[pi] == b'*' {
             star = Some((pi, ti));
             pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
+        } else if pi < p.len() && t[ti] == Some(p[pi]) {
             pi += 1;
             ti += 1;
         } else if let Some((star_pi, star_ti)) = star {
@@ -338,6 +392,76 @@ mod tests {
                 scope_grants(granted, needed),
                 expected,
                 "granted {granted:?}, needed {needed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn scope_containment_table() {
+        let cases: &[(&str, &str, bool)] = &[
+            // admin: only admin gives it, and gives everything
+            ("admin", "admin", true),
+            ("admin", "*", true),
+            ("admin", "secrets:read", true),
+            ("*", "admin", false),
+            ("a*", "admin", false),
+            ("ad*", "admin", false),
+            ("admin*", "admin", false),
+            // the issue's exploit: `a*` matches the text `admin` but grants less
+            ("a*", "api-keys:write", true),
+            ("a*", "secrets:manage", false),
+            // globs within globs
+            ("*", "*", true),
+            ("*", "anything:at:all", true),
+            ("*", "instances:*", true),
+            ("instances:*", "instances:read:*", true),
+            ("instances:*", "instances:*:group/m", true),
+            ("instances:read:*", "instances:*", false),
+            ("instances:read:*", "instances:read:finance/*", true),
+            ("instances:read:finance/*", "instances:read:*", false),
+            (
+                "instances:read:finance/*",
+                "instances:read:finance/*/x",
+                true,
+            ),
+            ("instances:read:finance/*", "instances:read:finance*", false),
+            ("instances:*:group/m", "instances:read:group/m", true),
+            ("instances:*:group/m", "instances:*:group/*", false),
+            ("a*b", "a*b", true),
+            ("a*b", "a**b", true),
+            ("a*b", "ab*", false),
+            ("a*b", "a*xb", true),
+            ("a*b*c", "a*c", false),
+            ("a*c", "a*b*c", true),
+            ("*a*", "x*a*y", true),
+            ("x*", "*x", false),
+            // two parts: the scope and every third part
+            ("messages:send", "messages:send", true),
+            ("messages:send", "messages:send:order_*", true),
+            ("messages:send", "messages:send:*", true),
+            ("messages:send", "messages:send:order_paid", true),
+            ("messages:send", "messages:send*", false),
+            ("messages:send", "messages:*", false),
+            ("messages:send", "messages:sendx", false),
+            ("messages:send:*", "messages:send", false),
+            ("messages:*", "messages:send", true),
+            ("messages:send*", "messages:send", true),
+            ("messages:send:order_*", "messages:send", false),
+            ("messages:send:order_*", "messages:send:order_paid", true),
+            ("messages:send:order_*", "messages:send:*", false),
+            // literals give themselves only
+            ("callback:1/abc", "callback:1/abc", true),
+            ("callback:1/abc", "callback:1/*", false),
+            ("callback", "callback:1/abc", false),
+            ("models:write", "models:write:x", true),
+            ("models:read", "models:write", false),
+            ("", "messages:send", false),
+        ];
+        for &(granted, requested, expected) in cases {
+            assert_eq!(
+                scope_contains(granted, requested),
+                expected,
+                "granted {granted:?}, requested {requested:?}"
             );
         }
     }

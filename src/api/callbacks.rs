@@ -116,6 +116,12 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
 /// `wf__callback_token`). Body: the version 2 envelope; `command_response.body` becomes the
 /// task's result variable, a structured `error` fails the task (retry, error boundary event,
 /// or instance error).
+///
+/// As the connector-proxy contract says, an unknown instance or task answers 400 and a caller
+/// without access to the instance 401 or 403: a caller who may not update the instance gets
+/// 403, also for an instance that does not exist when its scopes are limited to some models
+/// (so that it learns nothing of other models' instances); a caller who may update it, or
+/// every instance (`instances:update:*`), gets 400 `process_instance_cannot_be_found`.
 #[utoipa::path(
     put,
     path = "/v1.0/tasks/{process_instance_id}/{task_guid}/callback",
@@ -127,11 +133,10 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
     request_body(content = Object, description = "Version 2 envelope: `command_response.body`, or a structured `error`", content_type = "application/json", example = json!({"command_response": {"body": {"approved": true, "score": 814}, "mimetype": "application/json"}, "command_response_version": 2, "error": null, "wf__logs": ["scored by the bureau"]})),
     responses(
         (status = 200, description = "What the callback did", body = CallbackAnswer),
-        (status = 400, description = "`invalid_callback_body` (also: a NUL character, nesting deeper than 64 levels, a number that cannot be stored), `callback_not_found`, `not_waiting_for_callback`, `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`process_instance_cannot_be_found` (to a caller who could update it if it existed), `callback_not_found`, `not_waiting_for_callback`, `invalid_callback_body` (also: a NUL character, nesting deeper than 64 levels, a number that cannot be stored), `service_task_error` (the instance is now in error), `invalid_json`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`process_instance_suspended`: the task still waits; send the callback again after the instance is resumed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`: the caller may read the instance but not update it", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: the caller may not update the instance (nor the task); also for an unknown instance when the caller's scopes are limited to some models", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
     ),
@@ -144,15 +149,9 @@ pub async fn callback(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let (instance, guid) = path.into_inner();
-    let id = instance
-        .parse()
-        .map(InstanceId)
-        .map_err(|_| ApiError::from(services::instances::instance_not_found(&instance)))?;
     // a guid that is not one cannot name a task's scope: the instance's scope decides alone
     let task_guid = Uuid::parse_str(&guid).ok();
-    let task_scope = task_guid.map(|g| service_tasks::callback_scope(id.0, g));
-    super::process_instances::authorize(&principal, &state, id, "update", task_scope.as_deref())
-        .await?;
+    let id = authorize_callback(&principal, &state, &instance, task_guid).await?;
     let task_guid = task_guid.ok_or_else(|| {
         ApiError::refused(
             ErrorCode::CallbackNotFound,
@@ -166,6 +165,44 @@ pub async fn callback(
     let ctx = state.service_tasks();
     let answer = service_tasks::callback(&ctx, id, TaskGuid(task_guid), &outcome).await?;
     super::json_answer(StatusCode::OK, CallbackAnswer::from(answer)).await
+}
+
+/// The instance a callback names, once the caller may update it: it holds
+/// `instances:update:<model>` for the instance's model, or the task's own token.
+///
+/// The connector-proxy contract decides the refusals on this endpoint: a caller without access
+/// to the instance gets 403, an unknown instance or task 400. So a caller who may not update
+/// the instance gets 403 `not_authorized`, worded the same whether the instance exists or not
+/// when its scopes are limited to some models (it learns nothing of other models' instances);
+/// a caller who may update it (or every instance: `instances:update:*`) learns that it does not
+/// exist, 400 `process_instance_cannot_be_found`.
+async fn authorize_callback(
+    principal: &Principal,
+    state: &AppState,
+    instance: &str,
+    task_guid: Option<Uuid>,
+) -> Result<InstanceId, ApiError> {
+    let id = instance.parse().map(InstanceId).ok();
+    let holds_task_token = id
+        .zip(task_guid)
+        .is_some_and(|(id, guid)| principal.allows(&service_tasks::callback_scope(id.0, guid)));
+    let model = match id {
+        Some(id) => services::instances::model_of(&state.pool, id).await?,
+        None => None,
+    };
+    let may_update = holds_task_token
+        || match &model {
+            Some(model) => principal.allows(&format!("instances:update:{model}")),
+            None => principal.allows_every("instances:update:*"),
+        };
+    match (id, model) {
+        (Some(id), Some(_)) if may_update => Ok(id),
+        (_, None) if may_update => Err(service_tasks::instance_cannot_be_found(instance).into()),
+        _ => Err(ApiError::forbidden(
+            "A callback needs `instances:update:<model>` for the instance's model, or the \
+             task's own token (`callback:<process_instance_id>/<task_guid>`).",
+        )),
+    }
 }
 
 /// Commands a service task can call: embedded ones first, then the connector proxy's

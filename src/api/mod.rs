@@ -428,7 +428,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .configure(console::configure)
         .service(web::redirect("/v1.0/ui", "/v1.0/ui/"))
-        .service(SwaggerUi::new("/v1.0/ui/{_:.*}").config(Config::from(OPENAPI_PATH)));
+        // the console's headers; no online validator (it would send the document's URL away,
+        // and the policy refuses its badge anyway)
+        .service(
+            web::scope("/v1.0/ui")
+                .wrap(console::page_headers())
+                .service(
+                    SwaggerUi::new("/{_:.*}")
+                        .config(Config::from(OPENAPI_PATH).validator_url("none")),
+                ),
+        );
 }
 
 #[cfg(test)]

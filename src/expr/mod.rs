@@ -8,6 +8,7 @@
 //! (datetime, Decimal, ...) travel tagged, `{"__type__": "datetime", "value": "..."}`.
 mod convert;
 mod fast;
+mod redact;
 mod scan;
 #[cfg(test)]
 mod tests;
@@ -56,6 +57,15 @@ impl ExprError {
             message: message.into(),
             kind,
         }
+    }
+
+    /// The error with each secret's value that `secrets` holds (those the step's scripts are
+    /// handed) replaced by `[secret NAME]` (see [`redact`]).
+    pub fn without_secrets(mut self, secrets: &std::collections::BTreeMap<String, String>) -> Self {
+        if let std::borrow::Cow::Owned(redacted) = redact::redact(&self.message, secrets) {
+            self.message = redacted;
+        }
+        self
     }
 
     /// The instance error code of a broken limit.
@@ -238,7 +248,9 @@ impl Expression {
         if let Some(result) = self.fast.as_ref().and_then(|fast| fast.eval(vars)) {
             return result;
         }
-        cx.host.eval(&self.source, vars, cx)
+        cx.host
+            .eval(&self.source, vars, cx)
+            .map_err(|e| e.without_secrets(&cx.env.secrets))
     }
 
     /// Python truthiness of the result (None, False, 0, 0.0, "", [], {} are false).
@@ -267,7 +279,10 @@ impl Script {
     /// Runs with `data`'s keys as variables; `data` becomes the task data the script leaves
     /// (SpiffArena's rules). On error `data` is left untouched.
     pub fn run(&self, data: &mut Map, cx: &Context) -> Result<(), ExprError> {
-        *data = cx.host.exec(&self.source, data, cx)?;
+        *data = cx
+            .host
+            .exec(&self.source, data, cx)
+            .map_err(|e| e.without_secrets(&cx.env.secrets))?;
         Ok(())
     }
 }

@@ -243,3 +243,30 @@ fn speed() {
         script.run(&mut data, &cx()).unwrap()
     });
 }
+
+/// Every script and expression error leaves the host with the secrets it was handed redacted,
+/// whatever the step that ran it (start, message, callback, timer all run code through these).
+#[test]
+fn errors_of_code_handed_secrets_name_the_secret_never_its_value() {
+    let env = ScriptEnv {
+        secrets: [("X".to_string(), "s3cr3t-value".to_string())].into(),
+        ..ScriptEnv::default()
+    };
+    let cx = cx().with_env(Arc::new(env));
+    let script = Script::compile("n = int(get_secret('X'))").unwrap();
+    let error = script.run(&mut Map::new(), &cx).unwrap_err();
+    assert_eq!(
+        without_position(error.message),
+        "ValueError: invalid literal for int() with base 10: '[secret X]'"
+    );
+    let expression = Expression::compile("get_secret('X') + 1").unwrap();
+    let error = expression.eval(&Map::new(), &cx).unwrap_err();
+    assert!(!error.message.contains("s3cr3t"), "{}", error.message);
+    let expression = Expression::compile("1 / 0 if get_secret('X') else 0").unwrap();
+    let error = expression.eval(&Map::new(), &cx).unwrap_err();
+    assert!(
+        error.message.starts_with("ZeroDivisionError"),
+        "{}",
+        error.message
+    );
+}

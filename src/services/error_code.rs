@@ -112,6 +112,9 @@ error_codes! {
     NothingToRetry = "nothing_to_retry": Conflict,
     PayloadTooLarge = "payload_too_large": TooLarge,
     ProcessIdConflict = "process_id_conflict": Invalid,
+    // the callback endpoint's answer for an unknown instance, as the connector-proxy contract
+    // asks (400); every other endpoint answers `process_instance_not_found`
+    ProcessInstanceCannotBeFound = "process_instance_cannot_be_found": Invalid,
     ProcessInstanceCannotStart = "process_instance_cannot_start": Invalid,
     ProcessInstanceFinished = "process_instance_finished": Conflict,
     ProcessInstanceNotFound = "process_instance_not_found": NotFound,

@@ -14,6 +14,7 @@ mod events;
 mod examples;
 mod failover;
 mod hardening;
+mod hardening_http;
 mod health;
 mod helpers;
 mod identity;

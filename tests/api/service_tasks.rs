@@ -397,11 +397,11 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
         callback(&app, id, &guid, None, &body).await.0,
         StatusCode::UNAUTHORIZED
     );
-    // another task's scope sees nothing of this instance
+    // another task's scope may not update this one
     let other = app.token(&format!("callback:{id}/{}", uuid::Uuid::new_v4()));
     assert_eq!(
         callback(&app, id, &guid, Some(&other), &body).await.0,
-        StatusCode::NOT_FOUND
+        StatusCode::FORBIDDEN
     );
     let (status, bad) = callback(&app, id, &guid, Some(&token), &json!({"nothing": 1})).await;
     assert_eq!(
@@ -482,12 +482,12 @@ async fn callback_paths_that_name_nothing_are_refused() {
         (
             "999999".to_string(),
             uuid::Uuid::new_v4().to_string(),
-            "process_instance_not_found",
+            "process_instance_cannot_be_found",
         ),
         (
             "not-a-number".to_string(),
             uuid::Uuid::new_v4().to_string(),
-            "process_instance_not_found",
+            "process_instance_cannot_be_found",
         ),
     ];
     for (instance, guid, code) in cases {
@@ -502,12 +502,11 @@ async fn callback_paths_that_name_nothing_are_refused() {
             .send()
             .await
             .unwrap();
-        let expected = if code == "process_instance_not_found" {
-            StatusCode::NOT_FOUND
-        } else {
-            StatusCode::BAD_REQUEST
-        };
-        assert_eq!(response.status(), expected, "{instance}/{guid}");
+        assert_eq!(
+            response.status(),
+            StatusCode::BAD_REQUEST,
+            "{instance}/{guid}"
+        );
         let problem: Value = response.json().await.unwrap();
         assert_eq!(problem["error_code"], code, "{instance}/{guid}");
     }
@@ -925,11 +924,11 @@ async fn a_callback_needs_update_rights_on_the_instance_or_the_task_token() {
 
     let cases = [
         (Some("not-a-jwt".to_string()), StatusCode::UNAUTHORIZED),
-        // another task's token, or a token for other models: the instance is not revealed
-        (Some(b_token.to_string()), StatusCode::NOT_FOUND),
+        // another task's token, or a token for other models: refused (the contract's 403)
+        (Some(b_token.to_string()), StatusCode::FORBIDDEN),
         (
             Some(app.token("instances:update:other/*")),
-            StatusCode::NOT_FOUND,
+            StatusCode::FORBIDDEN,
         ),
         (
             Some(app.token("instances:read:svc/echo")),
@@ -943,7 +942,6 @@ async fn a_callback_needs_update_rights_on_the_instance_or_the_task_token() {
         if status != StatusCode::OK {
             let expected_code = match status {
                 StatusCode::UNAUTHORIZED => "invalid_token",
-                StatusCode::NOT_FOUND => "process_instance_not_found",
                 _ => "not_authorized",
             };
             assert_eq!(body["error_code"], expected_code, "{body}");
@@ -1659,4 +1657,133 @@ async fn a_connector_call_continues_the_trace_of_the_step_that_scheduled_it() {
         Some(format!("00-{trace_id}-{}-01", call.span_id)),
         "the proxy's parent is the call's span"
     );
+}
+
+/// The callback's answers as the connector-proxy contract gives them, for every kind of caller
+/// and target: 401 without a token; 403 to a caller who may not update the instance, worded
+/// the same for a missing instance when its scopes are limited to some models (no existence
+/// oracle); 400 `process_instance_cannot_be_found`, `callback_not_found`,
+/// `not_waiting_for_callback` to a caller who may update the instance, or every instance.
+#[tokio::test]
+async fn the_callback_answers_the_contracts_statuses_for_every_caller_and_target() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    proxy.answer(202, envelope(json!({}), 200));
+    proxy.answer(202, envelope(json!({}), 200));
+    let first = start_ok(&app, "svc/echo", &json!({"word": "a"})).await;
+    let second = start_ok(&app, "svc/echo", &json!({"word": "b"})).await;
+    dispatch(&app, 2).await;
+    let waiting = |id: i64| {
+        let app = &app;
+        async move { waiting_task(app, id, "call").await }
+    };
+    let (first_call, second_call) = (waiting(first).await, waiting(second).await);
+    // a task that does not wait for a callback: the instance's start event
+    let start_event = |id: i64| {
+        let app = &app;
+        async move {
+            show(app, id).await["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["element_id"] == "start")
+                .unwrap()["guid"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let success = json!({"command_response": {"body": {"ok": 1}, "mimetype": "application/json"}});
+    let unknown_guid = uuid::Uuid::new_v4().to_string();
+
+    // (caller, token scope) -> the answer for each target, in this order: unknown instance,
+    // known instance with an unknown task, a task that does not wait, the waiting task (of
+    // `first`, or of `second` for the last caller, as `first`'s is done by then)
+    let forbidden = (StatusCode::FORBIDDEN, "not_authorized");
+    let unauthenticated = (StatusCode::UNAUTHORIZED, "invalid_token");
+    let invalid = |code| (StatusCode::BAD_REQUEST, code);
+    let done = (StatusCode::OK, "");
+    // (status, error_code) for each of the four targets
+    type Answers<'a> = [(StatusCode, &'a str); 4];
+    let matrix: [(Option<&str>, i64, &str, Answers); 4] = [
+        (None, first, &first_call, [unauthenticated; 4]),
+        (
+            Some("instances:update:other/* instances:read:*"),
+            first,
+            &first_call,
+            [forbidden; 4],
+        ),
+        (
+            Some("instances:update:*"),
+            first,
+            &first_call,
+            [
+                invalid("process_instance_cannot_be_found"),
+                invalid("callback_not_found"),
+                invalid("not_waiting_for_callback"),
+                done,
+            ],
+        ),
+        (
+            Some("instances:update:svc/*"),
+            second,
+            &second_call,
+            [
+                forbidden,
+                invalid("callback_not_found"),
+                invalid("not_waiting_for_callback"),
+                done,
+            ],
+        ),
+    ];
+    let mut refusals_of_limited_callers = Vec::new();
+    for (scope, id, call, expected) in matrix {
+        let token = scope.map(|s| app.token(s));
+        let started = start_event(id).await;
+        let targets = [
+            (999_999, unknown_guid.as_str()),
+            (id, unknown_guid.as_str()),
+            (id, started.as_str()),
+            (id, call),
+        ];
+        for ((target, guid), (status, code)) in targets.into_iter().zip(expected) {
+            let (got, body) = callback(&app, target, guid, token.as_deref(), &success).await;
+            assert_eq!(got, status, "{scope:?} on {target}/{guid}: {body}");
+            if status == StatusCode::OK {
+                assert_eq!(body["status"], "completed", "{body}");
+                continue;
+            }
+            assert_eq!(
+                body["error_code"], code,
+                "{scope:?} on {target}/{guid}: {body}"
+            );
+            if status == StatusCode::FORBIDDEN {
+                refusals_of_limited_callers.push(body);
+            }
+        }
+    }
+    // a missing instance and another model's look the same to a caller limited to some models
+    assert_eq!(refusals_of_limited_callers.len(), 5);
+    for body in &refusals_of_limited_callers {
+        assert_eq!(body, &refusals_of_limited_callers[0]);
+        assert!(!body.to_string().contains("svc"), "{body}");
+    }
+    // an id that is not a number names no instance either
+    let response = app
+        .client
+        .put(app.url(&format!("/v1.0/tasks/not-a-number/{unknown_guid}/callback")))
+        .bearer_auth(app.token("instances:update:svc/*"))
+        .json(&success)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    // the other endpoints keep 404 for an instance the caller may not see
+    let response = app
+        .get_as(
+            &format!("/v1.0/process-instances/{first}"),
+            "instances:update:other/*",
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
 }

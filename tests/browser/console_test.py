@@ -9,8 +9,9 @@ It seeds its own models and messages through the API (unique names per run), the
 Debian's Chromium (/usr/bin/chromium, headless) with Playwright for Python (`pip install
 playwright`; no `playwright install`): sign-in, the message list and a message, instances
 (diagram marker on the waiting task, completing it, suspend/resume, terminate), models (diagram,
-download, upload), 401 and 403 answers, sign-out. Any browser console error or page error fails
-it. Exits 0 when every check passed.
+download, upload), 401 and 403 answers, sign-out; then Swagger UI (/v1.0/ui/) under the same
+Content-Security-Policy. Any browser console error or page error fails it. Exits 0 when every
+check passed.
 """
 
 import argparse
@@ -439,6 +440,16 @@ class Run:
         self.check("a 401 goes back to sign-in with the reason, and then back to the page")
         self.allowed_statuses = set()
         self.assert_no_browser_errors("at the end")
+
+        # Swagger UI works under the console's Content-Security-Policy (a violation is a
+        # console error): the document loads and its operations render
+        page.goto(self.url("/v1.0/ui/"))
+        expect(page.locator(".swagger-ui .info .title")).to_contain_text("workflow-backend")
+        expect(page.locator(".opblock").first).to_be_visible()
+        page.locator(".opblock-summary").first.click()
+        expect(page.locator(".opblock-body").first).to_be_visible()
+        self.assert_no_browser_errors("Swagger UI")
+        self.check("Swagger UI renders the document under its Content-Security-Policy")
 
 
 def main():

@@ -86,11 +86,12 @@ async fn callback_once(
 }
 
 /// Refuses a callback unless the instance (locked into `uow`) is not suspended and its service
-/// task waits for one: `process_instance_not_found`, `process_instance_suspended`,
-/// `callback_not_found` (no such task) or `not_waiting_for_callback`.
+/// task waits for one: `process_instance_cannot_be_found` (gone since the caller was
+/// authorised), `process_instance_suspended`, `callback_not_found` (no such task) or
+/// `not_waiting_for_callback`.
 async fn check_waiting(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> Result<()> {
     if !uow.load(id).await? {
-        return Err(crate::services::instances::instance_not_found(id));
+        return Err(instance_cannot_be_found(id));
     }
     if uow.is_suspended(id) {
         // the worker tries again later (it must not take a refusal as final: the task waits)
@@ -174,6 +175,15 @@ fn not_waiting(task_guid: Uuid) -> Error {
     Error::refused(
         ErrorCode::NotWaitingForCallback,
         format!("task {task_guid} is not waiting for a callback"),
+    )
+}
+
+/// A callback for an instance that does not exist, to a caller who may update it if it did
+/// (the connector-proxy contract asks for 400 here; other endpoints answer 404).
+pub fn instance_cannot_be_found(id: impl std::fmt::Display) -> Error {
+    Error::refused(
+        ErrorCode::ProcessInstanceCannotBeFound,
+        format!("process instance {id} does not exist"),
     )
 }
 

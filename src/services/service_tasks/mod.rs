@@ -9,7 +9,7 @@ mod callback;
 mod job;
 mod outcome;
 
-pub use callback::{callback, CallbackAnswer, CallbackDone};
+pub use callback::{callback, instance_cannot_be_found, CallbackAnswer, CallbackDone};
 pub use job::run_job;
 pub use outcome::storable;
 
