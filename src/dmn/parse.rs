@@ -4,7 +4,7 @@
 use super::{Aggregation, Decision, DecisionTable, HitPolicy, Input, Output, Rule};
 use crate::bpmn::ModelError;
 use crate::expr::Expression;
-use roxmltree::{Document, Node};
+use roxmltree::Node;
 use serde_json::Value;
 
 /// The DMN 1.1, 1.2 and 1.3 model namespaces (those SpiffWorkflow reads).
@@ -19,8 +19,7 @@ const DMN_NAMESPACES: [&str; 3] = [
 /// no decision table at all is refused.
 pub fn parse_dmn_file(file: &str, xml: &str) -> Result<Vec<Decision>, ModelError> {
     let err = |id: Option<&str>, reason: String| ModelError::new(file, id, reason);
-    let doc = Document::parse(xml)
-        .map_err(|e| err(None, format!("the file is not well-formed XML: {e}")))?;
+    let doc = crate::bpmn::parse_xml(file, xml)?;
     let root = doc.root_element();
     let namespace = root.tag_name().namespace().unwrap_or("no namespace");
     if root.tag_name().name() != "definitions" || !DMN_NAMESPACES.contains(&namespace) {

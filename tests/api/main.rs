@@ -28,5 +28,6 @@ mod secrets;
 mod service_tasks;
 mod structure;
 mod traces;
+mod upload_bombs;
 mod versions;
 mod workers;
