@@ -2,7 +2,7 @@
 //! input entry `"m"` tests `(Gender) == ("m")`, `< 25` tests `(Age) < 25`, and one with `?`
 //! stands for the input (`100 <= ? < 110`); an empty entry or `-` matches anything.
 use super::{Aggregation, Decision, DecisionTable, HitPolicy, Input, Output, Rule};
-use crate::bpmn::ModelError;
+use crate::bpmn::{ModelError, MAX_NESTING_DEPTH};
 use crate::expr::Expression;
 use roxmltree::Node;
 use serde_json::Value;
@@ -164,6 +164,13 @@ impl<'f> Reader<'f> {
                 ))
             }
         };
+        // `a.b.c` nests the value that deep in the task data
+        if name.split('.').count() > MAX_NESTING_DEPTH {
+            return Err(self.err(
+                decision_id,
+                format!("output '{id}': its name nests more than {MAX_NESTING_DEPTH} levels deep (the limit)"),
+            ));
+        }
         let priorities = match self.child(node, "outputValues").and_then(|v| self.text(v)) {
             None => vec![],
             Some(list) => literal_list(&list).map_err(|reason| {
