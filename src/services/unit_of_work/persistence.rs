@@ -3,14 +3,12 @@
 
 use super::super::Result;
 use super::{Loaded, UnitOfWork};
-use crate::bpmn::ModelSpec;
 use crate::engine::{InstanceState, InstanceStatus, Task};
 use crate::store::{self, instances::InstanceRow};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
 impl<'c> UnitOfWork<'c> {
     /// Writes every stepped instance and its changed tasks (the transaction stays open).
@@ -21,7 +19,7 @@ impl<'c> UnitOfWork<'c> {
                 continue;
             }
             let changed = loaded.changed_tasks.take();
-            let (tasks, live_tasks) = task_rows(&loaded.spec, &loaded.state, changed).await?;
+            let (tasks, live_tasks) = task_rows(&loaded.state, changed).await?;
             let state = &loaded.state;
             let error = state.error.as_ref().map(|e| json!(e));
             let updated_at = store::instances::update(
@@ -89,15 +87,14 @@ pub struct InstanceOutcome {
 /// The rows of the changed tasks and of the live ones, serialised on a blocking thread: a
 /// step may have run thousands of tasks, and serialising them would hold up an async thread.
 async fn task_rows(
-    spec: &Arc<ModelSpec>,
     state: &InstanceState,
-    changed: Vec<Task>,
+    changed: Vec<(Task, Option<String>)>,
 ) -> Result<(Box<RawValue>, Box<RawValue>)> {
-    let (spec, process_id, live) = (spec.clone(), state.process_id.clone(), state.tasks.clone());
+    let live = state.tasks.clone();
     let rows = tokio::task::spawn_blocking(move || {
         let changed: Vec<Value> = changed
             .iter()
-            .map(|task| task_record(&spec, &process_id, task))
+            .map(|(task, process)| task_record(task, process.as_deref()))
             .collect();
         let live: Vec<Value> = live.iter().map(task_row_json).collect();
         Ok::<_, serde_json::Error>((
@@ -123,14 +120,9 @@ fn task_row_json(task: &Task) -> Value {
 }
 
 /// A task as its `tasks` row is written: with the process its element belongs to.
-fn task_record(spec: &ModelSpec, process_id: &str, task: &Task) -> Value {
+fn task_record(task: &Task, process: Option<&str>) -> Value {
     let mut row = task_row_json(task);
-    row["process_id"] = spec
-        .process(process_id)
-        .and_then(|process| process.elements.get(&task.element_id))
-        .map_or(Value::Null, |element| {
-            Value::String(element.process.clone())
-        });
+    row["process_id"] = json!(process);
     row
 }
 

@@ -55,7 +55,8 @@ impl<'c> UnitOfWork<'c> {
         if let Some(loaded) = self.instances.get_mut(&id) {
             if let Some(task) = loaded.state.tasks.iter_mut().find(|t| t.guid == task_guid) {
                 task.state = TaskState::Ready;
-                loaded.changed_tasks.remember(task.clone());
+                let task = task.clone();
+                loaded.remember(task);
                 loaded.dirty = true;
             }
         }
@@ -113,10 +114,10 @@ impl<'c> UnitOfWork<'c> {
             for task in tasks {
                 match (task.dirty, task.state.is_live()) {
                     (true, true) => {
-                        loaded.changed_tasks.remember(task.clone());
+                        loaded.remember(task.clone());
                         loaded.state.tasks.push(task);
                     }
-                    (true, false) => loaded.changed_tasks.remember(task),
+                    (true, false) => loaded.remember(task),
                     (false, true) => loaded.state.tasks.push(task),
                     (false, false) => {}
                 }
