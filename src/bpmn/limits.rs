@@ -145,12 +145,21 @@ pub(crate) mod model_tests {
     /// `processes` processes P0, P1, ... each nested `levels` deep, each calling the next
     /// from its innermost subprocess; the last runs a task there.
     pub(crate) fn call_chain(processes: usize, levels: usize) -> Result<ModelSpec, ModelError> {
+        call_chain_to(processes, levels, r#"<bpmn:task id="c"/>"#)
+    }
+
+    /// As `call_chain`, the last process running `innermost` (an element with id `c`).
+    pub(crate) fn call_chain_to(
+        processes: usize,
+        levels: usize,
+        innermost: &str,
+    ) -> Result<ModelSpec, ModelError> {
         let body: String = (0..processes)
             .map(|i| {
                 let inner = if i + 1 < processes {
                     format!(r#"<bpmn:callActivity id="c" calledElement="P{}"/>"#, i + 1)
                 } else {
-                    r#"<bpmn:task id="c"/>"#.to_string()
+                    innermost.to_string()
                 };
                 nested_process(&format!("P{i}"), levels, &inner)
             })

@@ -1,7 +1,7 @@
 //! Models as large and as deep as the limits allow run within a blocking thread's stack, in
 //! time proportional to their size.
 use super::*;
-use crate::bpmn::limits::model_tests::call_chain;
+use crate::bpmn::limits::model_tests::{call_chain, call_chain_to};
 use std::time::{Duration, Instant};
 
 /// start -> `tasks` none tasks in a row -> end.
@@ -25,17 +25,43 @@ fn chain(tasks: usize) -> String {
 
 #[test]
 fn subprocesses_nested_to_the_limit_run_on_a_blocking_threads_stack() {
-    // tokio's blocking threads have 2 MiB, as the engine's steps run there
-    let ran = std::thread::Builder::new()
+    on_a_blocking_threads_stack(|| {
+        let model = call_chain(3, 20).expect("62 levels load");
+        let ran = start_process(&model, "P0", json!({}));
+        assert_eq!(ran.status, InstanceStatus::Complete);
+    });
+}
+
+/// Runs `test` on a thread with the stack of tokio's blocking threads (2 MiB), where the
+/// engine's steps run.
+fn on_a_blocking_threads_stack(test: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
         .stack_size(2 * 1024 * 1024)
-        .spawn(|| {
-            let model = call_chain(3, 20).expect("62 levels load");
-            start_process(&model, "P0", json!({})).status
-        })
+        .spawn(test)
         .unwrap()
         .join()
         .expect("no stack overflow");
-    assert_eq!(ran, InstanceStatus::Complete);
+}
+
+#[test]
+fn a_task_waiting_at_the_deepest_level_completes_fails_and_is_terminated() {
+    on_a_blocking_threads_stack(|| {
+        let model = call_chain_to(3, 20, r#"<bpmn:userTask id="c"/>"#).expect("62 levels");
+        let waiting = start_process(&model, "P0", json!({}));
+        assert_eq!(waiting.status, InstanceStatus::UserInputRequired);
+        let guid = task(&waiting, "c/c/c").guid;
+        let mut completed = waiting.clone();
+        complete_guid(&model, &mut completed, guid, json!({}));
+        assert_eq!(completed.status, InstanceStatus::Complete);
+        let mut terminated = waiting.clone();
+        terminate(&model, &mut terminated).unwrap();
+        assert_eq!(terminated.status, InstanceStatus::Terminated);
+        let failing =
+            r#"<bpmn:scriptTask id="c"><bpmn:script>x = 1 / 0</bpmn:script></bpmn:scriptTask>"#;
+        let model = call_chain_to(3, 20, failing).expect("62 levels");
+        let failed = start_process(&model, "P0", json!({}));
+        assert_eq!(failed.status, InstanceStatus::Error);
+    });
 }
 
 #[test]
