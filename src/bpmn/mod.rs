@@ -5,6 +5,7 @@
 //! the references that may cross files (messages, errors, signals, correlation properties).
 //! Every expression and script is compiled here, once, and kept in the spec.
 
+pub(crate) mod limits;
 mod model;
 mod parse;
 mod python_sources;
@@ -15,6 +16,8 @@ use crate::expr::{Expression, Script};
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub(crate) use limits::parse_xml;
+pub use limits::{MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
 pub use model::build_model;
 pub use parse::parse_file;
 pub use python_sources::PythonSource;

@@ -152,23 +152,21 @@ fn rule_result(table: &DecisionTable, values: &[Value]) -> Map {
 }
 
 fn insert_path(map: &mut Map, path: &str, value: Value) {
-    match path.split_once('.') {
-        None => {
-            map.insert(path.to_string(), value);
+    // a loop, not recursion: the name's depth is the model author's (at most 64 levels)
+    let (mut map, mut rest) = (map, path);
+    while let Some((head, tail)) = rest.split_once('.') {
+        let slot = map
+            .entry(head.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
         }
-        Some((head, rest)) => {
-            let slot = map
-                .entry(head.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !slot.is_object() {
-                *slot = Value::Object(Map::new());
-            }
-            insert_path(slot.as_object_mut().expect("an object"), rest, value);
-        }
+        map = slot.as_object_mut().expect("an object");
+        rest = tail;
     }
+    map.insert(rest.to_string(), value);
 }
 
-/// For each top-level key, the list of each rule's value (SpiffWorkflow's COLLECT).
 fn collect(table: &DecisionTable, chosen: &[&Vec<Value>]) -> Map {
     let mut result = Map::new();
     for values in chosen {

@@ -2,9 +2,9 @@
 //! input entry `"m"` tests `(Gender) == ("m")`, `< 25` tests `(Age) < 25`, and one with `?`
 //! stands for the input (`100 <= ? < 110`); an empty entry or `-` matches anything.
 use super::{Aggregation, Decision, DecisionTable, HitPolicy, Input, Output, Rule};
-use crate::bpmn::ModelError;
+use crate::bpmn::{ModelError, MAX_NESTING_DEPTH};
 use crate::expr::Expression;
-use roxmltree::{Document, Node};
+use roxmltree::Node;
 use serde_json::Value;
 
 /// The DMN 1.1, 1.2 and 1.3 model namespaces (those SpiffWorkflow reads).
@@ -19,8 +19,7 @@ const DMN_NAMESPACES: [&str; 3] = [
 /// no decision table at all is refused.
 pub fn parse_dmn_file(file: &str, xml: &str) -> Result<Vec<Decision>, ModelError> {
     let err = |id: Option<&str>, reason: String| ModelError::new(file, id, reason);
-    let doc = Document::parse(xml)
-        .map_err(|e| err(None, format!("the file is not well-formed XML: {e}")))?;
+    let doc = crate::bpmn::parse_xml(file, xml)?;
     let root = doc.root_element();
     let namespace = root.tag_name().namespace().unwrap_or("no namespace");
     if root.tag_name().name() != "definitions" || !DMN_NAMESPACES.contains(&namespace) {
@@ -165,6 +164,13 @@ impl<'f> Reader<'f> {
                 ))
             }
         };
+        // `a.b.c` nests the value that deep in the task data
+        if name.split('.').count() > MAX_NESTING_DEPTH {
+            return Err(self.err(
+                decision_id,
+                format!("output '{id}': its name nests more than {MAX_NESTING_DEPTH} levels deep (the limit)"),
+            ));
+        }
         let priorities = match self.child(node, "outputValues").and_then(|v| self.text(v)) {
             None => vec![],
             Some(list) => literal_list(&list).map_err(|reason| {

@@ -396,6 +396,31 @@ fn dotted_output_names_nest() {
 }
 
 #[test]
+fn dotted_output_names_nest_to_the_limit_and_no_deeper() {
+    let name = |levels: usize| vec!["a"; levels].join(".");
+    let outputs = format!(r#"<output id="o0" name="{}"/>"#, name(64));
+    let decision = table("FIRST", "", &outputs, &[("-", &["1"])]);
+    let mut value = &result(&decision, 1);
+    for _ in 0..63 {
+        value = &value["a"];
+    }
+    assert_eq!(value, &json!({"a": 1}));
+    // one level more is refused when the file is read; 100,000 levels overflowed the stack
+    // when a rule matched
+    for levels in [65, 100_000] {
+        let xml = format!(
+            r#"<definitions xmlns="https://www.omg.org/spec/DMN/20191111/MODEL/"><decision id="D"><decisionTable><input id="i"><inputExpression><text>x</text></inputExpression></input><output id="o" name="{}"/></decisionTable></decision></definitions>"#,
+            name(levels)
+        );
+        let error = parse_dmn_file("t.dmn", &xml).unwrap_err();
+        assert!(
+            error.reason.contains("nests more than 64 levels"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn malformed_tables_are_refused_with_the_decision_and_reason() {
     let refused = |table: &str, expected: &str| {
         let xml = format!(

@@ -3,8 +3,8 @@
 //! this process, because only a process can be stopped in the middle of one long C call and
 //! held to an address-space limit (docs/adr/0003-script-runtime.md has the measurements).
 //!
-//! Calls block: the service runs engine steps that need Python on blocking threads, never on
-//! the async ones, so a runaway script holds up only its own request.
+//! Calls block: the service runs every engine step on a blocking thread, never on the async
+//! ones, so a runaway script holds up only its own request.
 
 mod pool;
 mod wall;

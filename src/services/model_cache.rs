@@ -2,13 +2,25 @@
 //! model's `version_sha`, the expression's source), so replicas never serve a stale model.
 
 use super::Result;
-use crate::bpmn::{build_model, ModelSpec};
+use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{Expression, ScriptHost};
 use crate::store;
 use anyhow::anyhow;
 use sqlx::PgConnection;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+
+/// `build_model` on a blocking thread: a large model takes a while to read and check (up to
+/// the limits of `crate::bpmn::limits`), and an async thread busy with it would hold up every
+/// request it serves.
+pub(crate) async fn build_off_async_threads(
+    files: Vec<(String, String)>,
+    primary_process_id: Option<String>,
+) -> Result<std::result::Result<ModelSpec, ModelError>> {
+    tokio::task::spawn_blocking(move || build_model(&files, primary_process_id.as_deref()))
+        .await
+        .map_err(|e| anyhow!("building a model failed: {e}").into())
+}
 
 pub struct ModelCache {
     specs: RwLock<HashMap<String, Arc<ModelSpec>>>,
@@ -78,7 +90,9 @@ impl ModelCache {
         let Some(version) = store::models::version(conn, identifier, version_sha).await? else {
             return Ok(None);
         };
-        let spec = build_model(&version.files(), Some(&version.primary_process_id))
+        let built = build_off_async_threads(version.files(), Some(version.primary_process_id));
+        let spec = built
+            .await?
             .map_err(|e| anyhow!("stored model {identifier} no longer builds: {e}"))?;
         let spec = Arc::new(spec);
         self.insert(version_sha, spec.clone());

@@ -1,6 +1,7 @@
 //! process_instances and tasks.
 
 use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
 use uuid::Uuid;
@@ -119,9 +120,10 @@ pub struct InstanceUpdate<'a> {
     pub error: Option<&'a Value>,
     /// Tasks to insert or update: a JSON array of objects with the columns of `tasks`
     /// (guid, element_id, element_type, name, state, scope, data, process_id).
-    pub tasks: &'a Value,
+    /// (Serialised already: the caller does it off the async threads.)
+    pub tasks: &'a RawValue,
     /// The live tasks after the step, in the same form.
-    pub live_tasks: &'a Value,
+    pub live_tasks: &'a RawValue,
 }
 
 /// Writes an instance's row and its changed tasks in one statement.

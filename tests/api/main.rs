@@ -29,5 +29,6 @@ mod secrets;
 mod service_tasks;
 mod structure;
 mod traces;
+mod upload_bombs;
 mod versions;
 mod workers;

@@ -9,7 +9,9 @@
 //! that fails when reached.
 
 use super::processes::Processes;
+use crate::bpmn::limits::{MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
 use crate::bpmn::*;
+use std::collections::HashMap;
 
 /// Deeper than this, a call activity calls itself (directly or not).
 const MAX_NESTING: usize = 16;
@@ -50,6 +52,51 @@ pub(super) fn inline_call_activities(processes: &mut Processes) -> Result<(), Mo
             for (call, callee) in calls {
                 inline(process, &call, &originals[&callee])?;
             }
+        }
+        check_subprocess_nesting(process)?;
+    }
+    Ok(())
+}
+
+/// Subprocesses, embedded or copied in for call activities, nest at most `MAX_NESTING_DEPTH`
+/// deep: the engine's walks through nested scopes recurse. One file cannot nest them deeper
+/// (its elements nest at most as deep); calls of processes nested in their callers can.
+fn check_subprocess_nesting(process: &ProcessSpec) -> Result<(), ModelError> {
+    // enclosing subprocesses of each element, each element's computed once
+    let mut depths: HashMap<&str, usize> = HashMap::with_capacity(process.elements.len());
+    for element in process.elements.values() {
+        let mut unknown = vec![];
+        let mut cursor = Some(element);
+        let mut depth = 0;
+        while let Some(current) = cursor {
+            if let Some(known) = depths.get(current.id.as_str()) {
+                depth = *known;
+                break;
+            }
+            unknown.push(current);
+            cursor = current
+                .parent
+                .as_deref()
+                .and_then(|parent| process.elements.get(parent));
+        }
+        for current in unknown.into_iter().rev() {
+            // `depth` is the parent's: the top level's parent is the process, at -1
+            depth = if current.parent.is_some() {
+                depth + 1
+            } else {
+                0
+            };
+            if depth > MAX_NESTING_DEPTH {
+                let own_id = current.id.rsplit('/').next().unwrap_or(&current.id);
+                return Err(ModelError::new(
+                    &process.file,
+                    Some(own_id),
+                    format!(
+                        "subprocesses nest more than {MAX_NESTING_DEPTH} deep here (the limit; embedded subprocesses and the processes call activities call count together)"
+                    ),
+                ));
+            }
+            depths.insert(&current.id, depth);
         }
     }
     Ok(())
@@ -96,6 +143,16 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
         ));
     }
     refuse_multi_instance_io(process, call, callee)?;
+    if process.elements.len() + callee.elements.len() > MAX_ELEMENTS_PER_FILE {
+        return Err(ModelError::new(
+            &process.file,
+            Some(call.rsplit('/').next().unwrap_or(call)),
+            format!(
+                "with the process '{}' copied in for this call activity, process '{}' would have more than {MAX_ELEMENTS_PER_FILE} elements (the limit)",
+                callee.id, process.id
+            ),
+        ));
+    }
     for element in callee.elements.values() {
         let copy = element_copy(call, element);
         process.elements.insert(copy.id.clone(), copy);

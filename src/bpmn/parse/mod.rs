@@ -26,12 +26,12 @@ mod tasks;
 
 use super::*;
 use nodes::{is_bpmn, nonempty_attr, nonempty_text};
-use roxmltree::{Document, Node};
+use roxmltree::Node;
 
 pub fn parse_file(file_name: &str, xml: &str) -> Result<Definitions, ModelError> {
     let parser = Parser { file: file_name };
-    let doc = Document::parse(xml)
-        .map_err(|e| parser.err(None, format!("the file is not well-formed XML: {e}")))?;
+    // depth and size are checked before the walk below recurses into subprocesses
+    let doc = super::limits::parse_xml(file_name, xml)?;
     let root = doc.root_element();
     if !is_bpmn(&root, "definitions") {
         let ns = root.tag_name().namespace().unwrap_or("no namespace");

@@ -14,6 +14,7 @@ mod lifecycle;
 mod multi_instance;
 mod panics;
 mod payloads;
+mod scale;
 mod spiffworkflow;
 mod spiffworkflow_events;
 mod timers;

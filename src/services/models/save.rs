@@ -4,7 +4,8 @@
 //! decisions it defines), and its start events scheduled.
 
 use super::starts::schedule_starts;
-use crate::bpmn::{build_model, ModelError, ModelSpec};
+use crate::bpmn::{ModelError, ModelSpec};
+use crate::services::model_cache::build_off_async_threads;
 use crate::services::{Error, ErrorCode, ModelCache, Result};
 use crate::store::{self, models::Retrieval, models::Trigger};
 use serde_json::json;
@@ -29,7 +30,9 @@ pub(super) async fn save_model(
     files: &[(String, String)],
 ) -> Result<Arc<ModelSpec>> {
     let primary_process_id = primary_process_id(metadata, files);
-    let spec = build_model(files, primary_process_id.as_deref()).map_err(invalid_model)?;
+    let spec = build_off_async_threads(files.to_vec(), primary_process_id)
+        .await?
+        .map_err(invalid_model)?;
     check_message_starts_are_free(conn, identifier, &spec).await?;
     check_process_ids_are_free(conn, identifier, &spec).await?;
     let sha = version_sha(&spec.primary_process_id, files);

@@ -93,13 +93,18 @@ pub(super) async fn linked_spec(
         let spec = cache.spec(conn, &pin.model, &pin.version).await?;
         specs.push((Callee::from_key(key), spec));
     }
-    let specs: Vec<(Callee, &ModelSpec)> = specs
-        .iter()
-        .map(|(callee, spec)| (callee.clone(), spec.as_ref()))
-        .collect();
-    let linked = base
-        .with_callees(&specs, callees.unavailable.clone())
-        .map_err(|e| anyhow!("linking the processes {identifier} calls: {e}"))?;
+    // copying the callees in takes time in proportion to them: off the async threads
+    let unavailable = callees.unavailable.clone();
+    let linked = tokio::task::spawn_blocking(move || {
+        let specs: Vec<(Callee, &ModelSpec)> = specs
+            .iter()
+            .map(|(callee, spec)| (callee.clone(), spec.as_ref()))
+            .collect();
+        base.with_callees(&specs, unavailable)
+    })
+    .await
+    .map_err(|e| anyhow!("linking a model's callees failed: {e}"))?
+    .map_err(|e| anyhow!("linking the processes {identifier} calls: {e}"))?;
     let linked = Arc::new(linked);
     if callees.unavailable.is_empty() {
         cache.insert(&key, linked.clone());

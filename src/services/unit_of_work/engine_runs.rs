@@ -1,5 +1,5 @@
-//! Running the pure engine on the instances of this unit: where their scripts run (inline, or
-//! on a blocking thread when the model needs Python), in an `engine step` span when traced,
+//! Running the pure engine on the instances of this unit: on a blocking thread (a step's cost
+//! grows with the model and its scripts), in an `engine step` span when traced,
 //! and what each run came to, as one enum callers match on.
 
 use super::super::clock::{expr_context, step_context};
@@ -77,12 +77,12 @@ impl<'c> UnitOfWork<'c> {
         let env = self.script_env(id, &model, &spec).await?;
         let cx = expr_context(self.cache).with_env(Arc::new(env));
         let state = &self.instances[&id].state;
+        // no step: the task's parameters, evaluated inline when no Python is needed (a
+        // bounded amount of work, whatever the model's size)
         let call = if spec.needs_python {
             let state = state.clone();
-            off_async_threads(true, move || {
-                engine::service_call(&spec, &state, task_guid, &cx)
-            })
-            .await?
+            on_a_blocking_thread(move || engine::service_call(&spec, &state, task_guid, &cx))
+                .await?
         } else {
             engine::service_call(&spec, state, task_guid, &cx)
         };
@@ -122,8 +122,8 @@ impl<'c> UnitOfWork<'c> {
         Ok(env)
     }
 
-    /// `engine::start` of instance `id` of `model`, where its scripts may run (see
-    /// [`off_async_threads`]), in an `engine step` span when traced.
+    /// `engine::start` of instance `id` of `model`, on a blocking thread (see
+    /// [`on_a_blocking_thread`]), in an `engine step` span when traced.
     pub(super) async fn start_engine(
         &self,
         (id, model): (i64, &str),
@@ -137,10 +137,9 @@ impl<'c> UnitOfWork<'c> {
             step_attributes(id, model, &start)
         });
         let mut context = step_context(self.cache, env).with_data_stores(stores);
-        let started = off_async_threads(spec.needs_python, move || {
-            engine::start(&spec, &process_id, start, &mut context)
-        })
-        .await;
+        let started =
+            on_a_blocking_thread(move || engine::start(&spec, &process_id, start, &mut context))
+                .await;
         let started = span.record(started)?;
         EngineRun::of(&span, started)
     }
@@ -190,8 +189,8 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// `engine::step` on a held instance, where its scripts may run (see
-    /// [`off_async_threads`]), in an `engine step` span when traced.
+    /// `engine::step` on a held instance, on a blocking thread (see [`on_a_blocking_thread`]),
+    /// in an `engine step` span when traced.
     async fn step_engine_once(&mut self, id: i64, event: Event) -> Result<EngineRun<Vec<Effect>>> {
         let (model, spec) = {
             let loaded = &self.instances[&id];
@@ -203,12 +202,11 @@ impl<'c> UnitOfWork<'c> {
         let mut context = span.record(self.engine_context(id, &model, &spec).await)?;
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
-        if !spec.needs_python {
-            let stepped = engine::step(&spec, &mut loaded.state, event, &mut context);
-            return EngineRun::of(&span, stepped);
-        }
-        let mut state = loaded.state.clone();
-        let ran = off_async_threads(true, move || {
+        // moved to the thread and back (a join error fails the whole unit of work, which
+        // never commits)
+        let placeholder = InstanceState::new(&loaded.state.process_id, Default::default());
+        let mut state = std::mem::replace(&mut loaded.state, placeholder);
+        let ran = on_a_blocking_thread(move || {
             let stepped = engine::step(&spec, &mut state, event, &mut context);
             (state, stepped)
         })
@@ -245,16 +243,13 @@ fn step_attributes(id: i64, model: &str, event: &Event) -> Vec<KeyValue> {
     attributes
 }
 
-/// Runs engine work inline when its model needs no Python (no thread hop on the hot path),
-/// else on tokio's blocking threads: a script may take its whole time limit, and an async
-/// thread that waited for it would hold up every other request it serves.
-async fn off_async_threads<T: Send + 'static>(
-    needs_python: bool,
+/// Runs engine work on tokio's blocking threads, never on the async ones that answer HTTP
+/// requests: a step may run a script for its whole time limit, or thousands of elements of a
+/// large model, and an async thread that waited for it would hold up every other request it
+/// serves (`/v1.0/status` included).
+async fn on_a_blocking_thread<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T> {
-    if !needs_python {
-        return Ok(work());
-    }
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| Error::Internal(anyhow!("an engine step's thread failed: {e}")))

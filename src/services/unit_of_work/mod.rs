@@ -81,19 +81,49 @@ struct Loaded {
     /// Stepped since the last flush.
     dirty: bool,
     /// Tasks changed by the steps since the last flush (the engine's `dirty` flags only
-    /// cover its last step), by guid, as rows to upsert.
-    changed_tasks: Vec<Value>,
+    /// cover its last step), to upsert.
+    changed_tasks: ChangedTasks,
+}
+
+/// Tasks to write at the next flush, in creation order (so the task list reads as the
+/// instance ran), the latest version of each task winning, each with the process its element
+/// belongs to. Indexed by guid: a step that runs thousands of tasks must not compare each with
+/// all the others. Kept as tasks, not rows: rows are built and serialised off the async
+/// threads, at the flush.
+#[derive(Default)]
+struct ChangedTasks {
+    tasks: Vec<(crate::engine::Task, Option<String>)>,
+    position: HashMap<Uuid, usize>,
+}
+
+impl ChangedTasks {
+    fn remember(&mut self, task: crate::engine::Task, process: Option<String>) {
+        match self.position.get(&task.guid) {
+            Some(&at) => self.tasks[at] = (task, process),
+            None => {
+                self.position.insert(task.guid, self.tasks.len());
+                self.tasks.push((task, process));
+            }
+        }
+    }
+
+    /// The tasks, in order; none are left.
+    fn take(&mut self) -> Vec<(crate::engine::Task, Option<String>)> {
+        self.position.clear();
+        std::mem::take(&mut self.tasks)
+    }
 }
 
 impl Loaded {
-    /// Notes a task row to write at the next flush, in creation order (so the task list
-    /// reads as the instance ran), the latest version of each task winning.
-    fn remember(&mut self, row: Value) {
-        let guid = row["guid"].clone();
-        match self.changed_tasks.iter_mut().find(|r| r["guid"] == guid) {
-            Some(entry) => *entry = row,
-            None => self.changed_tasks.push(row),
-        }
+    /// Notes a task to write at the next flush, with its element's process as the spec it
+    /// stepped against says (a later migration in this unit may change the spec).
+    fn remember(&mut self, task: crate::engine::Task) {
+        let process = self
+            .spec
+            .process(&self.state.process_id)
+            .and_then(|process| process.elements.get(&task.element_id))
+            .map(|element| element.process.clone());
+        self.changed_tasks.remember(task, process);
     }
 }
 
@@ -263,7 +293,7 @@ impl<'c> UnitOfWork<'c> {
                 callees,
                 state,
                 dirty: false,
-                changed_tasks: Vec::new(),
+                changed_tasks: ChangedTasks::default(),
             },
         );
     }

@@ -7,6 +7,7 @@ use crate::engine::{InstanceState, InstanceStatus, Task};
 use crate::store::{self, instances::InstanceRow};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 impl<'c> UnitOfWork<'c> {
@@ -17,8 +18,9 @@ impl<'c> UnitOfWork<'c> {
             if !loaded.dirty {
                 continue;
             }
+            let changed = loaded.changed_tasks.take();
+            let (tasks, live_tasks) = task_rows(&loaded.state, changed).await?;
             let state = &loaded.state;
-            let changed: Vec<Value> = loaded.changed_tasks.drain(..).collect();
             let error = state.error.as_ref().map(|e| json!(e));
             let updated_at = store::instances::update(
                 &mut self.tx,
@@ -29,8 +31,8 @@ impl<'c> UnitOfWork<'c> {
                     correlations: &json!(state.correlations),
                     internal: &json!(state.internal),
                     error: error.as_ref(),
-                    tasks: &Value::Array(changed),
-                    live_tasks: &Value::Array(state.tasks.iter().map(task_row_json).collect()),
+                    tasks: &tasks,
+                    live_tasks: &live_tasks,
                 },
             )
             .await?;
@@ -82,7 +84,30 @@ pub struct InstanceOutcome {
     pub updated_at: DateTime<Utc>,
 }
 
-pub(super) fn task_row_json(task: &Task) -> Value {
+/// The rows of the changed tasks and of the live ones, serialised on a blocking thread: a
+/// step may have run thousands of tasks, and serialising them would hold up an async thread.
+async fn task_rows(
+    state: &InstanceState,
+    changed: Vec<(Task, Option<String>)>,
+) -> Result<(Box<RawValue>, Box<RawValue>)> {
+    let live = state.tasks.clone();
+    let rows = tokio::task::spawn_blocking(move || {
+        let changed: Vec<Value> = changed
+            .iter()
+            .map(|(task, process)| task_record(task, process.as_deref()))
+            .collect();
+        let live: Vec<Value> = live.iter().map(task_row_json).collect();
+        Ok::<_, serde_json::Error>((
+            serde_json::value::to_raw_value(&changed)?,
+            serde_json::value::to_raw_value(&live)?,
+        ))
+    })
+    .await
+    .map_err(|e| anyhow!("serialising the tasks of a step failed: {e}"))?;
+    Ok(rows.map_err(|e| anyhow!("the tasks of a step cannot be serialised: {e}"))?)
+}
+
+fn task_row_json(task: &Task) -> Value {
     json!({
         "guid": task.guid,
         "element_id": task.element_id,
@@ -94,19 +119,11 @@ pub(super) fn task_row_json(task: &Task) -> Value {
     })
 }
 
-impl Loaded {
-    /// A task as its `tasks` row is written: with the process its element belongs to.
-    pub(super) fn task_record(&self, task: &Task) -> Value {
-        let mut row = task_row_json(task);
-        row["process_id"] = self
-            .spec
-            .process(&self.state.process_id)
-            .and_then(|process| process.elements.get(&task.element_id))
-            .map_or(Value::Null, |element| {
-                Value::String(element.process.clone())
-            });
-        row
-    }
+/// A task as its `tasks` row is written: with the process its element belongs to.
+fn task_record(task: &Task, process: Option<&str>) -> Value {
+    let mut row = task_row_json(task);
+    row["process_id"] = json!(process);
+    row
 }
 
 /// Rebuilds the engine's state of an instance from its row and live tasks.

@@ -9,7 +9,6 @@ use crate::bpmn::ModelSpec;
 use crate::engine::{self, Event, InstanceError, TaskState};
 use crate::store;
 use anyhow::anyhow;
-use serde_json::Value;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -57,8 +56,7 @@ impl<'c> UnitOfWork<'c> {
             if let Some(task) = loaded.state.tasks.iter_mut().find(|t| t.guid == task_guid) {
                 task.state = TaskState::Ready;
                 let task = task.clone();
-                let row = loaded.task_record(&task);
-                loaded.remember(row);
+                loaded.remember(task);
                 loaded.dirty = true;
             }
         }
@@ -109,16 +107,21 @@ impl<'c> UnitOfWork<'c> {
         }
         if let Some(loaded) = self.instances.get_mut(&id) {
             loaded.dirty = true;
-            let dirty: Vec<Value> = loaded
-                .state
-                .dirty_tasks()
-                .map(|task| loaded.task_record(task))
-                .collect();
-            for row in dirty {
-                loaded.remember(row);
+            // The changed tasks are written at the flush; finished ones are history from
+            // then on, no longer the engine's business (moved out, not copied: a step may
+            // have run thousands).
+            let tasks = std::mem::take(&mut loaded.state.tasks);
+            for task in tasks {
+                match (task.dirty, task.state.is_live()) {
+                    (true, true) => {
+                        loaded.remember(task.clone());
+                        loaded.state.tasks.push(task);
+                    }
+                    (true, false) => loaded.remember(task),
+                    (false, true) => loaded.state.tasks.push(task),
+                    (false, false) => {}
+                }
             }
-            // finished tasks are history: stored, no longer the engine's business
-            loaded.state.prune_finished();
         }
         Ok(())
     }
