@@ -7,6 +7,9 @@
 //! receive looks for a matching buffered message) and correlation to those instances: the
 //! figures must stay within 10% of the empty-buffer ones.
 //!
+//! After the start cases, the script round trip: message start of a one-step process whose
+//! step is a script task (`script`), at 1 and 16 clients.
+//!
 //! Then the service-task round trip: a message starts an instance that reaches a service task;
 //! the connector (a fake proxy this program serves on 127.0.0.1:$LOADGEN_PROXY_PORT, default
 //! 7101, which the server must have as WORKFLOW_BACKEND_CONNECTOR_PROXY_URL) answers 202 and
@@ -40,6 +43,19 @@ fn one_step(name: &str) -> String {
 <bpmn:process id="bench_start" isExecutable="true">
   <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
   <bpmn:sequenceFlow id="f" sourceRef="start" targetRef="done" /><bpmn:endEvent id="done" />
+</bpmn:process></bpmn:definitions>"#
+    )
+}
+
+/// Message start -> a script task (CPython, behind the script workers' walls) -> end.
+fn with_script(name: &str) -> String {
+    format!(
+        r#"{HEADER}<bpmn:message id="m" name="{name}" />
+<bpmn:process id="bench_script" isExecutable="true">
+  <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
+  <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="script" />
+  <bpmn:scriptTask id="script"><bpmn:script>total = payload["n"] * 2</bpmn:script></bpmn:scriptTask>
+  <bpmn:sequenceFlow id="f2" sourceRef="script" targetRef="done" /><bpmn:endEvent id="done" />
 </bpmn:process></bpmn:definitions>"#
     )
 }
@@ -287,6 +303,22 @@ async fn main() {
     for clients in [1, 16] {
         let (t, name) = (target.clone(), start_name.clone());
         run_case("start", clients, total, move |i| {
+            let (t, name) = (t.clone(), name.clone());
+            async move {
+                t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200)
+                    .await
+            }
+        })
+        .await;
+    }
+    // a message start whose step runs one script: the script round trip
+    let script_name = format!("bench_script_{run}");
+    target
+        .upload(&format!("bench:script_{run}"), with_script(&script_name))
+        .await;
+    for clients in [1, 16] {
+        let (t, name) = (target.clone(), script_name.clone());
+        run_case("script", clients, total, move |i| {
             let (t, name) = (t.clone(), name.clone());
             async move {
                 t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200)

@@ -33,6 +33,7 @@ import ast
 import builtins as builtins_module
 import calendar
 import copy
+import ctypes
 import functools
 import operator
 import types
@@ -52,6 +53,8 @@ from _string import formatter_field_name_split, formatter_parser
 
 sys.path.insert(0, sys.argv[1])
 MEMORY_LIMIT_MB = int(sys.argv[2])
+# tests of the OS wall only (the server's test switch): `exec_unguarded` runs plain exec
+UNGUARDED_FOR_TESTS = "--unguarded-for-tests" in sys.argv[3:]
 
 import _strptime  # noqa: E402  (a SpiffArena global)
 
@@ -1146,6 +1149,48 @@ def limit_memory():
     return in_use
 
 
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def seal(wall):
+    """The OS wall (the server's src/python/wall.rs): after the imports, before the first
+    request. No new privileges, then the Landlock ruleset the server left at descriptor
+    `landlock_fd`, then the seccomp program it sent (struct sock_filter[], 8 bytes each).
+    Raises OSError when the kernel refuses: the worker then does not start."""
+    if wall is None:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result, what):
+        if result != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+    ulong = ctypes.c_ulong
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, ulong(1), ulong(0), ulong(0), ulong(0)), "no_new_privs")
+    fd = wall["landlock_fd"]
+    check(libc.syscall(ctypes.c_long(wall["sys_landlock_restrict_self"]), fd, 0), "Landlock")
+    os.close(fd)
+    program = ctypes.create_string_buffer(bytes.fromhex(wall["seccomp"]))
+    fprog = SockFprog(len(program.raw) // 8, ctypes.cast(program, ctypes.c_void_p))
+    check(libc.prctl(PR_SET_SECCOMP, ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ulong(0), ulong(0)),
+          "seccomp")
+
+
+def run_unguarded(source):
+    """Tests of the OS wall: the script with every builtin and no guard, as an escaped script
+    would run. Its string variables are the answer."""
+    namespace = {"__builtins__": builtins_module}
+    exec(compile(source, FILE_NAME, "exec"), namespace)  # noqa: S102
+    return {k: v for k, v in namespace.items() if isinstance(v, str) and not k.startswith("__")}
+
+
 def main():
     # Nobody reads stderr once the worker is ready: a script's warnings (a SyntaxWarning on each
     # compile, say) must not fill the pipe and stall the worker.
@@ -1158,11 +1203,24 @@ def main():
     os.close(devnull)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     in_use = limit_memory()
+    try:
+        seal(loads(sys.stdin.readline())["wall"])
+    except Exception as error:  # the server refuses to run scripts without the wall it asked
+        out.write(dumps({"ready": False, "error": f"the OS wall could not be applied: {error}"}) + "\n")
+        out.flush()
+        return
     out.write(dumps({"ready": True, "baseline_bytes": in_use}) + "\n")
     out.flush()
     for line in sys.stdin:
         try:
-            answer = handle(loads(line))
+            request = loads(line)
+            if request["op"] == "exec_unguarded" and UNGUARDED_FOR_TESTS:
+                try:
+                    answer = {"ok": True, "data": run_unguarded(request["source"])}
+                except BaseException as error:  # noqa: B902
+                    answer = failure(error)
+            else:
+                answer = handle(request)
             text = dumps(answer, ensure_ascii=False, allow_nan=False)
         except MemoryError:
             text = dumps(failure(MemoryError("out of memory")))

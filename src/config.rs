@@ -44,6 +44,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("SCRIPT_TIME_LIMIT_MS", "1000"),
     ("SCRIPT_MEMORY_LIMIT_MB", "64"),
     ("SCRIPT_QUEUE_TIMEOUT_MS", "5000"),
+    ("SCRIPT_OS_WALL", "required"),
     ("ENV_IDENTIFIER", "local"),
 ];
 
@@ -304,6 +305,8 @@ pub struct ScriptSettings {
     pub memory_limit_mb: u64,
     /// How long a step waits for a free worker before the request gets 503.
     pub queue_timeout_ms: u64,
+    /// Landlock and seccomp around each worker (`SCRIPT_OS_WALL`: `required` or `off`).
+    pub os_wall: crate::python::OsWallMode,
     /// What `get_env()` answers in scripts (`ENV_IDENTIFIER`).
     pub env_identifier: String,
 }
@@ -519,6 +522,15 @@ impl Settings {
                     get("SCRIPT_QUEUE_TIMEOUT_MS"),
                     DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS,
                 )?,
+                os_wall: match get("SCRIPT_OS_WALL") {
+                    None => crate::python::OsWallMode::Required,
+                    Some(value) => crate::python::OsWallMode::parse(&value).ok_or_else(|| {
+                        ConfigError::invalid(
+                            "SCRIPT_OS_WALL",
+                            format!("one of {}", crate::python::OsWallMode::SETTING_VALUES),
+                        )
+                    })?,
+                },
                 env_identifier: get("ENV_IDENTIFIER").unwrap_or_else(|| "local".into()),
             },
         })

@@ -497,6 +497,8 @@ fn start_script_workers(
         time_limit: Duration::from_millis(settings.time_limit_ms),
         memory_limit_mb: settings.memory_limit_mb,
         queue_timeout: Duration::from_millis(settings.queue_timeout_ms),
+        os_wall: settings.os_wall,
+        unguarded_for_tests: false,
     })
     .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?;
     Ok(Arc::new(host))

@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use workflow_backend::python::{PoolSettings, WorkerPool, DEFAULT_PACKAGES};
+use workflow_backend::python::{OsWallMode, PoolSettings, WorkerPool, DEFAULT_PACKAGES};
 
 /// Cases where we answer differently from SpiffArena on purpose.
 const DUNDER: &str = "dunder attributes are refused before the code runs (SpiffArena runs \
@@ -37,6 +37,8 @@ fn pool() -> WorkerPool {
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,
         queue_timeout: Duration::from_secs(60),
+        os_wall: OsWallMode::Required,
+        unguarded_for_tests: false,
     })
     .expect("the script worker starts (python3 and the packages build.rs installs)")
 }
@@ -205,6 +207,8 @@ fn one_worker() -> WorkerPool {
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,
         queue_timeout: Duration::from_secs(60),
+        os_wall: OsWallMode::Required,
+        unguarded_for_tests: false,
     })
     .expect("the script worker starts")
 }

@@ -7,8 +7,10 @@
 //! the async ones, so a runaway script holds up only its own request.
 
 mod pool;
+mod wall;
 
 pub use pool::{PoolError, PoolSettings, WorkerPool};
+pub use wall::OsWallMode;
 
 use crate::expr::{Context, ErrorKind, ExprError, Map, ScriptHost};
 use serde_json::{json, Value};
@@ -29,7 +31,15 @@ impl PythonHost {
     }
 
     fn ask(&self, request: Value) -> Result<Value, ExprError> {
-        let answer = self.pool.call(&request).map_err(|e| self.pool_error(e))?;
+        // scripts of one model queue fairly against another's (the model is the tenant)
+        let tenant = request["env"]["process_model_identifier"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let answer = self
+            .pool
+            .call_for(&tenant, &request)
+            .map_err(|e| self.pool_error(e))?;
         if answer["ok"] == Value::Bool(true) {
             return Ok(answer);
         }
@@ -139,6 +149,8 @@ pub(crate) fn test_host() -> std::sync::Arc<dyn ScriptHost> {
             time_limit: std::time::Duration::from_secs(5),
             memory_limit_mb: 128,
             queue_timeout: std::time::Duration::from_secs(60),
+            os_wall: OsWallMode::Required,
+            unguarded_for_tests: false,
         })
         .expect("the script worker starts (python3 and the packages build.rs installs)");
         Arc::new(host)

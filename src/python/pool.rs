@@ -1,18 +1,28 @@
 //! A bounded pool of CPython worker processes (`python/script_worker.py`), each serving one
-//! request at a time over JSON lines on its stdin/stdout.
+//! request at a time over JSON lines on its stdin/stdout, each behind the OS wall (`wall`).
 //!
 //! Callers are blocking threads (never async ones): a caller takes a free worker, waiting at
 //! most the queue timeout (then the pool is busy), writes the request and waits for the
 //! answer until the script's deadline. A worker past its deadline is killed (SIGKILL: a
 //! script stuck in one C call, `7 ** 20000000`, cannot be interrupted any other way) and
 //! replaced; so is one that died or asked to be replaced (after a MemoryError).
+//!
+//! Waiting callers are served fairly by model ("tenant"): a freed worker goes to the waiting
+//! tenant that holds the fewest workers (the longest-waiting caller on a tie), so one model's
+//! runaway scripts delay another model's by at most one time limit. Once every worker is lent
+//! out, a spare process is started in the background, so that a killed worker is replaced at
+//! once rather than after an interpreter start-up.
 
 use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use super::wall::{OsWall, OsWallMode};
 
 /// The worker's source, passed with `python3 -c` (nothing to install beside the binary).
 const WORKER_SOURCE: &str = include_str!("../../python/script_worker.py");
@@ -28,6 +38,13 @@ pub struct PoolSettings {
     pub memory_limit_mb: u64,
     /// How long a caller waits for a free worker before the pool counts as busy.
     pub queue_timeout: Duration,
+    /// Whether workers run behind Landlock and seccomp (`SCRIPT_OS_WALL`).
+    pub os_wall: OsWallMode,
+    /// Tests of the OS wall only: the workers also run `exec_unguarded` requests, plain
+    /// `exec` without the Python guards, to show what the OS wall alone refuses. No setting
+    /// reaches it.
+    #[doc(hidden)]
+    pub unguarded_for_tests: bool,
 }
 
 /// Why a request got no answer from Python.
@@ -48,8 +65,8 @@ struct Worker {
 }
 
 /// The interpreter to start: `python` as given when it is a path, else found on this
-/// process's PATH (the worker itself gets no PATH: see [`worker_command`]).
-fn resolve_program(python: &str) -> std::path::PathBuf {
+/// process's PATH (the worker itself gets no PATH: see [`Launcher::command`]).
+fn resolve_program(python: &str) -> PathBuf {
     if python.contains('/') {
         return python.into();
     }
@@ -60,33 +77,87 @@ fn resolve_program(python: &str) -> std::path::PathBuf {
         .unwrap_or_else(|| python.into())
 }
 
-/// The worker's command line and environment. The environment is empty but for `TZ` (the
-/// local time zone scripts see, as the server's): the server's own environment holds its
-/// secrets (`WORKFLOW_BACKEND_JWT_SECRET`, the database URL), and nothing of it is for
-/// scripts. `-X utf8`: the pipes are UTF-8 whatever the locale.
-fn worker_command(settings: &PoolSettings) -> Command {
-    let mut command = Command::new(resolve_program(&settings.python));
-    command
-        .env_clear()
-        // -I: no environment or user site; -S: no site module (nothing but the stdlib and
-        // our packages folder, and no start-up cost from site .pth files)
-        .args(["-I", "-S", "-u", "-X", "utf8", "-c", WORKER_SOURCE])
-        .arg(&settings.packages)
-        .arg(settings.memory_limit_mb.to_string());
+/// A command with the worker's environment: empty but for `TZ` (the local time zone scripts
+/// see, as the server's). The server's own environment holds its secrets
+/// (`WORKFLOW_BACKEND_JWT_SECRET`, the database URL), and nothing of it is for scripts.
+fn bare_command(program: &Path) -> Command {
+    let mut command = Command::new(program);
+    command.env_clear();
     if let Some(zone) = std::env::var_os("TZ") {
         command.env("TZ", zone);
     }
     command
 }
 
-impl Worker {
-    fn start(settings: &PoolSettings) -> Result<Worker, PoolError> {
-        let mut child = worker_command(settings)
+/// The interpreter's own executable (not a wrapper such as a pyenv shim) and its import path.
+fn inspect_interpreter(program: &Path) -> Result<(PathBuf, Vec<PathBuf>), PoolError> {
+    let out = bare_command(program)
+        .args(["-I", "-S", "-c"])
+        .arg("import json, sys; print(json.dumps([sys.executable, sys.path]))")
+        .output()
+        .map_err(|e| PoolError::Broken(format!("cannot start {}: {e}", program.display())))?;
+    let (executable, path): (PathBuf, Vec<PathBuf>) =
+        serde_json::from_slice(&out.stdout).map_err(|_| {
+            PoolError::Broken(format!(
+                "{} did not say where it is: {}",
+                program.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        })?;
+    let path = path.into_iter().filter(|p| p.is_absolute()).collect();
+    Ok((executable, path))
+}
+
+/// What starts a worker: the interpreter, the settings and the wall.
+struct Launcher {
+    program: PathBuf,
+    settings: PoolSettings,
+    wall: OsWall,
+}
+
+impl Launcher {
+    fn new(settings: PoolSettings) -> Result<Launcher, PoolError> {
+        let (program, mut readable) = inspect_interpreter(&resolve_program(&settings.python))?;
+        readable.push(PathBuf::from(&settings.packages));
+        let wall = match settings.os_wall {
+            OsWallMode::Required => {
+                OsWall::build(&program, &readable).map_err(|e| PoolError::Broken(e.to_string()))?
+            }
+            OsWallMode::Off => OsWall::off(),
+        };
+        Ok(Launcher {
+            program,
+            settings,
+            wall,
+        })
+    }
+
+    /// The worker's command line: `-I` no environment or user site; `-S` no site module
+    /// (nothing but the stdlib and our packages folder, and no start-up cost from site .pth
+    /// files); `-X utf8`: the pipes are UTF-8 whatever the locale.
+    fn command(&self) -> Command {
+        let mut command = bare_command(&self.program);
+        command
+            .args(["-I", "-S", "-u", "-X", "utf8", "-c", WORKER_SOURCE])
+            .arg(&self.settings.packages)
+            .arg(self.settings.memory_limit_mb.to_string());
+        if self.settings.unguarded_for_tests {
+            command.arg("--unguarded-for-tests");
+        }
+        self.wall.prepare(&mut command);
+        command
+    }
+
+    fn start(&self) -> Result<Worker, PoolError> {
+        let mut child = self
+            .command()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| PoolError::Broken(format!("cannot start {}: {e}", settings.python)))?;
+            .map_err(|e| {
+                PoolError::Broken(format!("cannot start {}: {e}", self.program.display()))
+            })?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         let mut worker = Worker {
@@ -94,13 +165,26 @@ impl Worker {
             stdin,
             stdout,
         };
+        // the worker imports, then reads what to seal itself with, then says it is ready
         let deadline = Instant::now() + Duration::from_secs(30);
-        match worker.read_line(deadline) {
-            Ok(line) if line.contains("\"ready\"") => Ok(worker),
-            _ => Err(PoolError::Broken(worker.stop_and_explain())),
+        match worker.ask(&self.wall.seal_line(), deadline) {
+            Ok(line) => match serde_json::from_str::<Value>(&line) {
+                Ok(answer) if answer["ready"] == Value::Bool(true) => Ok(worker),
+                Ok(answer) => {
+                    worker.kill();
+                    let why = answer["error"].as_str().unwrap_or("no reason given");
+                    Err(PoolError::Broken(format!(
+                        "the script worker did not start: {why}"
+                    )))
+                }
+                Err(_) => Err(PoolError::Broken(worker.stop_and_explain())),
+            },
+            Err(_) => Err(PoolError::Broken(worker.stop_and_explain())),
         }
     }
+}
 
+impl Worker {
     /// The worker failed to start: stop it and say why (its stderr's last line).
     fn stop_and_explain(&mut self) -> String {
         let _ = self.child.kill();
@@ -112,7 +196,6 @@ impl Worker {
         let last = err.lines().last().unwrap_or("it exited without a word");
         format!("the script worker did not start: {last}")
     }
-
     fn ask(&mut self, request: &str, deadline: Instant) -> Result<String, PoolError> {
         self.stdin
             .write_all(request.as_bytes())
@@ -164,104 +247,283 @@ impl Worker {
     }
 }
 
-/// The pool: idle workers, and how many exist (idle or lent out).
+/// The pool: its launcher and the state callers share.
 pub struct WorkerPool {
-    settings: PoolSettings,
-    idle: Mutex<Idle>,
-    returned: Condvar,
+    shared: Arc<Shared>,
 }
 
-struct Idle {
-    workers: Vec<Worker>,
-    /// Workers lent out plus idle ones; a killed worker is not counted until replaced.
+struct Shared {
+    launcher: Launcher,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// A waiting caller's place in the queue.
+type Ticket = u64;
+
+/// What a waiting caller is handed.
+enum Grant {
+    Worker(Worker),
+    /// Room for one more worker: the caller starts it.
+    Start,
+}
+
+#[derive(Default)]
+struct State {
+    idle: Vec<Worker>,
+    /// Workers lent out plus idle ones (and ones being started); a killed worker is not
+    /// counted until replaced. The spare is not counted.
     alive: usize,
+    /// A started worker that replaces the next killed one at once.
+    spare: Option<Worker>,
+    spare_starting: bool,
+    /// Workers each tenant holds now.
+    lent: BTreeMap<String, usize>,
+    /// Waiting callers by tenant, in arrival order.
+    waiting: BTreeMap<String, VecDeque<Ticket>>,
+    granted: BTreeMap<Ticket, Grant>,
+    next_ticket: Ticket,
+}
+
+impl State {
+    /// The next caller to serve: of the tenant that holds the fewest workers, the one that
+    /// has waited longest (tickets grow).
+    fn next_waiting(&mut self) -> Option<Ticket> {
+        let tenant = self
+            .waiting
+            .iter()
+            .min_by_key(|(tenant, tickets)| {
+                (self.lent.get(*tenant).copied().unwrap_or(0), tickets[0])
+            })
+            .map(|(tenant, _)| tenant.clone())?;
+        let tickets = self.waiting.get_mut(&tenant).expect("chosen above");
+        let ticket = tickets.pop_front().expect("queues are never empty");
+        if tickets.is_empty() {
+            self.waiting.remove(&tenant);
+        }
+        Some(ticket)
+    }
+
+    /// Hands free workers (or room for new ones) to waiting callers.
+    fn dispatch(&mut self, limit: usize) {
+        while !self.waiting.is_empty() {
+            let grant = if let Some(worker) = self.idle.pop() {
+                Grant::Worker(worker)
+            } else if self.alive < limit {
+                self.alive += 1;
+                Grant::Start
+            } else {
+                break;
+            };
+            let ticket = self.next_waiting().expect("someone waits");
+            self.granted.insert(ticket, grant);
+        }
+    }
+
+    fn forget(&mut self, ticket: Ticket) {
+        self.waiting.retain(|_, tickets| {
+            tickets.retain(|t| *t != ticket);
+            !tickets.is_empty()
+        });
+    }
+}
+
+/// A worker lent to a caller of `tenant`.
+struct Lent {
+    worker: Worker,
+    tenant: String,
 }
 
 impl WorkerPool {
-    /// Starts one worker at once, so a missing interpreter or package shows at start-up.
+    /// Starts one worker at once, so a missing interpreter or package (or a kernel that
+    /// cannot hold the OS wall) shows at start-up.
     pub fn start(settings: PoolSettings) -> Result<WorkerPool, PoolError> {
-        let first = Worker::start(&settings)?;
+        let launcher = Launcher::new(settings)?;
+        let first = launcher.start()?;
         Ok(WorkerPool {
-            settings,
-            idle: Mutex::new(Idle {
-                workers: vec![first],
-                alive: 1,
+            shared: Arc::new(Shared {
+                launcher,
+                state: Mutex::new(State {
+                    idle: vec![first],
+                    alive: 1,
+                    ..State::default()
+                }),
+                changed: Condvar::new(),
             }),
-            returned: Condvar::new(),
         })
     }
 
     pub fn settings(&self) -> &PoolSettings {
-        &self.settings
+        &self.shared.launcher.settings
+    }
+
+    /// Whether the workers run as an unprivileged user (the service is root).
+    pub fn drops_privileges(&self) -> bool {
+        self.shared.launcher.wall.drops_privileges()
+    }
+
+    /// Callers waiting for a worker now.
+    pub fn waiting(&self) -> usize {
+        self.lock().waiting.values().map(VecDeque::len).sum()
     }
 
     /// Sends one request (a JSON object) and returns the answer object.
     pub fn call(&self, request: &Value) -> Result<Value, PoolError> {
-        let mut worker = self.take()?;
-        let deadline = Instant::now() + self.settings.time_limit;
-        match worker.ask(&request.to_string(), deadline) {
+        self.call_for("", request)
+    }
+
+    /// As [`call`](Self::call), queued fairly among the callers of other tenants (models).
+    pub fn call_for(&self, tenant: &str, request: &Value) -> Result<Value, PoolError> {
+        let mut lent = self.take(tenant)?;
+        let deadline = Instant::now() + self.settings().time_limit;
+        match lent.worker.ask(&request.to_string(), deadline) {
             Ok(line) => {
-                let answer: Value = serde_json::from_str(&line)
-                    .map_err(|e| PoolError::Broken(format!("unreadable answer: {e}")))?;
+                let answer: Value = match serde_json::from_str(&line) {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        self.replace(lent);
+                        return Err(PoolError::Broken(format!("unreadable answer: {e}")));
+                    }
+                };
                 if answer["fatal"] == Value::Bool(true) {
-                    self.replace(worker);
+                    self.replace(lent);
                 } else {
-                    self.give_back(worker);
+                    self.give_back(lent);
                 }
                 Ok(answer)
             }
             Err(error) => {
-                self.replace(worker);
+                self.replace(lent);
                 Err(error)
             }
         }
     }
 
-    fn take(&self) -> Result<Worker, PoolError> {
-        let deadline = Instant::now() + self.settings.queue_timeout;
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(worker) = idle.workers.pop() {
-                return Ok(worker);
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn take(&self, tenant: &str) -> Result<Lent, PoolError> {
+        let limit = self.settings().workers;
+        let deadline = Instant::now() + self.settings().queue_timeout;
+        let mut state = self.lock();
+        let grant = if !state.waiting.is_empty() {
+            None
+        } else if let Some(worker) = state.idle.pop() {
+            Some(Grant::Worker(worker))
+        } else if state.alive < limit {
+            state.alive += 1;
+            Some(Grant::Start)
+        } else {
+            None
+        };
+        let grant = match grant {
+            Some(grant) => grant,
+            None => {
+                let ticket = state.next_ticket;
+                state.next_ticket += 1;
+                state
+                    .waiting
+                    .entry(tenant.to_string())
+                    .or_default()
+                    .push_back(ticket);
+                self.start_spare_if_full(&mut state);
+                loop {
+                    if let Some(grant) = state.granted.remove(&ticket) {
+                        break grant;
+                    }
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        state.forget(ticket);
+                        return Err(PoolError::Busy);
+                    }
+                    state = self
+                        .shared
+                        .changed
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
             }
-            if idle.alive < self.settings.workers {
-                idle.alive += 1;
-                drop(idle);
-                return Worker::start(&self.settings).inspect_err(|_| {
-                    self.idle.lock().unwrap_or_else(|p| p.into_inner()).alive -= 1;
-                });
+        };
+        *state.lent.entry(tenant.to_string()).or_default() += 1;
+        drop(state);
+        let worker = match grant {
+            Grant::Worker(worker) => worker,
+            Grant::Start => self.shared.launcher.start().inspect_err(|_| {
+                let mut state = self.lock();
+                state.alive -= 1;
+                Self::unlend(&mut state, tenant);
+                state.dispatch(limit);
+                self.shared.changed.notify_all();
+            })?,
+        };
+        Ok(Lent {
+            worker,
+            tenant: tenant.to_string(),
+        })
+    }
+
+    fn unlend(state: &mut State, tenant: &str) {
+        if let Some(count) = state.lent.get_mut(tenant) {
+            *count -= 1;
+            if *count == 0 {
+                state.lent.remove(tenant);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(PoolError::Busy);
-            }
-            idle = self
-                .returned
-                .wait_timeout(idle, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
         }
     }
 
-    fn give_back(&self, worker: Worker) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.workers.push(worker);
-        self.returned.notify_one();
+    fn give_back(&self, lent: Lent) {
+        let mut state = self.lock();
+        Self::unlend(&mut state, &lent.tenant);
+        state.idle.push(lent.worker);
+        state.dispatch(self.settings().workers);
+        self.shared.changed.notify_all();
     }
 
-    /// Kills a worker; the next caller that finds no idle one starts a fresh process.
-    fn replace(&self, worker: Worker) {
-        worker.kill();
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.alive -= 1;
-        self.returned.notify_one();
+    /// Kills a worker; the spare (if started) takes its place, else the next caller that finds
+    /// no idle one starts a fresh process.
+    fn replace(&self, lent: Lent) {
+        lent.worker.kill();
+        let mut state = self.lock();
+        Self::unlend(&mut state, &lent.tenant);
+        match state.spare.take() {
+            Some(spare) => state.idle.push(spare),
+            None => state.alive -= 1,
+        }
+        state.dispatch(self.settings().workers);
+        self.shared.changed.notify_all();
+        self.start_spare_if_full(&mut state);
+    }
+
+    /// Callers wait and every worker is lent out: a runaway may soon be killed, so a spare
+    /// is started now (in the background) to take its place at once.
+    fn start_spare_if_full(&self, state: &mut State) {
+        let full = state.idle.is_empty() && state.alive >= self.settings().workers;
+        if !full || state.spare.is_some() || state.spare_starting {
+            return;
+        }
+        state.spare_starting = true;
+        let shared = Arc::clone(&self.shared);
+        std::thread::spawn(move || {
+            let started = shared.launcher.start();
+            let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            state.spare_starting = false;
+            match started {
+                Ok(worker) => state.spare = Some(worker),
+                Err(error) => tracing::warn!(?error, "the spare script worker did not start"),
+            }
+        });
     }
 }
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
-        let idle = self.idle.get_mut().unwrap_or_else(|p| p.into_inner());
-        for worker in idle.workers.drain(..) {
+        let mut state = self.lock();
+        let spare = state.spare.take();
+        let workers: Vec<Worker> = state.idle.drain(..).chain(spare).collect();
+        drop(state);
+        for worker in workers {
             worker.kill();
         }
     }
@@ -289,6 +551,8 @@ mod tests {
             time_limit: Duration::from_secs(5),
             memory_limit_mb: 64,
             queue_timeout: Duration::from_secs(5),
+            os_wall: OsWallMode::Required,
+            unguarded_for_tests: false,
         }
     }
 
@@ -300,7 +564,9 @@ mod tests {
             std::env::var_os("PATH").is_some(),
             "the test process has a PATH"
         );
-        let worker = Worker::start(&settings()).expect("the worker starts");
+        let worker = Launcher::new(settings())
+            .and_then(|launcher| launcher.start())
+            .expect("the worker starts");
         let environ = std::fs::read(format!("/proc/{}/environ", worker.child.id())).unwrap();
         let names: Vec<String> = environ
             .split(|b| *b == 0)
@@ -312,5 +578,51 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(names, expected);
         worker.kill();
+    }
+
+    /// One model's runaways hold both workers and two more wait: another model's one-line
+    /// script is served by the first worker freed (the runaway's, killed at its time limit,
+    /// replaced at once by the spare), not behind the waiting runaways.
+    #[test]
+    fn a_model_waits_at_most_one_time_limit_behind_another_models_runaways() {
+        let pool = std::sync::Arc::new(
+            WorkerPool::start(PoolSettings {
+                workers: 2,
+                time_limit: Duration::from_secs(1),
+                ..settings()
+            })
+            .expect("the pool starts"),
+        );
+        let runaways: Vec<_> = (0..4)
+            .map(|_| {
+                let pool = std::sync::Arc::clone(&pool);
+                std::thread::spawn(move || {
+                    let runaway = serde_json::json!({"op": "exec", "source": "while True:\n    pass", "data": {}});
+                    pool.call_for("runaway", &runaway)
+                })
+            })
+            .collect();
+        // two run, two wait (polled: the threads need a moment to reach the queue)
+        let queued = Instant::now();
+        while pool.waiting() < 2 {
+            assert!(
+                queued.elapsed() < Duration::from_secs(10),
+                "the runaways never queued"
+            );
+            std::thread::yield_now();
+        }
+        let asked = Instant::now();
+        let answer = pool
+            .call_for(
+                "other",
+                &serde_json::json!({"op": "exec", "source": "x = 1", "data": {}}),
+            )
+            .expect("an answer");
+        let waited = asked.elapsed();
+        assert_eq!(answer["data"]["x"], 1, "{answer}");
+        assert!(waited < Duration::from_millis(1200), "waited {waited:?}");
+        for runaway in runaways {
+            assert_eq!(runaway.join().unwrap(), Err(PoolError::TimeLimit));
+        }
     }
 }
