@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
-use workflow_backend::python::{PoolSettings, WorkerPool, DEFAULT_PACKAGES};
+use workflow_backend::python::{OsWallMode, PoolSettings, WorkerPool, DEFAULT_PACKAGES};
 
 /// A secret every request carries (as `get_secret('API_KEY')` would see it).
 pub const SECRET: &str = "s3cr3t-escape-canary-7f1c";
@@ -22,7 +22,8 @@ pub fn canary_path() -> &'static str {
     })
 }
 
-/// The one place these tests spell the pool's settings.
+/// The one place these tests spell the pool's settings: behind the OS wall, as the server
+/// runs them, with the Python guards on (the wall under test).
 pub fn settings(workers: usize) -> PoolSettings {
     PoolSettings {
         python: "python3".into(),
@@ -31,6 +32,8 @@ pub fn settings(workers: usize) -> PoolSettings {
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,
         queue_timeout: Duration::from_secs(60),
+        os_wall: OsWallMode::Required,
+        unguarded_for_tests: false,
     }
 }
 
