@@ -125,3 +125,25 @@ fn setattr_on_a_module() {
         "attribute-less object",
     );
 }
+
+/// An AttributeError raised by the real module behind a view holds that module (`e.obj`):
+/// read through it, the module's view rules apply.
+#[test]
+fn the_real_module_an_attribute_error_holds() {
+    refused(
+        "try:\n    calendar.nothing\nexcept AttributeError as e:\n    os = e.obj.sys.modules['os']",
+        "AttributeError",
+        "gives scripts no access to module 'sys'",
+    );
+}
+
+/// A class statement calls its metaclass with the class body's namespace: a re-exported
+/// callable cannot be named as one.
+#[test]
+fn metaclass_from_a_reexport() {
+    refused(
+        "__name__ = 'm'\nclass A(metaclass=dateparser.languages.dictionary.methodcaller):\n    pass",
+        "AttributeError",
+        "'methodcaller' (a class of 'operator')",
+    );
+}
