@@ -654,8 +654,9 @@ _AUDIT_PACKAGES = GLOBAL_PACKAGES | {"datetime"}
 def audit():
     """Walks every attribute reachable from the script globals through the guard (no calls;
     container items included; bounded) and reports what no script should hold: a module that
-    is not a view, or a function, class or other callable of a module outside the globals'
-    packages, or a builtin the script is not given (`getattr`, `open`, `ModuleType`). Also
+    is not a view, a frame, code object, traceback or cell, or a function, class or other
+    callable of a module outside the globals' packages, or a builtin the script is not given
+    (`getattr`, `open`, `ModuleType`). Also
     reports the shared state, for the tests that check it is restored."""
     found, visited = [], 0
     seen = {}  # id -> the object, kept alive so that no id is reused (copies are temporaries)
@@ -682,7 +683,7 @@ def audit():
 def audit_children(value):
     if isinstance(value, (list, tuple, set, frozenset)):
         return [(f"[{i}]", item) for i, item in enumerate(list(value)[:2000])]
-    if isinstance(value, dict):
+    if isinstance(value, (dict, types.MappingProxyType)):
         return [(f"[{key!r}]", item) for key, item in list(value.items())[:2000]]
     children = []
     try:
@@ -711,10 +712,15 @@ def audit_package(module_name):
     return _ACCELERATORS.get(package, package)
 
 
+_RUNNING_CODE = (types.FrameType, types.CodeType, types.TracebackType, types.CellType)
+
+
 def foreign_to_scripts(value, parent):
     """Why a script must not hold `value`, an attribute or item of `parent` ("" when it may)."""
     if isinstance(value, types.ModuleType):
         return "" if id(value) in _VIEW_IDS else f"the real module {value.__name__!r}"
+    if isinstance(value, _RUNNING_CODE):
+        return f"a {type(value).__name__} object"
     if not callable(value) or id(value) in SAFE_IDS:
         return ""
     if isinstance(value, types.BuiltinFunctionType) and value.__self__ is parent:
