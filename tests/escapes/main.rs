@@ -11,8 +11,10 @@
 //! them end to end (upload a model with the script, start it, the instance is in `error`, the
 //! answer holds no server secret), so the API's path to the worker is covered too.
 //!
-//! The OS wall around the workers (Landlock, seccomp) is tested elsewhere; with the Python
-//! guards off, it alone must hold. These tests show the first wall holds on its own.
+//! The workers run behind the OS wall (Landlock, seccomp), as the server runs them; it is
+//! tested on its own in tests/os_wall.rs. Here each technique must be refused by the Python
+//! wall, with its message: one that got past it and was stopped by the kernel would answer a
+//! `PermissionError` instead, and fail its test.
 
 #[allow(dead_code)]
 #[path = "../api/helpers.rs"]
