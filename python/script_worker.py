@@ -10,6 +10,9 @@ and talks to each over stdin/stdout, one JSON object per line:
            {"ok": false, "error": {"class", "message", "line", "column"}, "fatal": bool}
   "fatal": true (on any answer) asks the pool to replace this process: after a MemoryError,
   or after a script changed an object later requests could share.
+  {"op": "audit"} (the escape tests' only; the server never sends it) answers
+  {"ok": true, "found": [...], "visited": n, "state": {...}}: what a script could reach that
+  it must not (see `audit`), and the shared library state.
 
 Semantics are SpiffArena's: CPython `exec`/`eval` with its default globals, RestrictedPython's
 safe builtins, and an `__import__` that only hands out names present in the globals; its
@@ -21,8 +24,10 @@ TaskDataEnvironment rule).
 Stricter than SpiffArena, so that a script cannot leave its sandbox nor change what later
 scripts in this process see (the section "the sandbox" below): dunder attributes
 (`().__class__`) and frame/code attributes (`gen.gi_frame`) are refused before the code runs;
-the global modules are read-only views that hand out no private names and no other modules;
-attribute loads, `str.format` fields, `from x import y` and attribute writes go through guards.
+the global modules are read-only views that hand out no private names, no other modules and
+no functions or classes re-exported from other modules; attribute loads, `str.format` fields,
+`from x import y` and attribute writes go through guards; the libraries' shared state
+(decimal's template contexts, calendar's first weekday, ...) is put back after each request.
 
 Limits: the address space is capped at start-up (what the imports use, plus MEMORY_MB), so a
 memory bomb raises MemoryError here; the time limit is the server's: it kills the process.
@@ -75,21 +80,27 @@ timedelta = _datetime_module.timedelta
 # SpiffArena runs scripts with plain exec and RestrictedPython's builtins only; its global
 # modules are the real ones, so `calendar.sys.modules['os']` reaches everything. Here:
 # - the global modules are read-only views (`module_view`): no names starting with "_", no
-#   modules but their own package's (as views), no assignment; mutable containers are copied;
+#   modules but their own package's (as views), no functions, classes or other callables but
+#   the package's own (`vetted`: `dateparser.languages.loader.import_module` is importlib's,
+#   so it is refused), no assignment; mutable containers are copied;
 # - every attribute load in a script is `guarded_getattr(obj, name)` (an AST rewrite): "_"
-#   names only on what the script made itself, modules only as views, `str.format` checked;
+#   names only on what the script made itself, modules only as views, `str.format` checked,
+#   and the same rule: a callable must come from the module of the object's class (or of one
+#   of its bases), be a method bound to the object itself, or be one the script already has;
 # - every attribute write (`obj.x = v`, `del obj.x`, `obj.x += v`) goes through
 #   `write_target`: modules, classes, functions and builtins the script did not make are
 #   refused; other objects it did not make (a pytz zone, a decimal context) may be shared
 #   with later requests, so the write is allowed, as in SpiffArena, and this worker is
 #   replaced after the request ("fatal": true);
 # - frame and code attributes (`gi_frame`, `f_globals`, ...) and dunders are refused before
-#   the code runs.
+#   the code runs;
+# - what a script can change in the libraries' shared state without an attribute write (the
+#   decimal contexts' traps, calendar's first weekday, the locale, random's generator, re's
+#   cache) is restored after each request (`SharedState`), or the worker is replaced.
 
 # RestrictedPython's list (generator, coroutine, frame, traceback and code attributes)
 INSPECT_NAMES = frozenset(INSPECT_ATTRIBUTES) | {"f_trace_lines", "f_trace_opcodes", "tb_lasti"}
 MUTABLE_CONTAINERS = (list, dict, set, bytearray)
-_SPECIAL_VALUES = (types.ModuleType,) + MUTABLE_CONTAINERS
 FORMAT_METHODS = frozenset(("format", "format_map"))
 # private names of a global module that are its point (SpiffArena scripts call them)
 PRIVATE_ALLOWED = {"_strptime": frozenset(("_strptime", "_strptime_time", "_strptime_datetime"))}
@@ -121,13 +132,12 @@ class RequestState:
         self.classes = set()      # ids of the classes the script defined
         self.keep = []            # ... and the classes themselves (ids stay unique)
         self.tainted = False      # a shared object was written: replace this worker
-        self.reseed = False       # the script seeded or read the random state
 
 
 STATE = RequestState()
-_VIEWS = {}       # id(real module) -> its view
+_VIEWS = {}       # id(real module) -> its view (which keeps the module alive: ids stay unique)
 _VIEW_IDS = set()
-SHARED = set()    # ids of the objects the views hand out (alive as long as their module)
+SAFE_IDS = frozenset()  # ids of what the script globals hold (set once they are made)
 _real_build_class = builtins_module.__build_class__
 
 
@@ -140,9 +150,12 @@ def build_class(*args, **kwargs):
 
 
 def script_made(obj):
-    """A class the script defined, an instance of one, or a function it defined."""
+    """A class the script defined, an instance of one, a function it defined (or one of
+    those bound as a method)."""
     if STATE.classes and (id(obj) in STATE.classes or id(type(obj)) in STATE.classes):
         return True
+    if type(obj) is types.MethodType:
+        obj = obj.__func__
     return type(obj) is types.FunctionType and obj.__code__.co_filename == FILE_NAME
 
 
@@ -163,9 +176,9 @@ def module_view(real, packages):
     if view is not None:
         return view
     private_allowed = PRIVATE_ALLOWED.get(real_name, frozenset())
+    roots = {root}
     cache = {}
     text = repr(real)
-    random_state = real is random and {"seed", "getstate", "setstate"}
 
     def resolve(name):
         if name.startswith("_") and name not in private_allowed:
@@ -182,10 +195,8 @@ def module_view(real, packages):
             return inner
         if isinstance(value, MUTABLE_CONTAINERS):
             return copied(value)  # shared: each use gets its own copy
-        if random_state and name in random_state:
-            value = tracking_random_state(value)
-        elif not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
-            SHARED.add(id(value))  # an object every request sees (pytz.utc, calendar.month_name)
+        if callable(value) and not acceptable(real, name, value, roots):
+            raise refuse_foreign(f"module {real_name!r}", name, value)
         cache[name] = value
         return value
 
@@ -235,41 +246,125 @@ def module_view(real, packages):
     return view
 
 
-def tracking_random_state(function):
-    """random.seed/getstate/setstate: the module's generator is shared by every request of
-    this worker, so after a script seeded it or read its state it is seeded afresh."""
-    @functools.wraps(function)
-    def tracked(*args, **kwargs):
-        STATE.reseed = True
-        return function(*args, **kwargs)
-
-    return tracked
+def view_of(module):
+    view = module_view(module, GLOBAL_PACKAGES)
+    if view is None:
+        raise ScriptRefusal(f"scripts have no access to module {module.__name__!r}")
+    return view
 
 
 def guarded_getattr(obj, name):
     """`obj.name` in a script."""
     if name[:1] == "_" and name != "_" and id(obj) not in _VIEW_IDS and not script_made(obj):
         raise refuse_private(name)
+    if isinstance(obj, types.ModuleType) and id(obj) not in _VIEW_IDS:
+        obj = view_of(obj)  # a module some library function returned: read through its view
     value = getattr(obj, name)
-    if isinstance(value, _SPECIAL_VALUES) or name in FORMAT_METHODS:
-        return special_value(obj, name, value)
-    return value
+    if id(obj) in _VIEW_IDS:
+        return value  # the view has vetted it
+    return vetted(obj, name, value)
 
 
-def special_value(obj, name, value):
+def vetted(obj, name, value):
+    """`value` (which is `obj.name`) as a script may have it, or a refusal."""
     if isinstance(value, types.ModuleType):
-        if id(value) in _VIEW_IDS:
-            return value
-        view = module_view(value, GLOBAL_PACKAGES)
-        if view is None:
-            raise ScriptRefusal(f"scripts have no access to module {value.__name__!r}")
-        return view
+        return value if id(value) in _VIEW_IDS else view_of(value)
     if name in FORMAT_METHODS and (isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))):
         return checked_format(obj, name)
-    if isinstance(value, MUTABLE_CONTAINERS) and not script_made(obj) and (
-            isinstance(obj, type) or id(obj) in SHARED or getattr(type(obj), name, None) is value):
-        return copied(value)  # a container of a class or of a module's object is shared
+    if callable(value) and not acceptable(obj, name, value, None):
+        raise refuse_foreign(describe(obj), name, value)
+    if isinstance(value, MUTABLE_CONTAINERS) and not script_made(obj):
+        return copied(value)  # perhaps shared with later requests (a class's, a cached object's)
     return value
+
+
+# ---- which callables an attribute load may hand out ----
+#
+# A function, class, method or other callable is handed out only if it is the object's own:
+# it comes from the package of the module viewed (for a module view), or of the object's class
+# or one of its bases (for anything else), or it is a C method bound to the object itself
+# ("x".upper, datetime.now), or the script already has it (its globals and builtins), or the
+# script made it. Everything else was re-exported from elsewhere (`import_module`,
+# `methodcaller`, `partial`, `ModuleType`) and is refused, however harmless it looks.
+
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: C types, whose dict no code can change
+_C_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType,
+                  types.ClassMethodDescriptorType, types.MethodWrapperType)
+_class_module = type.__dict__["__module__"].__get__  # not a metaclass's idea of it
+
+
+def package_of(module_name):
+    return module_name.partition(".")[0] if isinstance(module_name, str) else ""
+
+
+def home(value):
+    """The module a function, class, method or other callable comes from ("" if unknown)."""
+    for _ in range(8):  # a method of a method of ...: unwrapped a few times at most
+        if isinstance(value, type):
+            return _class_module(value)
+        if isinstance(value, types.FunctionType):
+            return value.__module__ if isinstance(value.__module__, str) else ""
+        if isinstance(value, types.MethodType):
+            value = value.__func__
+            continue
+        if isinstance(value, types.BuiltinFunctionType):
+            owner = value.__self__
+            if owner is None or isinstance(owner, types.ModuleType):
+                return value.__module__ if isinstance(value.__module__, str) else ""
+            value = owner if isinstance(owner, type) else type(owner)
+            continue
+        if isinstance(value, _C_DESCRIPTORS):
+            value = value.__objclass__
+            continue
+        value = type(value)
+    return ""
+
+
+def mro_roots(obj):
+    """The packages of the classes `obj` is made of (its own class and bases, or its mro if
+    it is a class); not "builtins", and not the script's classes (which name their module
+    after whatever `__name__` the script set)."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return {package_of(_class_module(c)) for c in type.__dict__["__mro__"].__get__(cls)
+            if not script_made(c)} - {"builtins"}
+
+
+def acceptable(obj, name, value, roots):
+    """Whether `value` (= obj.name) is the object's own; `roots`: the packages it may come
+    from (None: those of the object's classes)."""
+    if id(value) in SAFE_IDS or script_made(value):
+        return True
+    if isinstance(value, types.BuiltinFunctionType) and value.__self__ is obj:
+        return True  # a C method of the object itself: "x".upper, datetime.now, time.time
+    origin = package_of(home(value))
+    if origin in (mro_roots(obj) if roots is None else roots):
+        return True
+    return origin in ("builtins", "") and own_c_method(obj, name, value)
+
+
+def own_c_method(obj, name, value):
+    """`str.upper`, `str.maketrans`: what a C class of the object's defines under that name
+    (`X.getter = object.__getattribute__` in a library is not)."""
+    if getattr(value, "__name__", None) != name:
+        return False
+    cls = obj if isinstance(obj, type) else type(obj)
+    return any(c.__flags__ & _IMMUTABLE_TYPE and name in c.__dict__
+               for c in type.__dict__["__mro__"].__get__(cls))
+
+
+def describe(obj):
+    if isinstance(obj, type):
+        return f"class {_class_module(obj)}.{obj.__qualname__}"
+    return f"a {type(obj).__name__} object"
+
+
+def refuse_foreign(owner, name, value):
+    what = ("module" if isinstance(value, types.ModuleType) else "class" if isinstance(value, type)
+            else "function" if isinstance(value, (types.FunctionType, types.BuiltinFunctionType))
+            else "callable")
+    origin = home(value) or "elsewhere"
+    return ScriptRefusal(f"{owner} gives scripts no access to {name!r} (a {what} of {origin!r}): "
+                         "only a module's or class's own functions and classes are given to scripts")
 
 
 def check_format_string(text):
@@ -404,12 +499,17 @@ def _safe_attribute_setter(original):
 
 
 def _safe_getattr(original):
-    """RestrictedPython's `_getattr_` (no "_" names, no str.format), then the module rule."""
+    """RestrictedPython's `_getattr_` (no "_" names, no str.format), then the guard's rules."""
     def _getattr_(obj, name, default=None):
         value = original(obj, name, default)
-        if isinstance(value, _SPECIAL_VALUES):
-            return special_value(obj, name, value)
-        return value
+        if isinstance(obj, types.ModuleType):
+            try:  # a refusal is an error, not the default
+                return getattr(obj if id(obj) in _VIEW_IDS else view_of(obj), name)
+            except ScriptRefusal:
+                raise
+            except AttributeError:
+                return default
+        return vetted(obj, name, value)
 
     return _getattr_
 
@@ -460,12 +560,187 @@ def default_globals():
 
 
 GLOBALS = default_globals()
+SAFE_IDS = frozenset(id(value) for value in [*GLOBALS.values(), *GLOBALS["__builtins__"].values()]
+                     if not isinstance(value, types.ModuleType))
 # The guards the rewritten code calls: names no source can spell (nor assign), set last.
 HELPERS = {
     ".getattr": guarded_getattr,
     ".target": write_target,
     ".augattr": augmented_attribute,
 }
+
+
+# ---- shared state, restored after every request ----
+
+import locale  # noqa: E402  (loaded by calendar anyway)
+
+
+class SharedState:
+    """What a script can change in the libraries' state without an attribute write (which
+    replaces the worker) and without leaving the sandbox: the decimal module's template
+    contexts (`decimal.DefaultContext.traps[decimal.Inexact] = True`: every later
+    `Context()` would trap), calendar's first weekday, the locale (a generator suspended in
+    `with calendar.different_locale(...)`), random's generator (`random.seed(1)`), re's cache.
+    Taken at start-up, restored after every request; the time module's zone (which a script
+    can only re-read, with `time.tzset()`) is checked. What cannot be put back replaces the
+    worker."""
+
+    CONTEXTS = (decimal.DefaultContext, decimal.BasicContext, decimal.ExtendedContext)
+
+    def __init__(self):
+        self.contexts = [(context, context.copy(), repr(context)) for context in self.CONTEXTS]
+        self.first_weekday = calendar.firstweekday()
+        self.locale = locale.setlocale(locale.LC_ALL)
+        self.time_zone = time_zone()
+        re.purge()
+
+    def restore(self):
+        """True when everything is as at start-up again (each check costs about a
+        microsecond; only what differs is put back)."""
+        try:
+            for context, saved, text in self.contexts:
+                if repr(context) != text:
+                    restore_context(context, saved)
+                    if repr(context) != text:
+                        return False
+            if calendar.firstweekday() != self.first_weekday:
+                calendar.setfirstweekday(self.first_weekday)
+            if locale.setlocale(locale.LC_ALL) != self.locale:
+                locale.setlocale(locale.LC_ALL, self.locale)
+            # whether or not the script seeded it or read enough numbers to work its state out:
+            # no later script's numbers can be predicted (128 fresh bits: a quarter of the
+            # cost of seed(), which draws 2.5 KB)
+            random.seed(int.from_bytes(os.urandom(16), "little"))
+            re.purge()
+            return (calendar.firstweekday() == self.first_weekday
+                    and locale.setlocale(locale.LC_ALL) == self.locale
+                    and time_zone() == self.time_zone)
+        except Exception:  # noqa: BLE001  (whatever went wrong, a fresh worker is right)
+            return False
+
+    def snapshot(self):
+        """The state as it is (what the audit reports)."""
+        return {
+            "decimal": [repr(context) for context in self.CONTEXTS],
+            "calendar_first_weekday": calendar.firstweekday(),
+            "locale": locale.setlocale(locale.LC_ALL),
+            "time_zone": time_zone(),
+            "re_cache": len(re._cache),
+        }
+
+
+def restore_context(context, saved):
+    for name in ("prec", "rounding", "Emin", "Emax", "capitals", "clamp"):
+        if getattr(context, name) != getattr(saved, name):
+            setattr(context, name, getattr(saved, name))
+    context.traps = dict(saved.traps.items())
+    context.flags = dict(saved.flags.items())
+
+
+def time_zone():
+    return [list(time.tzname), time.timezone, time.altzone, time.daylight]
+
+
+SHARED_STATE = SharedState()
+
+
+# ---- the audit (op "audit": the server never sends it; the escape tests do) ----
+
+# What scripts are given, whose functions and classes a script may hold: the global modules'
+# packages, and datetime (whose classes are globals).
+_AUDIT_PACKAGES = GLOBAL_PACKAGES | {"datetime"}
+
+
+def audit():
+    """Walks every attribute reachable from the script globals through the guard (no calls;
+    container items included; bounded) and reports what no script should hold: a module that
+    is not a view, a frame, code object, traceback or cell, or a function, class or other
+    callable of a module outside the globals' packages, or a builtin the script is not given
+    (`getattr`, `open`, `ModuleType`). Also
+    reports the shared state, for the tests that check it is restored."""
+    found, visited = [], 0
+    seen = {}  # id -> the object, kept alive so that no id is reused (copies are temporaries)
+    queue = [(name, value, None, 0) for name, value in sorted(GLOBALS.items()) if name != "__builtins__"]
+    queue += [(f"__builtins__[{name!r}]", value, None, 0) for name, value in sorted(GLOBALS["__builtins__"].items())]
+    queue += [(name, value, None, 0) for name, value in sorted(script_functions({}, {}).items())]
+    while queue and visited < 60000:
+        path, value, parent, depth = queue.pop()
+        if id(value) in seen or isinstance(value, (str, bytes, int, float, complex, type(None))):
+            continue
+        seen[id(value)] = value
+        visited += 1
+        problem = foreign_to_scripts(value, parent) if depth else ""  # the globals are given
+        if problem:
+            found.append(f"{path}: {problem}")
+            continue
+        if depth >= 8:
+            continue
+        for label, child in audit_children(value):
+            queue.append((path + label, child, value, depth + 1))
+    return {"ok": True, "found": sorted(found), "visited": visited, "state": SHARED_STATE.snapshot()}
+
+
+def audit_children(value):
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [(f"[{i}]", item) for i, item in enumerate(list(value)[:2000])]
+    if isinstance(value, (dict, types.MappingProxyType)):
+        return [(f"[{key!r}]", item) for key, item in list(value.items())[:2000]]
+    children = []
+    try:
+        names = dir(value)
+    except Exception:  # noqa: BLE001
+        return children
+    if id(value) in _VIEW_IDS:
+        names += sorted(PRIVATE_ALLOWED.get(value.__name__, ()))
+    for name in names:
+        if (name.startswith("_") and id(value) not in _VIEW_IDS) or name.startswith("__") or name in INSPECT_NAMES:
+            continue
+        try:
+            children.append((f".{name}", guarded_getattr(value, name)))
+        except Exception:  # noqa: BLE001  (refused, or the attribute itself fails)
+            pass
+    return children
+
+
+# the C halves of the globals' modules
+_ACCELERATORS = {"_random": "random", "_json": "json", "_decimal": "decimal", "_datetime": "datetime",
+                 "_sre": "re", "_calendar": "calendar"}
+
+
+def audit_package(module_name):
+    package = package_of(module_name)
+    return _ACCELERATORS.get(package, package)
+
+
+_RUNNING_CODE = (types.FrameType, types.CodeType, types.TracebackType, types.CellType)
+
+
+def foreign_to_scripts(value, parent):
+    """Why a script must not hold `value`, an attribute or item of `parent` ("" when it may)."""
+    if isinstance(value, types.ModuleType):
+        return "" if id(value) in _VIEW_IDS else f"the real module {value.__name__!r}"
+    if isinstance(value, _RUNNING_CODE):
+        return f"a {type(value).__name__} object"
+    if not callable(value) or id(value) in SAFE_IDS:
+        return ""
+    if isinstance(value, types.BuiltinFunctionType) and value.__self__ is parent:
+        return ""  # a C method of the object it was read from (a pattern's .match)
+    if isinstance(value, (types.MethodType, types.BuiltinFunctionType)) and not (
+            value.__self__ is None or isinstance(value.__self__, types.ModuleType)):
+        # a method bound to an object is judged by the object (it is its first argument)
+        owner = value.__self__ if isinstance(value.__self__, type) else type(value.__self__)
+        if audit_package(_class_module(owner)) in _AUDIT_PACKAGES | {"builtins"}:
+            return ""
+    origin = home(value)
+    if audit_package(origin) in _AUDIT_PACKAGES or origin == __name__:  # (the guard's wrappers)
+        return ""
+    if package_of(origin) in ("builtins", "") and isinstance(value, _C_DESCRIPTORS):
+        return ""  # a method of a builtin type (str.upper)
+    if (package_of(origin) in ("builtins", "") and isinstance(value, types.BuiltinFunctionType)
+            and value.__self__ is None and "." in getattr(value, "__qualname__", "")):
+        return ""  # a static method of a builtin type (str.maketrans)
+    kind = "class" if isinstance(value, type) else type(value).__name__
+    return f"a {kind} of {origin or 'an unknown module'!r}"
 
 
 # ---- values across the pipe ----
@@ -834,10 +1109,9 @@ def handle(request):
     STATE = RequestState()
     # the decimal context of this thread is shared by every request: each starts afresh
     decimal.setcontext(decimal.Context())
-    answer = answer_to(request)
-    if STATE.reseed:
-        random.seed()
-    if STATE.tainted:
+    answer = audit() if request.get("op") == "audit" else answer_to(request)
+    restored = SHARED_STATE.restore()
+    if STATE.tainted or not restored:
         answer["fatal"] = True  # a shared object was changed: the pool replaces this worker
     return answer
 
