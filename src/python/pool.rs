@@ -64,13 +64,17 @@ struct Worker {
     stdout: BufReader<ChildStdout>,
 }
 
+/// Where a program is looked for when this process has no PATH (execvp's default).
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// The interpreter to start: `python` as given when it is a path, else found on this
-/// process's PATH (the worker itself gets no PATH: see [`Launcher::command`]).
+/// process's PATH, or the default one when there is none (the worker itself gets no PATH:
+/// see [`bare_command`]).
 fn resolve_program(python: &str) -> PathBuf {
     if python.contains('/') {
         return python.into();
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
     std::env::split_paths(&path)
         .map(|dir| dir.join(python))
         .find(|candidate| candidate.is_file())
@@ -105,6 +109,11 @@ fn inspect_interpreter(program: &Path) -> Result<(PathBuf, Vec<PathBuf>), PoolEr
             ))
         })?;
     let path = path.into_iter().filter(|p| p.is_absolute()).collect();
+    // Python cannot always tell where it is (no PATH, started by a bare name): then the
+    // program as found is the interpreter
+    if executable.as_os_str().is_empty() {
+        return Ok((program.to_path_buf(), path));
+    }
     Ok((executable, path))
 }
 

@@ -2,8 +2,8 @@
 //! guards (`python/script_worker.py`) can still do is bounded by the kernel.
 //!
 //! - **Files** (Landlock): read-only access beneath the interpreter's import path, the pinned
-//!   packages and the time-zone data, nothing else: no writes anywhere, no `/proc` of another
-//!   process, no `/etc`. pytz zones and dateparser's language data load lazily, so reading
+//!   packages, the time-zone and locale data, nothing else: no writes anywhere, no `/proc` of
+//!   another process, no `/etc`. pytz zones and dateparser's language data load lazily, so reading
 //!   those folders must stay possible.
 //! - **Network and signals** (Landlock, where the kernel offers it): no TCP bind or connect, no
 //!   signal to a process outside the worker.
@@ -97,6 +97,8 @@ impl OsWall {
         let mut paths: Vec<PathBuf> = readable.to_vec();
         // glibc reads the TZ file lazily; zoneinfo (stdlib) and dateutil read the system's zones
         paths.extend(["/usr/share/zoneinfo", "/etc/localtime"].map(PathBuf::from));
+        // compiled locales, for a script that sets one (the locale is put back afterwards)
+        paths.push(PathBuf::from("/usr/lib/locale"));
         paths.retain(|path| path.exists());
         let ruleset = landlock_ruleset(&paths)?;
         let seccomp = seccomp_program()?;
