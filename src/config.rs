@@ -44,6 +44,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("SCRIPT_TIME_LIMIT_MS", "1000"),
     ("SCRIPT_MEMORY_LIMIT_MB", "64"),
     ("SCRIPT_QUEUE_TIMEOUT_MS", "5000"),
+    ("MAX_TASK_DATA_BYTES", "4194304"),
     ("ENV_IDENTIFIER", "local"),
 ];
 
@@ -83,6 +84,8 @@ const DEFAULT_SCRIPT_TIME_LIMIT_MS: u64 = 1_000;
 const DEFAULT_SCRIPT_MEMORY_LIMIT_MB: u64 = 64;
 /// A step waits this long for a free script worker, then its request gets 503.
 const DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS: u64 = 5_000;
+/// Task data a script or expression may leave (as compact JSON): 4 MiB.
+const DEFAULT_MAX_TASK_DATA_BYTES: u64 = crate::python::DEFAULT_MAX_DATA_BYTES as u64;
 
 /// A configuration problem. `Display` is one line that names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -304,6 +307,9 @@ pub struct ScriptSettings {
     pub memory_limit_mb: u64,
     /// How long a step waits for a free worker before the request gets 503.
     pub queue_timeout_ms: u64,
+    /// The most task data (compact JSON bytes) a script or expression may leave
+    /// (`MAX_TASK_DATA_BYTES`): beyond it the instance errs with `script_data_limit`.
+    pub max_task_data_bytes: usize,
     /// What `get_env()` answers in scripts (`ENV_IDENTIFIER`).
     pub env_identifier: String,
 }
@@ -519,6 +525,12 @@ impl Settings {
                     get("SCRIPT_QUEUE_TIMEOUT_MS"),
                     DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS,
                 )?,
+                max_task_data_bytes: usize::try_from(positive(
+                    "MAX_TASK_DATA_BYTES",
+                    get("MAX_TASK_DATA_BYTES"),
+                    DEFAULT_MAX_TASK_DATA_BYTES,
+                )?)
+                .map_err(|_| ConfigError::invalid("MAX_TASK_DATA_BYTES", "too large"))?,
                 env_identifier: get("ENV_IDENTIFIER").unwrap_or_else(|| "local".into()),
             },
         })

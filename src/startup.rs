@@ -498,7 +498,8 @@ fn start_script_workers(
         memory_limit_mb: settings.memory_limit_mb,
         queue_timeout: Duration::from_millis(settings.queue_timeout_ms),
     })
-    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?;
+    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?
+    .with_max_data_bytes(settings.max_task_data_bytes);
     Ok(Arc::new(host))
 }
 

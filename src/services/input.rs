@@ -51,8 +51,18 @@ pub fn check_identifier(name: &str, what: &str, code: ErrorCode) -> Result<()> {
 /// Checks a JSON value the service is about to store; the error says where and why.
 /// `code` is the `error_code` of the refusal (`invalid_payload`, `invalid_callback_body`).
 pub fn check_json(value: &Value, code: ErrorCode, what: &str) -> Result<()> {
-    json_problem(value, 1, &mut String::from("$"))
-        .map_err(|reason| Error::refused(code, format!("{what} cannot be stored: {reason}")))
+    storage_problem(value).map_or(Ok(()), |reason| {
+        Err(Error::refused(
+            code,
+            format!("{what} cannot be stored: {reason}"),
+        ))
+    })
+}
+
+/// Why a JSON value could not be stored and read back, naming the path of the offending part
+/// (`the string at $.a[1] contains a NUL character`); `None` when it can.
+pub fn storage_problem(value: &Value) -> Option<String> {
+    json_problem(value, 1, &mut String::from("$")).err()
 }
 
 /// Why a JSON value cannot be stored, naming the path of the offending part.

@@ -1,0 +1,223 @@
+//! What a script leaves that cannot be stored (a NUL in a string or a key, task data over
+//! `MAX_TASK_DATA_BYTES`) puts its instance in error naming the element, on every path a
+//! script runs on: a start, a delivered message, a fired timer. Never a 500, never a step
+//! that fails again and again (issue 31, items 8 and 11).
+
+use crate::domain::{send, show, start, upload_ok};
+use crate::helpers::{spawn_app_with, TestApp};
+use crate::models::definitions;
+use chrono::{Duration, Utc};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use workflow_backend::workers::timer_firer::fire_due_once;
+
+/// A limit small enough to pass cheaply in a test.
+const LIMIT: usize = 100_000;
+
+async fn app() -> TestApp {
+    spawn_app_with(|s| {
+        s.run_workers = false;
+        s.scripts.workers = 1;
+        s.scripts.max_task_data_bytes = LIMIT;
+    })
+    .await
+}
+
+/// start -> `{before}` -> script task `run` with `source` -> end.
+fn script_after(process_id: &str, before: &str, source: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:message id="m_{process_id}" name="{process_id} go" />
+  <bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="{first}" />
+    {before}
+    <bpmn:scriptTask id="run"><bpmn:script>{source}</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f3" sourceRef="run" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+        first = if before.is_empty() { "run" } else { "before" },
+    ))
+}
+
+fn script_model(process_id: &str, source: &str) -> String {
+    script_after(process_id, "", source)
+}
+
+/// The error of an instance that must be in error, from its stored row.
+async fn stored_error(app: &TestApp, id: i64) -> Value {
+    let shown = show(app, id).await;
+    assert_eq!(shown["status"], "error", "error: {}", shown["error"]);
+    shown["error"].clone()
+}
+
+fn assert_names(error: &Value, code: &str, fragment: &str) {
+    assert_eq!(error["element_id"], "run", "{error}");
+    assert_eq!(error["error_code"], code, "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(fragment),
+        "{fragment:?} not in {message:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_start_whose_script_leaves_what_cannot_be_stored_errs_naming_it() {
+    let app = app().await;
+    let cases = [
+        ("nul_value", "x = chr(0)", "script_data_unstorable", "$.x"),
+        (
+            "nul_key",
+            "x = {'a' + chr(0): 1}",
+            "script_data_unstorable",
+            "a key at $.x",
+        ),
+        (
+            "nul_nested",
+            "x = [1, {'b': 'c' + chr(0)}]",
+            "script_data_unstorable",
+            "$.x[1].b",
+        ),
+        (
+            "too_large",
+            "x = 'a' * 200000",
+            "script_data_limit",
+            "100000 bytes",
+        ),
+    ];
+    for (name, source, code, fragment) in cases {
+        let model = format!("output/{name}");
+        upload_ok(&app, &model, "s.bpmn", &script_model(name, source)).await;
+        let (status, body) = start(&app, &model, &json!({})).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {body}");
+        assert_eq!(body["process_instance"]["status"], "error", "{body}");
+        let id = body["process_instance"]["id"].as_i64().unwrap();
+        assert_names(&stored_error(&app, id).await, code, fragment);
+    }
+}
+
+/// An exception's message may hold a NUL too: the error is stored with it escaped.
+#[tokio::test]
+async fn an_exception_whose_message_holds_a_nul_is_stored() {
+    let app = app().await;
+    let source = "raise ValueError('bad' + chr(0) + 'value')";
+    upload_ok(
+        &app,
+        "output/raise",
+        "s.bpmn",
+        &script_model("raise", source),
+    )
+    .await;
+    let (status, body) = start(&app, "output/raise", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let error = stored_error(&app, id).await;
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("ValueError: bad\\x00value"), "{error}");
+}
+
+/// A message whose delivery runs the script is answered once with the instance in error;
+/// the same message again finds nothing waiting.
+#[tokio::test]
+async fn a_delivered_message_whose_script_leaves_a_nul_errs_the_instance() {
+    let app = app().await;
+    let wait = r#"<bpmn:intermediateCatchEvent id="before"><bpmn:messageEventDefinition messageRef="m_waits" /></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="before" targetRef="run" />"#;
+    upload_ok(
+        &app,
+        "output/waits",
+        "s.bpmn",
+        &script_after("waits", wait, "x = chr(0)"),
+    )
+    .await;
+    let (status, body) = start(&app, "output/waits", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let (status, delivered) = send(&app, "waits go", &json!({}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{delivered}");
+    assert_names(
+        &stored_error(&app, id).await,
+        "script_data_unstorable",
+        "NUL",
+    );
+    let (status, again) = send(&app, "waits go", &json!({}), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{again}");
+    assert_eq!(again["error_code"], "message_not_accepted", "{again}");
+}
+
+/// A timer whose step runs the script fires once: the instance errs, and no later round
+/// takes the timer again.
+#[tokio::test]
+async fn a_fired_timer_whose_script_leaves_too_much_errs_the_instance_once() {
+    let app = app().await;
+    let wait = r#"<bpmn:intermediateCatchEvent id="before"><bpmn:timerEventDefinition><bpmn:timeDuration>"PT1H"</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="before" targetRef="run" />"#;
+    upload_ok(
+        &app,
+        "output/timed",
+        "s.bpmn",
+        &script_after("timed", wait, "x = 'a' * 200000"),
+    )
+    .await;
+    let (status, body) = start(&app, "output/timed", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let later = Utc::now() + Duration::hours(2);
+    let round = fire_due_once(&app.state, later).await;
+    assert_eq!((round.claimed, round.fired, round.failed), (1, 1, 0));
+    assert_names(
+        &stored_error(&app, id).await,
+        "script_data_limit",
+        "100000 bytes",
+    );
+    // past the lease of a failed firing: nothing is taken again
+    let round = fire_due_once(&app.state, later + Duration::minutes(5)).await;
+    assert_eq!(round.claimed, 0, "{round:?}");
+}
+
+/// With the default limit (4 MiB), 5 MB of task data errs the instance; 25 MB (beyond the
+/// worker's memory too) errs it as well, not a 503 that a retrying client would repeat for
+/// ever; and the next script runs.
+#[tokio::test]
+async fn task_data_over_the_default_limit_errs_the_instance() {
+    let app = spawn_app_with(|s| s.scripts.workers = 1).await;
+    assert_eq!(app.settings.scripts.max_task_data_bytes, 4 * 1024 * 1024);
+    let cases = [
+        ("five", "x = 'a' * 5000000", ["script_data_limit"; 2]),
+        (
+            "twenty_five",
+            "x = 'a' * 25000000",
+            ["script_data_limit", "script_memory_limit"],
+        ),
+    ];
+    for (name, source, codes) in cases {
+        let model = format!("output/{name}");
+        upload_ok(&app, &model, "s.bpmn", &script_model(name, source)).await;
+        let (status, body) = start(&app, &model, &json!({})).await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "{name}: {}",
+            body["error_code"]
+        );
+        let error = &body["process_instance"]["error"];
+        assert_eq!(error["element_id"], "run", "{error}");
+        let code = error["error_code"].as_str().unwrap_or_default();
+        assert!(codes.contains(&code), "{error}");
+        if code == "script_data_limit" {
+            assert!(
+                error["message"].as_str().unwrap().contains("4194304 bytes"),
+                "{error}"
+            );
+        }
+    }
+    upload_ok(
+        &app,
+        "output/small",
+        "s.bpmn",
+        &script_model("small", "x = 1"),
+    )
+    .await;
+    let (status, body) = start(&app, "output/small", &json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
+}
