@@ -23,6 +23,7 @@ mod messages;
 mod models;
 mod openapi;
 mod plans;
+mod races;
 mod script_output;
 mod scripts;
 mod secrets;
