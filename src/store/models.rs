@@ -32,14 +32,42 @@ pub struct NewModel<'a> {
     pub version_sha: &'a str,
 }
 
+const MODEL_COLUMNS: &str = "SELECT identifier, display_name, primary_file_name, \
+     primary_process_id, summary, version_sha, created_at, updated_at \
+     FROM process_models WHERE identifier = $1";
+
 pub async fn find(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Option<ModelRow>> {
-    sqlx::query_as(
-        "SELECT identifier, display_name, primary_file_name, primary_process_id, summary, \
-         version_sha, created_at, updated_at FROM process_models WHERE identifier = $1",
-    )
+    sqlx::query_as(MODEL_COLUMNS)
+        .bind(identifier)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The model an instance is about to be created of, its row held (`FOR KEY SHARE`) until the
+/// transaction ends: a delete of it waits for the new instance to commit, then sees it live.
+/// Starts do not block each other, nor an upload (which updates no key).
+pub async fn find_for_start(
+    conn: &mut PgConnection,
+    identifier: &str,
+) -> sqlx::Result<Option<ModelRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{MODEL_COLUMNS} FOR KEY SHARE"
+    )))
     .bind(identifier)
     .fetch_optional(conn)
     .await
+}
+
+/// The model about to be deleted, its row locked (`FOR UPDATE`): a start that has read it
+/// commits first (so its instance is counted), a later one finds it gone.
+pub async fn find_for_delete(
+    conn: &mut PgConnection,
+    identifier: &str,
+) -> sqlx::Result<Option<ModelRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("{MODEL_COLUMNS} FOR UPDATE")))
+        .bind(identifier)
+        .fetch_optional(conn)
+        .await
 }
 
 pub async fn list(conn: &mut PgConnection, limit: i64, offset: i64) -> sqlx::Result<Vec<ModelRow>> {

@@ -3,9 +3,9 @@
 //! request is queued behind it in the order the race needs, then lets them go (issue 31,
 //! items 6 and 7).
 
-use crate::domain::{show, start, upload_ok, ADMIN};
+use crate::domain::{show, start, upload_ok, waiting_task, ADMIN};
 use crate::helpers::{spawn_app_without_workers, TestApp};
-use crate::models::keyed_waiter;
+use crate::models::{keyed_waiter, user_task_process};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};
@@ -143,4 +143,96 @@ async fn a_message_racing_a_suspension_without_buffering_is_refused() {
     assert_eq!(body["error_code"], "message_not_accepted", "{body}");
     let shown = show(&app, id).await;
     assert_eq!(shown["status"], "suspended", "{shown}");
+}
+
+/// A start that has read its model waits (at the message name's lock, held by the test) while
+/// the model is deleted: the delete waits for the start, then finds its live instance (409).
+#[tokio::test]
+async fn a_delete_racing_a_start_waits_for_it_and_is_refused() {
+    let app = spawn_app_without_workers().await;
+    upload_ok(
+        &app,
+        "races/deleted",
+        "w.bpmn",
+        &keyed_waiter("waiter", "late ping"),
+    )
+    .await;
+    // a receive about to wait takes the name's lock shared (store::messages::lock_name)
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))")
+        .bind("late ping")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let started = spawn_request(
+        &app,
+        Method::POST,
+        "/v1.0/process-instances/races:deleted",
+        Some(json!({"key": "k1"})),
+    );
+    until_waiting_for_locks(&app, 1, &started).await;
+    let deleted = spawn_request(
+        &app,
+        Method::DELETE,
+        "/v1.0/process-models/races:deleted",
+        None,
+    );
+    until_waiting_for_locks(&app, 2, &deleted).await;
+    holder.rollback().await.unwrap();
+
+    let (status, body) = started.await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let (status, refused) = deleted.await.unwrap();
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["error_code"], "process_model_in_use", "{refused}");
+    // the instance runs on its version
+    let response = app
+        .post_json(
+            &format!("/v1.0/process-instances/{id}/terminate"),
+            &Value::Null,
+            ADMIN,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+/// An instance whose version is gone anyway (stored before the fix, or by hand) is refused
+/// with a code on every endpoint that steps it, never a 500.
+#[tokio::test]
+async fn an_instance_whose_version_is_gone_is_refused_with_a_code() {
+    let app = spawn_app_without_workers().await;
+    upload_ok(&app, "races/orphan", "u.bpmn", &user_task_process("orphan")).await;
+    let (status, body) = start(&app, "races/orphan", &json!({"amount": 2})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let task = waiting_task(&app, id, "approve").await;
+    sqlx::query("UPDATE process_instances SET model_version = 'gone' WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+
+    let calls = [
+        (Method::PUT, format!("/v1.0/tasks/{id}/{task}")),
+        (
+            Method::POST,
+            format!("/v1.0/process-instances/{id}/suspend"),
+        ),
+        (
+            Method::POST,
+            format!("/v1.0/process-instances/{id}/terminate"),
+        ),
+    ];
+    for (method, path) in calls {
+        let (status, body) = spawn_request(&app, method, &path, Some(json!({})))
+            .await
+            .unwrap();
+        assert!(status.is_client_error(), "{path}: {status} {body}");
+        assert_eq!(
+            body["error_code"], "process_model_version_not_found",
+            "{path}: {body}"
+        );
+    }
+    assert_eq!(show(&app, id).await["status"], "user_input_required");
 }
