@@ -32,42 +32,33 @@ pub struct NewModel<'a> {
     pub version_sha: &'a str,
 }
 
-const MODEL_COLUMNS: &str = "SELECT identifier, display_name, primary_file_name, \
-     primary_process_id, summary, version_sha, created_at, updated_at \
-     FROM process_models WHERE identifier = $1";
-
 pub async fn find(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Option<ModelRow>> {
-    sqlx::query_as(MODEL_COLUMNS)
-        .bind(identifier)
-        .fetch_optional(conn)
-        .await
-}
-
-/// The model an instance is about to be created of, its row held (`FOR KEY SHARE`) until the
-/// transaction ends: a delete of it waits for the new instance to commit, then sees it live.
-/// Starts do not block each other, nor an upload (which updates no key).
-pub async fn find_for_start(
-    conn: &mut PgConnection,
-    identifier: &str,
-) -> sqlx::Result<Option<ModelRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{MODEL_COLUMNS} FOR KEY SHARE"
-    )))
+    sqlx::query_as(
+        "SELECT identifier, display_name, primary_file_name, primary_process_id, summary, \
+         version_sha, created_at, updated_at FROM process_models WHERE identifier = $1",
+    )
     .bind(identifier)
     .fetch_optional(conn)
     .await
 }
 
-/// The model about to be deleted, its row locked (`FOR UPDATE`): a start that has read it
-/// commits first (so its instance is counted), a later one finds it gone.
-pub async fn find_for_delete(
+/// Serialises starts of a model with its deletion: a start takes this lock shared (starts do
+/// not wait for each other, nor for an upload) before it reads the model, a delete takes it
+/// exclusively before it counts the live instances; so the delete waits for every start that
+/// has read the model to commit, and counts its instance, and a later start finds no model.
+/// An advisory lock rather than a row lock on the model: nothing is written per start.
+pub async fn lock_instances_of(
     conn: &mut PgConnection,
     identifier: &str,
-) -> sqlx::Result<Option<ModelRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!("{MODEL_COLUMNS} FOR UPDATE")))
-        .bind(identifier)
-        .fetch_optional(conn)
-        .await
+    exclusive: bool,
+) -> sqlx::Result<()> {
+    let sql = if exclusive {
+        "SELECT pg_advisory_xact_lock(hashtextextended('model instances:' || $1, 0))"
+    } else {
+        "SELECT pg_advisory_xact_lock_shared(hashtextextended('model instances:' || $1, 0))"
+    };
+    sqlx::query(sql).bind(identifier).execute(conn).await?;
+    Ok(())
 }
 
 pub async fn list(conn: &mut PgConnection, limit: i64, offset: i64) -> sqlx::Result<Vec<ModelRow>> {
