@@ -313,14 +313,18 @@ pub async fn start_instance(
 }
 
 /// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
-/// JSON; 400 `invalid_json` when it is not JSON.
+/// JSON (floats written to come back from storage as floats: `input::keep_floats`); 400
+/// `invalid_json` when it is not JSON.
 pub(super) fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Null) => Ok(None),
-        Ok(value) => Ok(Some(value)),
+        Ok(mut value) => {
+            input::keep_floats(&mut value);
+            Ok(Some(value))
+        }
         Err(e) => Err(ApiError::refused(
             ErrorCode::InvalidJson,
             format!("the body is not JSON: {e}"),
@@ -584,7 +588,8 @@ pub async fn complete_task(
 ) -> Result<HttpResponse, ApiError> {
     let (instance_id, task_guid) = path.into_inner();
     authorize(&principal, &state, instance_id, "update", None).await?;
-    let body = body.into_inner();
+    let mut body = body.into_inner();
+    input::keep_floats(&mut body);
     input::check_json(&body, ErrorCode::InvalidPayload, "the task data")?;
     let Value::Object(data) = body else {
         return Err(ApiError::refused(

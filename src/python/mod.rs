@@ -44,7 +44,9 @@ impl PythonHost {
     /// string or key (Postgres refuses it), no number that would not read back, not nested
     /// too deep, at most `max_data_bytes` of JSON. Otherwise the model's fault, as a Python
     /// error would be: its instance errs naming the element, the step is not tried again.
-    fn storable(&self, value: Value, what: &str) -> Result<Value, ExprError> {
+    /// Floats are written so that storage gives them back as floats (`keep_floats`).
+    fn storable(&self, mut value: Value, what: &str) -> Result<Value, ExprError> {
+        crate::services::input::keep_floats(&mut value);
         if let Some(problem) = crate::services::input::storage_problem(&value) {
             return Err(ExprError::of_kind(
                 ErrorKind::Unstorable,

@@ -221,3 +221,71 @@ async fn task_data_over_the_default_limit_errs_the_instance() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["process_instance"]["status"], "complete", "{body}");
 }
+
+/// Integers beyond 64 bits keep every digit through the API, storage and scripts (as Python
+/// and Postgres keep them), and a float with an exponent is still a float after storage.
+#[tokio::test]
+async fn integers_beyond_64_bits_are_kept_exactly_through_storage_and_scripts() {
+    let app = app().await;
+    let xml = definitions(
+        r#"<bpmn:process id="exact" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="first" />
+    <bpmn:scriptTask id="first"><bpmn:script>c = a + 1
+d = b - 1
+e = 10 ** 30
+f = 1e16</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="first" targetRef="wait" />
+    <bpmn:manualTask id="wait" />
+    <bpmn:sequenceFlow id="f3" sourceRef="wait" targetRef="second" />
+    <bpmn:scriptTask id="second"><bpmn:script>g = c + 1
+floats = [isinstance(x, float) for x in (big, f)]
+ints = [isinstance(x, int) for x in (a, b, e)]</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f4" sourceRef="second" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "output/exact", "e.bpmn", &xml).await;
+    let body = r#"{"a": 18446744073709551616, "b": -9223372036854775809, "big": 1.5e300}"#;
+    let response = app
+        .request(
+            reqwest::Method::POST,
+            "/v1.0/process-instances/output:exact",
+        )
+        .bearer_auth(app.token("admin"))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let text = response.text().await.unwrap();
+    for exact in [
+        "\"c\":18446744073709551617",
+        "\"d\":-9223372036854775810",
+        "\"e\":1000000000000000000000000000000",
+    ] {
+        assert!(text.contains(exact), "{exact} not in {text}");
+    }
+    let started: Value = serde_json::from_str(&text).unwrap();
+    let id = started["process_instance"]["id"].as_i64().unwrap();
+    let task = crate::domain::waiting_task(&app, id, "wait").await;
+    let response = app
+        .request(reqwest::Method::PUT, &format!("/v1.0/tasks/{id}/{task}"))
+        .bearer_auth(app.token("admin"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("\"g\":18446744073709551618"), "{text}");
+    assert!(text.contains("\"a\":18446744073709551616"), "{text}");
+    let done: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(done["task_data"]["floats"], json!([true, true]), "{text}");
+    assert_eq!(
+        done["task_data"]["ints"],
+        json!([true, true, true]),
+        "{text}"
+    );
+}
