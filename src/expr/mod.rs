@@ -39,6 +39,8 @@ pub enum ErrorKind {
     Unstorable,
     /// It handed back more task data than the limit (`MAX_TASK_DATA_BYTES`).
     DataLimit,
+    /// Its worker process ended while running it, without an answer.
+    Crashed,
 }
 
 /// A Python-style error: `NameError: name 'x' is not defined (line 2, column 5)`.
@@ -70,6 +72,7 @@ impl ExprError {
             ErrorKind::MemoryLimit => Some("script_memory_limit"),
             ErrorKind::Unstorable => Some("script_data_unstorable"),
             ErrorKind::DataLimit => Some("script_data_limit"),
+            ErrorKind::Crashed => Some("script_crashed"),
             ErrorKind::Python | ErrorKind::Unavailable => None,
         }
     }

@@ -88,6 +88,13 @@ impl PythonHost {
                 "every script worker stayed busy: try again shortly",
             ),
             PoolError::Broken(why) => ExprError::of_kind(ErrorKind::Unavailable, why),
+            // the request killed its worker: run again it would again, so the model's fault
+            // (a 503 would have a client, or the timer worker, try it for ever)
+            PoolError::Died => ExprError::of_kind(
+                ErrorKind::Crashed,
+                "SystemError: the script's worker process ended without answering (out of \
+                 memory while writing its result, or stopped by the operating system)",
+            ),
         }
     }
 }
