@@ -573,7 +573,7 @@ pub async fn migrate_instance(
         (status = 409, description = "`process_instance_suspended`: the task still waits; complete it after the instance is resumed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>` (and may read the instance)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see; `process_model_version_not_found` when the version it ran on was deleted", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
