@@ -45,6 +45,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("SCRIPT_MEMORY_LIMIT_MB", "64"),
     ("SCRIPT_QUEUE_TIMEOUT_MS", "5000"),
     ("SCRIPT_OS_WALL", "required"),
+    ("MAX_TASK_DATA_BYTES", "4194304"),
     ("ENV_IDENTIFIER", "local"),
 ];
 
@@ -84,6 +85,8 @@ const DEFAULT_SCRIPT_TIME_LIMIT_MS: u64 = 1_000;
 const DEFAULT_SCRIPT_MEMORY_LIMIT_MB: u64 = 64;
 /// A step waits this long for a free script worker, then its request gets 503.
 const DEFAULT_SCRIPT_QUEUE_TIMEOUT_MS: u64 = 5_000;
+/// Task data a script or expression may leave (as compact JSON): 4 MiB.
+const DEFAULT_MAX_TASK_DATA_BYTES: u64 = crate::python::DEFAULT_MAX_DATA_BYTES as u64;
 
 /// A configuration problem. `Display` is one line that names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -307,6 +310,9 @@ pub struct ScriptSettings {
     pub queue_timeout_ms: u64,
     /// Landlock and seccomp around each worker (`SCRIPT_OS_WALL`: `required` or `off`).
     pub os_wall: crate::python::OsWallMode,
+    /// The most task data (compact JSON bytes) a script or expression may leave
+    /// (`MAX_TASK_DATA_BYTES`): beyond it the instance errs with `script_data_limit`.
+    pub max_task_data_bytes: usize,
     /// What `get_env()` answers in scripts (`ENV_IDENTIFIER`).
     pub env_identifier: String,
 }
@@ -531,6 +537,12 @@ impl Settings {
                         )
                     })?,
                 },
+                max_task_data_bytes: usize::try_from(positive(
+                    "MAX_TASK_DATA_BYTES",
+                    get("MAX_TASK_DATA_BYTES"),
+                    DEFAULT_MAX_TASK_DATA_BYTES,
+                )?)
+                .map_err(|_| ConfigError::invalid("MAX_TASK_DATA_BYTES", "too large"))?,
                 env_identifier: get("ENV_IDENTIFIER").unwrap_or_else(|| "local".into()),
             },
         })

@@ -500,7 +500,8 @@ fn start_script_workers(
         os_wall: settings.os_wall,
         unguarded_for_tests: false,
     })
-    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?;
+    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?
+    .with_max_data_bytes(settings.max_task_data_bytes);
     Ok(Arc::new(host))
 }
 

@@ -299,10 +299,12 @@ pub async fn put_data_store(
         )
     })?;
     let key = StoreKey::new(&kind, &identifier, request.location.as_deref())?;
+    let mut data = request.data;
+    data.iter_mut().for_each(services::input::keep_floats);
     let change = StoreChange {
         name: request.name,
         description: request.description,
-        data: request.data,
+        data,
     };
     let created = services::data_stores::put(&state.pool, &key, change).await?;
     let page = services::Page::new(None, None)?;

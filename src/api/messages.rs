@@ -272,7 +272,8 @@ pub async fn send_message(
         query.time_to_live_in_seconds.as_deref(),
         query.message_instance_uuid.as_deref(),
     )?;
-    let payload = payload.into_inner();
+    let mut payload = payload.into_inner();
+    input::keep_floats(&mut payload);
     input::check_json(&payload, ErrorCode::InvalidPayload, "the message payload")?;
     let request = SendRequest {
         name,

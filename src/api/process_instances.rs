@@ -313,14 +313,18 @@ pub async fn start_instance(
 }
 
 /// A body that may be left out: `None` when it is empty (or whitespace) or `null`, else its
-/// JSON; 400 `invalid_json` when it is not JSON.
+/// JSON (floats written to come back from storage as floats: `input::keep_floats`); 400
+/// `invalid_json` when it is not JSON.
 pub(super) fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Null) => Ok(None),
-        Ok(value) => Ok(Some(value)),
+        Ok(mut value) => {
+            input::keep_floats(&mut value);
+            Ok(Some(value))
+        }
         Err(e) => Err(ApiError::refused(
             ErrorCode::InvalidJson,
             format!("the body is not JSON: {e}"),
@@ -569,7 +573,7 @@ pub async fn migrate_instance(
         (status = 409, description = "`process_instance_suspended`: the task still waits; complete it after the instance is resumed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>` (and may read the instance)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see; `process_model_version_not_found` when the version it ran on was deleted", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
@@ -584,7 +588,8 @@ pub async fn complete_task(
 ) -> Result<HttpResponse, ApiError> {
     let (instance_id, task_guid) = path.into_inner();
     authorize(&principal, &state, instance_id, "update", None).await?;
-    let body = body.into_inner();
+    let mut body = body.into_inner();
+    input::keep_floats(&mut body);
     input::check_json(&body, ErrorCode::InvalidPayload, "the task data")?;
     let Value::Object(data) = body else {
         return Err(ApiError::refused(

@@ -17,7 +17,7 @@ pub type CorrelationValues = BTreeMap<String, Value>;
 /// (2^8 = 256 candidate keys is the most a single lookup carries).
 pub const MAX_PROPERTIES: usize = 8;
 
-/// Canonical JSON text of the values: sorted keys, integral floats written as integers,
+/// Canonical JSON text of the values: sorted keys, integral numbers written as integers,
 /// no whitespace. Equal values give equal text.
 pub fn canonical_key(values: &CorrelationValues) -> String {
     let canonical: BTreeMap<&String, Value> = values
@@ -29,11 +29,7 @@ pub fn canonical_key(values: &CorrelationValues) -> String {
 
 fn canonical_value(value: &Value) -> Value {
     match value {
-        Value::Number(n) => match n.as_f64() {
-            // 3.0 and 3 are the same correlation value, as in Python (3.0 == 3)
-            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
-            _ => value.clone(),
-        },
+        Value::Number(n) => canonical_number(n),
         Value::Array(items) => Value::Array(items.iter().map(canonical_value).collect()),
         // serde_json's Map is ordered by key, so objects serialise canonically
         Value::Object(map) => Value::Object(
@@ -43,6 +39,47 @@ fn canonical_value(value: &Value) -> Value {
         ),
         _ => value.clone(),
     }
+}
+
+/// One text per number: an integral one as its digits (3.0 and 3 are the same correlation
+/// value, as in Python, 3.0 == 3; and 1.5e300 is the 1500…0 that storage gives back), any
+/// other as the shortest float that reads back.
+fn canonical_number(n: &serde_json::Number) -> Value {
+    let text = n.to_string();
+    if !text.contains(['.', 'e', 'E']) {
+        return Value::Number(n.clone());
+    }
+    if let Some(digits) = integral_digits(&text) {
+        if let Ok(integer) = digits.parse::<serde_json::Number>() {
+            return Value::Number(integer);
+        }
+    }
+    n.as_f64()
+        .map_or_else(|| Value::Number(n.clone()), Value::from)
+}
+
+/// The digits of a number written with a fraction or an exponent, when it is integral
+/// (`1.5e3` -> `1500`, `-2.0` -> `-2`); `None` when it has a fractional part.
+pub fn integral_digits(text: &str) -> Option<String> {
+    let (mantissa, exponent) = text.split_once(['e', 'E']).unwrap_or((text, "0"));
+    let exponent: i64 = exponent.trim_start_matches('+').parse().ok()?;
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let frac = frac.trim_end_matches('0');
+    // beyond 400 zeros it is past any double, and refused at the door anyway
+    let zeros = exponent.checked_sub(frac.len() as i64)?;
+    if !(0..=400).contains(&zeros) {
+        return None;
+    }
+    let digits = format!("{int}{frac}{}", "0".repeat(zeros as usize));
+    let digits = digits.trim_start_matches('0');
+    Some(match digits {
+        "" => "0".to_string(),
+        digits => format!("{sign}{digits}"),
+    })
 }
 
 /// The canonical keys of every subset of `values` (the empty subset included): the keys a
@@ -80,6 +117,27 @@ mod tests {
             canonical_key(&a),
             r#"{"customer_id":"sartography","po_number":1001}"#
         );
+    }
+
+    /// A number keeps its key through storage (jsonb writes 1.5e300 as 1500…0 and keeps
+    /// 1.50's trailing zero), and integers beyond 64 bits stay apart.
+    #[test]
+    fn a_number_has_one_key_whatever_its_written_form() {
+        let key = |text: &str| {
+            let value: Value = serde_json::from_str(text).unwrap();
+            canonical_key(&values(json!({ "n": value })))
+        };
+        let stored_big = format!("15{}", "0".repeat(299));
+        assert_eq!(key("1.5e300"), key(&stored_big));
+        assert_eq!(key("1.50"), key("1.5"));
+        assert_eq!(key("2.5e-3"), key("0.0025"));
+        assert_eq!(key("-2.0"), key("-2"));
+        assert_eq!(key("1e16"), key("10000000000000000"));
+        assert_ne!(key("1.5"), key("1"));
+        assert_eq!(super::integral_digits("9007199254740993.5"), None);
+        assert_eq!(super::integral_digits("1.25e1"), None);
+        assert_eq!(super::integral_digits("1.25e2").as_deref(), Some("125"));
+        assert_eq!(super::integral_digits("0.0").as_deref(), Some("0"));
     }
 
     #[test]

@@ -35,6 +35,13 @@ pub enum ErrorKind {
     /// No Python was available to run it (all busy, or broken): nobody's fault in the model;
     /// the step must not happen rather than fail.
     Unavailable,
+    /// It handed back what cannot be stored (a NUL in a string or key, a number that would
+    /// not read back).
+    Unstorable,
+    /// It handed back more task data than the limit (`MAX_TASK_DATA_BYTES`).
+    DataLimit,
+    /// Its worker process ended while running it, without an answer.
+    Crashed,
 }
 
 /// A Python-style error: `NameError: name 'x' is not defined (line 2, column 5)`.
@@ -73,6 +80,9 @@ impl ExprError {
         match self.kind {
             ErrorKind::TimeLimit => Some("script_time_limit"),
             ErrorKind::MemoryLimit => Some("script_memory_limit"),
+            ErrorKind::Unstorable => Some("script_data_unstorable"),
+            ErrorKind::DataLimit => Some("script_data_limit"),
+            ErrorKind::Crashed => Some("script_crashed"),
             ErrorKind::Python | ErrorKind::Unavailable => None,
         }
     }

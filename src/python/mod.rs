@@ -18,16 +18,54 @@ use serde_json::{json, Value};
 /// Where the pinned Python packages are installed by the build (see build.rs).
 pub const DEFAULT_PACKAGES: &str = env!("WORKFLOW_BACKEND_PYTHON_PACKAGES");
 
+/// Task data a script or expression may leave unless told otherwise (as compact JSON): 4 MiB.
+pub const DEFAULT_MAX_DATA_BYTES: usize = 4 * 1024 * 1024;
+
 /// CPython through the worker pool.
 pub struct PythonHost {
     pool: WorkerPool,
+    /// The most task data (compact JSON bytes) a script or expression may hand back.
+    max_data_bytes: usize,
 }
 
 impl PythonHost {
     pub fn start(settings: PoolSettings) -> Result<PythonHost, PoolError> {
         Ok(PythonHost {
             pool: WorkerPool::start(settings)?,
+            max_data_bytes: DEFAULT_MAX_DATA_BYTES,
         })
+    }
+
+    /// The same host, holding what scripts and expressions hand back to `bytes` of JSON.
+    pub fn with_max_data_bytes(mut self, bytes: usize) -> PythonHost {
+        self.max_data_bytes = bytes;
+        self
+    }
+
+    /// What a script or expression handed back, if the service can store it: no NUL in a
+    /// string or key (Postgres refuses it), no number that would not read back, not nested
+    /// too deep, at most `max_data_bytes` of JSON. Otherwise the model's fault, as a Python
+    /// error would be: its instance errs naming the element, the step is not tried again.
+    /// Floats are written so that storage gives them back as floats (`keep_floats`).
+    fn storable(&self, mut value: Value, what: &str) -> Result<Value, ExprError> {
+        crate::services::input::keep_floats(&mut value);
+        if let Some(problem) = crate::services::input::storage_problem(&value) {
+            return Err(ExprError::of_kind(
+                ErrorKind::Unstorable,
+                format!("ValueError: {what} cannot be stored: {problem}"),
+            ));
+        }
+        let size = json_size(&value);
+        if size > self.max_data_bytes {
+            return Err(ExprError::of_kind(
+                ErrorKind::DataLimit,
+                format!(
+                    "ValueError: {what} is {size} bytes of JSON, more than the limit of {} bytes",
+                    self.max_data_bytes
+                ),
+            ));
+        }
+        Ok(value)
     }
 
     fn ask(&self, request: Value) -> Result<Value, ExprError> {
@@ -60,6 +98,13 @@ impl PythonHost {
                 "every script worker stayed busy: try again shortly",
             ),
             PoolError::Broken(why) => ExprError::of_kind(ErrorKind::Unavailable, why),
+            // the request killed its worker: run again it would again, so the model's fault
+            // (a 503 would have a client, or the timer worker, try it for ever)
+            PoolError::Died => ExprError::of_kind(
+                ErrorKind::Crashed,
+                "SystemError: the script's worker process ended without answering (out of \
+                 memory while writing its result, or stopped by the operating system)",
+            ),
         }
     }
 }
@@ -81,10 +126,29 @@ fn env_of(source: &str, cx: &Context) -> Value {
     env
 }
 
-/// `Class: message (line L, column C)` from a worker's error object.
+/// The length of a value as compact JSON, without building the text.
+fn json_size(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).expect("a JSON value serialises");
+    counter.0
+}
+
+/// `Class: message (line L, column C)` from a worker's error object. A NUL (which Postgres
+/// cannot store, and a script may put in an exception) is shown as `\x00`.
 fn python_error(error: &Value) -> ExprError {
     let class = error["class"].as_str().unwrap_or("RuntimeError");
     let message = error["message"].as_str().unwrap_or_default();
+    let (class, message) = (class.replace('\0', "\\x00"), message.replace('\0', "\\x00"));
     let mut text = if message.is_empty() {
         class.to_string()
     } else {
@@ -109,8 +173,8 @@ impl ScriptHost for PythonHost {
     fn eval(&self, source: &str, vars: &Map, cx: &Context) -> Result<Value, ExprError> {
         let request =
             json!({"op": "eval", "source": source, "data": vars, "env": env_of(source, cx)});
-        let answer = self.ask(request)?;
-        Ok(answer["value"].clone())
+        let mut answer = self.ask(request)?;
+        self.storable(answer["value"].take(), "the expression's value")
     }
 
     /// Compiles (and refuses dunder attributes); the error has its line and column.
@@ -123,9 +187,9 @@ impl ScriptHost for PythonHost {
     fn exec(&self, source: &str, data: &Map, cx: &Context) -> Result<Map, ExprError> {
         let request =
             json!({"op": "exec", "source": source, "data": data, "env": env_of(source, cx)});
-        let answer = self.ask(request)?;
-        match answer.get("data") {
-            Some(Value::Object(map)) => Ok(map.clone()),
+        let mut answer = self.ask(request)?;
+        match self.storable(answer["data"].take(), "the task data the script left")? {
+            Value::Object(map) => Ok(map),
             _ => Err(ExprError::of_kind(
                 ErrorKind::Unavailable,
                 "the script worker answered without task data",

@@ -54,8 +54,11 @@ pub enum PoolError {
     TimeLimit,
     /// Every worker stayed busy for the queue timeout.
     Busy,
-    /// A worker could not be started or died without answering.
+    /// A worker could not be started, or was gone before it took the request.
     Broken(String),
+    /// The worker ended while it ran the request, without answering: what the script did
+    /// killed it (no memory left to write its answer, stopped by the OS).
+    Died,
 }
 
 struct Worker {
@@ -224,7 +227,8 @@ impl Worker {
                     .read_line(&mut line)
                     .map_err(|e| PoolError::Broken(format!("reading the script worker: {e}")))?;
                 if read == 0 {
-                    return Err(PoolError::Broken("the script worker exited".into()));
+                    // at start-up this is Broken (see `Launcher::start`), after a request Died
+                    return Err(PoolError::Died);
                 }
                 if line.ends_with('\n') {
                     return Ok(line);

@@ -6,7 +6,9 @@
 //!   serde_json refuses to read more than 128), no NUL character in a string or key (Postgres
 //!   `jsonb` and `text` cannot hold it), and every number must read back as the same finite
 //!   number after Postgres has stored it (jsonb keeps numbers as exact decimals and prints them
-//!   without an exponent; a number close to the f64 limit then no longer parses).
+//!   without an exponent; a number close to the f64 limit then no longer parses). Integers
+//!   keep every digit (serde_json's `arbitrary_precision`); floats are written so that they
+//!   come back as floats ([`keep_floats`]).
 //! - Text (names, filters, identifiers): no NUL and no other control character.
 
 use super::{Error, Result};
@@ -51,8 +53,18 @@ pub fn check_identifier(name: &str, what: &str, code: ErrorCode) -> Result<()> {
 /// Checks a JSON value the service is about to store; the error says where and why.
 /// `code` is the `error_code` of the refusal (`invalid_payload`, `invalid_callback_body`).
 pub fn check_json(value: &Value, code: ErrorCode, what: &str) -> Result<()> {
-    json_problem(value, 1, &mut String::from("$"))
-        .map_err(|reason| Error::refused(code, format!("{what} cannot be stored: {reason}")))
+    storage_problem(value).map_or(Ok(()), |reason| {
+        Err(Error::refused(
+            code,
+            format!("{what} cannot be stored: {reason}"),
+        ))
+    })
+}
+
+/// Why a JSON value could not be stored and read back, naming the path of the offending part
+/// (`the string at $.a[1] contains a NUL character`); `None` when it can.
+pub fn storage_problem(value: &Value) -> Option<String> {
+    json_problem(value, 1, &mut String::from("$")).err()
 }
 
 /// Why a JSON value cannot be stored, naming the path of the offending part.
@@ -99,6 +111,30 @@ fn json_problem(value: &Value, depth: usize, path: &mut String) -> std::result::
             }
             Ok(())
         }
+    }
+}
+
+/// Rewrites every float written with an exponent and no fractional part (`1.5e300`, Python's
+/// `1e+16`) as plain digits with `.0`: Postgres keeps numbers as exact decimals and prints them
+/// without an exponent, so `1.5e300` would come back as the integer `1500…0`, and the next
+/// script would see an `int` where it left a `float`. Integers are kept as written, of any
+/// size.
+pub fn keep_floats(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            let text = n.to_string();
+            if !text.contains(['e', 'E']) {
+                return;
+            }
+            let plain = crate::correlation::integral_digits(&text)
+                .and_then(|digits| format!("{digits}.0").parse::<serde_json::Number>().ok());
+            if let Some(plain) = plain {
+                *n = plain;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(keep_floats),
+        Value::Object(members) => members.values_mut().for_each(keep_floats),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
     }
 }
 
@@ -230,6 +266,23 @@ mod tests {
                 "{fine}"
             );
         }
+    }
+
+    #[test]
+    fn integers_keep_their_digits_and_floats_stay_floats_through_storage() {
+        let mut v: Value =
+            serde_json::from_str(r#"[18446744073709551616, 1.5e300, 1e+16, 2.5e-3, 1.5, 3]"#)
+                .unwrap();
+        assert!(check_json(&v, ErrorCode::InvalidPayload, "p").is_ok());
+        keep_floats(&mut v);
+        let text = v.to_string();
+        assert!(text.starts_with("[18446744073709551616,15000"), "{text}");
+        assert!(
+            text.ends_with("0.0,10000000000000000.0,2.5e-3,1.5,3]"),
+            "{text}"
+        );
+        let huge: Value = serde_json::from_str(&format!("1{}", "0".repeat(400))).unwrap();
+        assert!(check_json(&huge, ErrorCode::InvalidPayload, "p").is_err());
     }
 
     #[test]

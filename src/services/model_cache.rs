@@ -73,7 +73,15 @@ impl ModelCache {
         self.version_spec(conn, identifier, version_sha)
             .await?
             .ok_or_else(|| {
-                anyhow!("version {version_sha} of process model {identifier} is gone").into()
+                // an instance stored before starts and deletes were serialised may outlive
+                // its model: what steps it is refused, never a 500
+                super::Error::refused(
+                    super::ErrorCode::ProcessModelVersionNotFound,
+                    format!(
+                        "version {version_sha} of process model '{identifier}' is gone (the \
+                         model was deleted): nothing can step against it"
+                    ),
+                )
             })
     }
 

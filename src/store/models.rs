@@ -42,6 +42,25 @@ pub async fn find(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Opt
     .await
 }
 
+/// Serialises starts of a model with its deletion: a start takes this lock shared (starts do
+/// not wait for each other, nor for an upload) before it reads the model, a delete takes it
+/// exclusively before it counts the live instances; so the delete waits for every start that
+/// has read the model to commit, and counts its instance, and a later start finds no model.
+/// An advisory lock rather than a row lock on the model: nothing is written per start.
+pub async fn lock_instances_of(
+    conn: &mut PgConnection,
+    identifier: &str,
+    exclusive: bool,
+) -> sqlx::Result<()> {
+    let sql = if exclusive {
+        "SELECT pg_advisory_xact_lock(hashtextextended('model instances:' || $1, 0))"
+    } else {
+        "SELECT pg_advisory_xact_lock_shared(hashtextextended('model instances:' || $1, 0))"
+    };
+    sqlx::query(sql).bind(identifier).execute(conn).await?;
+    Ok(())
+}
+
 pub async fn list(conn: &mut PgConnection, limit: i64, offset: i64) -> sqlx::Result<Vec<ModelRow>> {
     sqlx::query_as(
         "SELECT identifier, display_name, primary_file_name, primary_process_id, summary, \

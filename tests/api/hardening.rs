@@ -152,7 +152,8 @@ async fn what_is_accepted_is_read_back_on_every_path() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["process_instance"]["status"], "complete");
     let shown = show(&app, id).await;
-    assert_eq!(shown["data"]["order"]["big"], json!(1.5e300));
+    // the same number (storage writes it without an exponent: 1500…0.0)
+    assert_eq!(shown["data"]["order"]["big"].as_f64(), Some(1.5e300));
     every_read_path_works(&app).await;
 }
 

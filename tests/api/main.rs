@@ -24,6 +24,8 @@ mod messages;
 mod models;
 mod openapi;
 mod plans;
+mod races;
+mod script_output;
 mod scripts;
 mod secrets;
 mod service_tasks;

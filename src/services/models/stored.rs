@@ -113,6 +113,8 @@ pub async fn delete(pool: &PgPool, identifier: &ModelId) -> Result<()> {
     let mut tx = pool.begin().await?;
     // as an upload does: no file of it is written meanwhile
     store::models::lock_identifier(&mut tx, identifier).await?;
+    // waits for the starts that have read the model: their instances are counted below
+    store::models::lock_instances_of(&mut tx, identifier, true).await?;
     store::models::find(&mut tx, identifier)
         .await?
         .ok_or_else(|| model_not_found(identifier))?;

@@ -28,8 +28,9 @@ pub(super) fn outcome_attributes(outcome: &Outcome) -> Vec<KeyValue> {
 }
 
 /// The outcome with everything the database cannot hold made storable: NUL characters in log
-/// lines and error texts become U+FFFD, and a result that cannot be stored (NUL, nesting,
-/// numbers out of range) turns the call into a failure that says why.
+/// lines and error texts become U+FFFD, a result's floats are written to come back as floats
+/// (`input::keep_floats`), and a result that cannot be stored (NUL, nesting, numbers out of
+/// range) turns the call into a failure that says why.
 pub fn storable(outcome: Outcome) -> Outcome {
     let clean = |text: String| {
         if text.contains('\0') {
@@ -41,25 +42,28 @@ pub fn storable(outcome: Outcome) -> Outcome {
     let clean_logs = |logs: Vec<String>| logs.into_iter().map(clean).collect::<Vec<_>>();
     match outcome {
         Outcome::Success {
-            command_response,
+            mut command_response,
             logs,
-        } => match crate::services::input::check_json(
-            &command_response,
-            ErrorCode::InvalidConnectorResponse,
-            "the connector's result",
-        ) {
-            Ok(()) => Outcome::Success {
-                command_response,
-                logs: clean_logs(logs),
-            },
-            Err(e) => Outcome::CommandFailure {
-                error_code: "invalid_connector_response".into(),
-                message: e.to_string(),
-                http_status: None,
-                transient: false,
-                logs: clean_logs(logs),
-            },
-        },
+        } => {
+            crate::services::input::keep_floats(&mut command_response);
+            match crate::services::input::check_json(
+                &command_response,
+                ErrorCode::InvalidConnectorResponse,
+                "the connector's result",
+            ) {
+                Ok(()) => Outcome::Success {
+                    command_response,
+                    logs: clean_logs(logs),
+                },
+                Err(e) => Outcome::CommandFailure {
+                    error_code: "invalid_connector_response".into(),
+                    message: e.to_string(),
+                    http_status: None,
+                    transient: false,
+                    logs: clean_logs(logs),
+                },
+            }
+        }
         Outcome::Accepted { logs } => Outcome::Accepted {
             logs: clean_logs(logs),
         },

@@ -66,21 +66,27 @@ impl<'c> UnitOfWork<'c> {
         payload: &Value,
         keys: &[String],
     ) -> Result<Option<Routed>> {
+        // receives of instances suspended while this lookup waited for their lock
+        let mut passed: Vec<i64> = Vec::new();
         loop {
+            let excluded = [self.claimed_receives.as_slice(), &passed].concat();
             // The lookup locks the receive's instance: the lock every writer of a receive holds,
             // taken before its message rows on every path.
-            let Some((receive, locked)) = store::messages::lock_oldest_waiting_receive(
-                &mut self.tx,
-                name,
-                keys,
-                &self.claimed_receives,
-            )
-            .await?
+            let Some((receive, locked)) =
+                store::messages::lock_oldest_waiting_receive(&mut self.tx, name, keys, &excluded)
+                    .await?
             else {
                 return Ok(None);
             };
             if !self.instances.contains_key(&receive.process_instance_id) {
                 self.insert_locked(locked).await?;
+            }
+            if self.is_suspended(receive.process_instance_id) {
+                // The receive was read waiting, then its instance was suspended before the lock
+                // was granted: it takes no message now, as if it were not there (the documented
+                // rule); it stays open, for the resume to look in the buffer.
+                passed.push(receive.id);
+                continue;
             }
             let waiting = self.state(receive.process_instance_id).is_some_and(|s| {
                 !s.status.is_final()

@@ -82,6 +82,8 @@ impl<'c> UnitOfWork<'c> {
         data: Map<String, Value>,
         started_by: StartedBy,
     ) -> Result<i64> {
+        // held until commit: the model cannot be deleted under the new instance
+        store::models::lock_instances_of(&mut self.tx, process_model_identifier, false).await?;
         let model = store::models::find(&mut self.tx, process_model_identifier)
             .await?
             .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;

@@ -1,0 +1,238 @@
+//! Races between requests on one instance or one model, driven deterministically: the test
+//! holds a lock the first request needs, waits (by asking Postgres, not by sleeping) until each
+//! request is queued behind it in the order the race needs, then lets them go (issue 31,
+//! items 6 and 7).
+
+use crate::domain::{show, start, upload_ok, waiting_task, ADMIN};
+use crate::helpers::{spawn_app_without_workers, TestApp};
+use crate::models::{keyed_waiter, user_task_process};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::{Postgres, Transaction};
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// A request sent on its own task, so the test can hold it back at a lock.
+fn spawn_request(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> JoinHandle<(StatusCode, Value)> {
+    let request = app
+        .request(method, path)
+        .bearer_auth(app.token(ADMIN))
+        .json(&body.unwrap_or(Value::Null));
+    tokio::spawn(async move {
+        let response = request.send().await.expect("request");
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    })
+}
+
+/// Waits until `count` sessions of the test database wait for a lock (a request queued behind
+/// the test's transaction, or behind another request), or `done` finished first (a request
+/// that did not wait: the race did not happen as the test needs). Fails after 20 s.
+async fn until_waiting_for_locks(
+    app: &TestApp,
+    count: i64,
+    done: &JoinHandle<(StatusCode, Value)>,
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if waiting >= count || done.is_finished() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{waiting} of {count} sessions wait"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A transaction of the test holding the row lock of instance `id`.
+async fn hold_instance(app: &TestApp, id: i64) -> Transaction<'static, Postgres> {
+    let mut tx = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+/// A message that reads the instance's receive as waiting, then waits for the instance's lock
+/// while a suspension holds it: what the send answers once the suspension has committed.
+async fn send_while_suspending(
+    app: &TestApp,
+    model: &str,
+    query: &str,
+) -> (i64, StatusCode, Value) {
+    upload_ok(app, model, "w.bpmn", &keyed_waiter("waiter", "ping")).await;
+    let (status, body) = start(app, model, &json!({"key": "k1"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+
+    let holder = hold_instance(app, id).await;
+    let suspend = spawn_request(
+        app,
+        Method::POST,
+        &format!("/v1.0/process-instances/{id}/suspend"),
+        None,
+    );
+    until_waiting_for_locks(app, 1, &suspend).await;
+    let sent = spawn_request(
+        app,
+        Method::POST,
+        &format!("/v1.0/messages/ping{query}"),
+        Some(json!({"key": "k1", "n": 1})),
+    );
+    until_waiting_for_locks(app, 2, &sent).await;
+    holder.rollback().await.unwrap();
+
+    let (status, suspended) = suspend.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{suspended}");
+    assert_eq!(suspended["process_instance"]["status"], "suspended");
+    let (status, body) = sent.await.unwrap();
+    (id, status, body)
+}
+
+/// Buffering asked for: the message is buffered, and the resume delivers it.
+#[tokio::test]
+async fn a_message_racing_a_suspension_is_buffered_and_delivered_on_resume() {
+    let app = spawn_app_without_workers().await;
+    let uuid = uuid::Uuid::new_v4();
+    let query = format!("?time_to_live_in_seconds=60&message_instance_uuid={uuid}");
+    let (id, status, body) = send_while_suspending(&app, "races/buffered", &query).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["message_instance"]["state"], "buffered", "{body}");
+    assert_eq!(show(&app, id).await["status"], "suspended");
+
+    let response = app
+        .post_json(
+            &format!("/v1.0/process-instances/{id}/resume"),
+            &Value::Null,
+            ADMIN,
+        )
+        .await;
+    let resumed: Value = response.json().await.unwrap();
+    assert_eq!(
+        resumed["process_instance"]["status"], "complete",
+        "{resumed}"
+    );
+    assert_eq!(
+        resumed["task_data"]["received"],
+        json!({"key": "k1", "n": 1})
+    );
+}
+
+/// No buffering: refused as if nothing waited (the rule for suspended instances).
+#[tokio::test]
+async fn a_message_racing_a_suspension_without_buffering_is_refused() {
+    let app = spawn_app_without_workers().await;
+    let (id, status, body) = send_while_suspending(&app, "races/refused", "").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "message_not_accepted", "{body}");
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "suspended", "{shown}");
+}
+
+/// A start that has read its model waits (at the message name's lock, held by the test) while
+/// the model is deleted: the delete waits for the start, then finds its live instance (409).
+#[tokio::test]
+async fn a_delete_racing_a_start_waits_for_it_and_is_refused() {
+    let app = spawn_app_without_workers().await;
+    upload_ok(
+        &app,
+        "races/deleted",
+        "w.bpmn",
+        &keyed_waiter("waiter", "late ping"),
+    )
+    .await;
+    // a receive about to wait takes the name's lock shared (store::messages::lock_name)
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))")
+        .bind("late ping")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let started = spawn_request(
+        &app,
+        Method::POST,
+        "/v1.0/process-instances/races:deleted",
+        Some(json!({"key": "k1"})),
+    );
+    until_waiting_for_locks(&app, 1, &started).await;
+    let deleted = spawn_request(
+        &app,
+        Method::DELETE,
+        "/v1.0/process-models/races:deleted",
+        None,
+    );
+    until_waiting_for_locks(&app, 2, &deleted).await;
+    holder.rollback().await.unwrap();
+
+    let (status, body) = started.await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let (status, refused) = deleted.await.unwrap();
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["error_code"], "process_model_in_use", "{refused}");
+    // the instance runs on its version
+    let response = app
+        .post_json(
+            &format!("/v1.0/process-instances/{id}/terminate"),
+            &Value::Null,
+            ADMIN,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+/// An instance whose version is gone anyway (stored before the fix, or by hand) is refused
+/// with a code on every endpoint that steps it, never a 500.
+#[tokio::test]
+async fn an_instance_whose_version_is_gone_is_refused_with_a_code() {
+    let app = spawn_app_without_workers().await;
+    upload_ok(&app, "races/orphan", "u.bpmn", &user_task_process("orphan")).await;
+    let (status, body) = start(&app, "races/orphan", &json!({"amount": 2})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["process_instance"]["id"].as_i64().unwrap();
+    let task = waiting_task(&app, id, "approve").await;
+    sqlx::query("UPDATE process_instances SET model_version = 'gone' WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+
+    let calls = [
+        (Method::PUT, format!("/v1.0/tasks/{id}/{task}")),
+        (
+            Method::POST,
+            format!("/v1.0/process-instances/{id}/suspend"),
+        ),
+        (
+            Method::POST,
+            format!("/v1.0/process-instances/{id}/terminate"),
+        ),
+    ];
+    for (method, path) in calls {
+        let (status, body) = spawn_request(&app, method, &path, Some(json!({})))
+            .await
+            .unwrap();
+        assert!(status.is_client_error(), "{path}: {status} {body}");
+        assert_eq!(
+            body["error_code"], "process_model_version_not_found",
+            "{path}: {body}"
+        );
+    }
+    assert_eq!(show(&app, id).await["status"], "user_input_required");
+}
