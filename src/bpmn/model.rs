@@ -15,9 +15,32 @@ mod shared;
 
 pub use build::build_model;
 
+/// Elements a model may have for its steps to count as short (see
+/// [`ModelSpec::steps_are_short`]): a step visits each element at most a few times, about a
+/// microsecond each in a release build.
+const SHORT_STEP_ELEMENTS: usize = 200;
+
 impl ModelSpec {
     pub fn process(&self, id: &str) -> Option<&ProcessSpec> {
         self.processes.get(id)
+    }
+
+    /// Whether every step of this model is bounded by a small amount of work: no Python (a
+    /// script may run its whole time limit), at most `SHORT_STEP_ELEMENTS` elements (a step's
+    /// cost grows with the model), no loop or multi-instance activity (their iterations are
+    /// not bounded by the model's size) and no call into another model. Such steps may run
+    /// where they are asked for; any other runs off the threads that answer requests.
+    pub fn steps_are_short(&self) -> bool {
+        let elements = || self.processes.values().flat_map(|p| p.elements.values());
+        !self.needs_python
+            && !self.calls_elsewhere
+            && self
+                .processes
+                .values()
+                .map(|p| p.elements.len())
+                .sum::<usize>()
+                <= SHORT_STEP_ELEMENTS
+            && elements().all(|e| e.standard_loop.is_none() && e.multi_instance.is_none())
     }
 
     /// Property id -> value for every correlation property with a retrieval expression for

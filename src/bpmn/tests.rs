@@ -883,3 +883,34 @@ fn syntax_errors_are_found_in_the_python_sources_by_the_host() {
         assert!(message.contains("(line 1, column "), "{name}: {message}");
     }
 }
+
+/// Short steps (run where asked, without a thread hop): a small model with no Python, loop or
+/// call elsewhere. Any of those, or many elements, and its steps leave the async threads.
+#[test]
+fn only_small_plain_models_count_as_having_short_steps() {
+    assert!(model(&process(START_END, "")).steps_are_short());
+    let script = r#"<bpmn:startEvent id="start"/>
+      <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="s"/>
+      <bpmn:scriptTask id="s"><bpmn:script>x = 1 + 1</bpmn:script></bpmn:scriptTask>
+      <bpmn:sequenceFlow id="f2" sourceRef="s" targetRef="end"/><bpmn:endEvent id="end"/>"#;
+    assert!(!model(&process(script, "")).steps_are_short());
+    let looped = r#"<bpmn:startEvent id="start"/>
+      <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="t"/>
+      <bpmn:manualTask id="t"><bpmn:multiInstanceLoopCharacteristics isSequential="true">
+        <bpmn:loopCardinality>100000</bpmn:loopCardinality></bpmn:multiInstanceLoopCharacteristics>
+      </bpmn:manualTask>
+      <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="end"/><bpmn:endEvent id="end"/>"#;
+    assert!(!model(&process(looped, "")).steps_are_short());
+    let mut chain = String::from(r#"<bpmn:startEvent id="start"/>"#);
+    let mut previous = "start".to_string();
+    for i in 0..200 {
+        chain.push_str(&format!(
+            r#"<bpmn:sequenceFlow id="f{i}" sourceRef="{previous}" targetRef="t{i}"/><bpmn:task id="t{i}"/>"#
+        ));
+        previous = format!("t{i}");
+    }
+    chain.push_str(&format!(
+        r#"<bpmn:sequenceFlow id="last" sourceRef="{previous}" targetRef="end"/><bpmn:endEvent id="end"/>"#
+    ));
+    assert!(!model(&process(&chain, "")).steps_are_short());
+}

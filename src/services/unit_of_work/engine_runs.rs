@@ -137,9 +137,11 @@ impl<'c> UnitOfWork<'c> {
             step_attributes(id, model, &start)
         });
         let mut context = step_context(self.cache, env).with_data_stores(stores);
-        let started =
-            on_a_blocking_thread(move || engine::start(&spec, &process_id, start, &mut context))
-                .await;
+        let short = spec.steps_are_short();
+        let started = off_async_threads_unless(short, move || {
+            engine::start(&spec, &process_id, start, &mut context)
+        })
+        .await;
         let started = span.record(started)?;
         EngineRun::of(&span, started)
     }
@@ -202,6 +204,11 @@ impl<'c> UnitOfWork<'c> {
         let mut context = span.record(self.engine_context(id, &model, &spec).await)?;
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
+        if spec.steps_are_short() {
+            // no thread hop on the hot path: a short step costs less than the hop
+            let stepped = engine::step(&spec, &mut loaded.state, event, &mut context);
+            return EngineRun::of(&span, stepped);
+        }
         // moved to the thread and back (a join error fails the whole unit of work, which
         // never commits)
         let placeholder = InstanceState::new(&loaded.state.process_id, Default::default());
@@ -241,6 +248,18 @@ fn step_attributes(id: i64, model: &str, event: &Event) -> Vec<KeyValue> {
         attributes.push(KeyValue::new("workflow.message.name", name.to_string()));
     }
     attributes
+}
+
+/// Runs engine work inline when it is `short` (see `ModelSpec::steps_are_short`: the thread
+/// hop would cost more than the work), else as [`on_a_blocking_thread`].
+async fn off_async_threads_unless<T: Send + 'static>(
+    short: bool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    if short {
+        return Ok(work());
+    }
+    on_a_blocking_thread(work).await
 }
 
 /// Runs engine work on tokio's blocking threads, never on the async ones that answer HTTP

@@ -84,14 +84,19 @@ pub struct InstanceOutcome {
     pub updated_at: DateTime<Utc>,
 }
 
-/// The rows of the changed tasks and of the live ones, serialised on a blocking thread: a
-/// step may have run thousands of tasks, and serialising them would hold up an async thread.
+/// Task rows serialised where they are asked for; more go to a blocking thread.
+const INLINE_TASK_ROWS: usize = 64;
+
+/// The rows of the changed tasks and of the live ones, serialised on a blocking thread when
+/// there are many: a step may have run thousands of tasks, and serialising them would hold up
+/// an async thread.
 async fn task_rows(
     state: &InstanceState,
     changed: Vec<(Task, Option<String>)>,
 ) -> Result<(Box<RawValue>, Box<RawValue>)> {
+    let changed_and_live = changed.len() + state.tasks.len();
     let live = state.tasks.clone();
-    let rows = tokio::task::spawn_blocking(move || {
+    let serialise = move || {
         let changed: Vec<Value> = changed
             .iter()
             .map(|(task, process)| task_record(task, process.as_deref()))
@@ -101,9 +106,15 @@ async fn task_rows(
             serde_json::value::to_raw_value(&changed)?,
             serde_json::value::to_raw_value(&live)?,
         ))
-    })
-    .await
-    .map_err(|e| anyhow!("serialising the tasks of a step failed: {e}"))?;
+    };
+    // a few rows cost less than the thread hop
+    let rows = if changed_and_live <= INLINE_TASK_ROWS {
+        serialise()
+    } else {
+        tokio::task::spawn_blocking(serialise)
+            .await
+            .map_err(|e| anyhow!("serialising the tasks of a step failed: {e}"))?
+    };
     Ok(rows.map_err(|e| anyhow!("the tasks of a step cannot be serialised: {e}"))?)
 }
 
