@@ -4,6 +4,7 @@ mod auth;
 mod calls;
 mod cli;
 mod console;
+mod correlation_gaps;
 mod data;
 mod data_stores;
 mod decisions;
