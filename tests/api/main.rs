@@ -14,6 +14,7 @@ mod event_payloads;
 mod events;
 mod examples;
 mod failover;
+mod fix_and_retry;
 mod hardening;
 mod hardening_http;
 mod health;
