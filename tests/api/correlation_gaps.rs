@@ -186,3 +186,36 @@ async fn an_early_message_among_waiting_instances_names_its_instance() {
         "{body}"
     );
 }
+
+/// A message an instance throws follows SpiffWorkflow too: a payload without the key fails the
+/// throwing task (the instance is in error, naming the expression); nothing is sent.
+#[tokio::test]
+async fn a_thrown_message_without_the_correlation_key_errs_its_instance() {
+    let app = spawn_app().await;
+    let xml = definitions(
+        r#"<bpmn:correlationProperty id="order_id" name="order id">
+    <bpmn:correlationPropertyRetrievalExpression messageRef="m_req"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
+  </bpmn:correlationProperty>
+  <bpmn:message id="m_req" name="request" />
+  <bpmn:process id="asker" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="ask" />
+    <bpmn:sendTask id="ask" messageRef="m_req"><bpmn:extensionElements>
+      <spiffworkflow:messagePayload>{"amount": amount}</spiffworkflow:messagePayload>
+    </bpmn:extensionElements></bpmn:sendTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="ask" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    );
+    upload_ok(&app, "shop/asker", "asker.bpmn", &xml).await;
+    let (status, started) = start(&app, "shop/asker", &json!({"amount": 3})).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    assert_eq!(started["process_instance"]["status"], "error", "{started}");
+    let error = &started["process_instance"]["error"];
+    assert_eq!(error["element_id"], "ask", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("order_id"),
+        "{error}"
+    );
+    assert!(messages(&app, "name=request").await.is_empty());
+}
