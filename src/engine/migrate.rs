@@ -164,4 +164,18 @@ mod tests {
         let gone = migration_blockers_between(&state, &v1, &other_process);
         assert_eq!(gone[0].element_id, "P");
     }
+
+    /// An instance in error: its failed task (put back in the state) must be in the target.
+    #[test]
+    fn the_failed_task_of_an_instance_in_error_must_be_in_the_target() {
+        let v1 = user_task("approve");
+        let mut state = waiting_at(&v1);
+        for task in state.tasks.iter_mut().filter(|t| t.element_id == "approve") {
+            task.state = TaskState::Error;
+        }
+        assert!(migration_blockers_between(&state, &v1, &user_task("approve")).is_empty());
+        let renamed = migration_blockers_between(&state, &v1, &user_task("approve2"));
+        assert_eq!(renamed.len(), 1, "{renamed:?}");
+        assert_eq!(renamed[0].element_id, "approve");
+    }
 }
