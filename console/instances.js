@@ -311,11 +311,11 @@ export async function instanceDetailPage(view, ctx) {
 
   function actionsBar(instance, finished) {
     const out = h("div", { class: "wb-action-result", "aria-live": "polite" });
-    const act = async (action, button, doneText) => {
+    const act = async (action, button, doneText, body) => {
       button.disabled = true;
       put(out);
       try {
-        const answer = await api(`/v1.0/process-instances/${seg(id)}/${action}`, { method: "POST" });
+        const answer = await api(`/v1.0/process-instances/${seg(id)}/${action}`, { method: "POST", body });
         const status = answer && answer.process_instance && answer.process_instance.status;
         const text = action === "retry" && status === "error"
           ? `Instance #${id} was retried and failed again: see the error below.`
@@ -327,16 +327,32 @@ export async function instanceDetailPage(view, ctx) {
         put(out, problem(error));
       }
     };
-    const button = (action, text, doneText, cls = "") => {
+    const button = (action, text, doneText, cls = "", body = undefined) => {
       const b = h("button", { type: "button", class: `wb-button ${cls}`, dataset: { action } }, text);
-      b.addEventListener("click", () => act(action, b, doneText));
+      b.addEventListener("click", () => act(action, b, doneText, body));
       return b;
     };
     const buttons = [];
     const s = instance.status;
     if (["running", "waiting", "user_input_required"].includes(s)) buttons.push(button("suspend", "Suspend", `Instance #${id} suspended: nothing runs until it is resumed.`));
     if (s === "suspended") buttons.push(button("resume", "Resume", `Instance #${id} resumed.`, "wb-primary"));
-    if (s === "error") buttons.push(button("retry", "Retry", `Instance #${id} retried.`, "wb-primary"));
+    if (s === "error") {
+      buttons.push(button("retry", "Retry", `Instance #${id} retried.`, "wb-primary"));
+      // a fix uploaded since the error: the failed task runs as the newest version has it
+      const newer = h("span", { class: "wb-retry-newer" });
+      buttons.push(newer);
+      newestVersion(instance).then((version) => {
+        if (!version || version === versionOf(instance) || !ctx.current()) return;
+        put(newer, button(
+          "retry",
+          "Retry on the newest version",
+          `Instance #${id} moved to version ${version.slice(0, 8)} and retried.`,
+          "",
+          { target_version: version },
+        ));
+        newer.lastChild.title = `Moves the instance to version ${version.slice(0, 8)} of its model (where the fix was uploaded), then runs the failed task again.`;
+      });
+    }
     if (!finished) {
       const terminate = h("button", { type: "button", class: "wb-button wb-danger", dataset: { action: "terminate" } }, "Terminate…");
       terminate.addEventListener("click", async () => {
@@ -358,6 +374,16 @@ export async function instanceDetailPage(view, ctx) {
         : h("p", { class: "wb-help" }, `This instance is ${instance.status}: there is nothing left to act on.`),
       out,
     );
+  }
+
+  /** The model's current version, or null when it cannot be read (no scope, deleted). */
+  async function newestVersion(instance) {
+    try {
+      const model = await api(`/v1.0/process-models/${modelSeg(instance.process_model_identifier)}`);
+      return (model && model.current_version) || null;
+    } catch (error) {
+      return null;
+    }
   }
 
   function waitingSection(instance, live, finished) {

@@ -3,11 +3,14 @@
 
 use super::auth::Principal;
 use super::error::{ApiError, Problem};
-use super::process_instances::{authorize, InstanceAnswer};
+use super::process_instances::{authorize, optional_json, InstanceAnswer};
 use crate::services::instances::InstanceId;
 use crate::services::lifecycle::{self, Command};
+use crate::services::{input, ErrorCode};
 use crate::startup::AppState;
 use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use utoipa::ToSchema;
 
 /// Suspend an instance: until it is resumed it takes no message, fires no timer and makes no
 /// connector call.
@@ -98,23 +101,39 @@ pub async fn terminate(
     command(principal, state, id.into_inner(), Command::Terminate).await
 }
 
+/// The body of a retry (optional).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    /// Move the instance to this version of its model (`version_sha`, e.g. the model's
+    /// `current_version` after the fix was uploaded) before the failed task runs again, as
+    /// `POST .../migrate` would; default: retry on the version it is on.
+    pub target_version: Option<String>,
+}
+
 /// Retry an instance in error: the task that failed (a script, a connector call after an
 /// outage, a gateway without a matching condition...) runs again from its start with the
 /// instance's current data, and the instance runs on from there. The waits and calls of its
 /// other live tasks, closed when it failed, are opened again (a timer's duration counts from
 /// the retry). If the task fails again the instance is back in error with the new cause.
+///
+/// The task runs as the instance's version of the model has it. When the cause was in the
+/// model (a script), upload the fix and retry with `{"target_version": "<the new
+/// version_sha>"}`: the instance moves to that version (the same rules as `migrate`, which
+/// also moves an instance in error) and the fixed task runs, in one step.
 #[utoipa::path(
     post,
     path = "/v1.0/process-instances/{id}/retry",
     tag = "process instances",
     params(("id" = i64, Path, description = "Process instance id")),
+    request_body(content = Option<RetryRequest>, description = "Optional `{\"target_version\": \"<version_sha>\"}`", content_type = "application/json"),
     responses(
         (status = 200, description = "Retried: the instance (running on, or in error again)", body = InstanceAnswer),
-        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_json`, `invalid_path`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`; `process_model_version_not_found` when the version it ran on was deleted", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`process_instance_not_in_error`, `nothing_to_retry` (its error came from outside a task), `process_instance_finished`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`; `process_model_version_not_found` when the version it ran on was deleted, or `target_version` is not a version of its model", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`process_instance_not_in_error`, `nothing_to_retry` (its error came from outside a task), `process_instance_finished`, `migration_not_possible` (`target_version` cannot carry it: with `elements`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` or `scripts_unavailable` (with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -123,8 +142,27 @@ pub async fn retry(
     principal: Principal,
     state: web::Data<AppState>,
     id: web::Path<InstanceId>,
+    body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    command(principal, state, id.into_inner(), Command::Retry).await
+    let request: RetryRequest = match optional_json(&body)? {
+        None => RetryRequest::default(),
+        Some(value) => serde_json::from_value(value).map_err(|e| {
+            ApiError::refused(
+                ErrorCode::InvalidJson,
+                format!("the body is not a retry: {e}"),
+            )
+        })?,
+    };
+    let Some(target) = request.target_version else {
+        return command(principal, state, id.into_inner(), Command::Retry).await;
+    };
+    input::check_text(&target, ErrorCode::InvalidJson, "target_version", 128)?;
+    let id = id.into_inner();
+    authorize(&principal, &state, id, "update", None).await?;
+    let outcome =
+        lifecycle::retry_on_version(&state.pool, &state.models, id, &target, &principal.subject)
+            .await?;
+    Ok(HttpResponse::Ok().json(InstanceAnswer::from(outcome)))
 }
 
 async fn command(

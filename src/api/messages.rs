@@ -228,7 +228,9 @@ pub struct Object(#[allow(dead_code)] Value);
 /// Delivered to the oldest instance waiting for it with matching correlation values (200),
 /// else starts the model whose Message Start Event has this name (200), else is buffered
 /// when `time_to_live_in_seconds` > 0 (202), else is refused (400 `message_not_accepted`,
-/// kept for audit with its failure cause). A busy receiver is waited for, not refused.
+/// kept for audit with its failure cause). A busy receiver is waited for, not refused. A
+/// payload must give a value for every correlation property the message has (else 400
+/// `correlation_value_not_computable`): a message is never correlated on a missing value.
 #[utoipa::path(
     post,
     path = "/v1.0/messages/{modified_message_name}",
@@ -241,7 +243,7 @@ pub struct Object(#[allow(dead_code)] Value);
     responses(
         (status = 200, description = "Delivered to a waiting instance or started one", body = InstanceAnswer),
         (status = 202, description = "Buffered (or, on replay, buffered and since expired: status `cancelled`)", body = BufferedAnswer),
-        (status = 400, description = "`message_not_accepted` (with `reason`: `no_receiver` when nothing waits for the name and no model starts with it, `correlation_mismatch` when instances wait for it but none with this message's `correlation_values`, which the problem carries; the message is kept for audit with `failure_reason`, `expired` for a buffered one whose time ran out), `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`, `process_instance_cannot_start`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`message_not_accepted` (with `reason`: `no_receiver` when nothing waits for the name and no model starts with it, `correlation_mismatch` when instances wait for it but none with this message's `correlation_values`, which the problem carries; when a live instance has this message's correlation values but does not wait for it yet, the problem names it in `process_instance_id` and its `detail` suggests `time_to_live_in_seconds`; the message is kept for audit with `failure_reason`, `expired` for a buffered one whose time ran out), `correlation_value_not_computable` (the payload gives no value for a correlation property of the message: its retrieval expression raised, for a missing key, or gave null; `correlation_properties: [{correlation_property, expression, error}]`; nothing is started, delivered, buffered or kept), `invalid_payload` (not an object, a NUL character, nested deeper than 64 levels, a number that cannot be stored), `invalid_message_name`, `invalid_time_to_live`, `message_instance_uuid_required`, `invalid_message_instance_uuid`, `invalid_json`, `invalid_path`, `invalid_query`, `process_instance_cannot_start`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `messages:send` or `messages:send:<name>`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`message_instance_uuid_conflict`: the uuid was used with another name or payload", body = Problem, content_type = "application/problem+json"),

@@ -61,7 +61,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         data_stores::put_data_store, data_stores::delete_data_store,
     ),
     components(schemas(
-        Problem, process_instances::MigrateRequest, secrets::SecretValueBody,
+        Problem, process_instances::MigrateRequest, lifecycle::RetryRequest, secrets::SecretValueBody,
         secrets::SecretAnswer, secrets::SecretList, signals::SignalAnswer,
         decisions::DecisionAnswer, decisions::DecisionInput, decisions::DecisionOutput,
         decisions::DecisionRule, decisions::EvaluateRequest, decisions::EvaluationAnswer,

@@ -505,7 +505,9 @@ pub struct MigrateRequest {
 /// Allowed when every live task's element exists in the target version with the same kind
 /// (and waits for the same message); the instance then steps against that version, and its
 /// waiting correlations keep working. Otherwise 409 `migration_not_possible`, listing the
-/// elements (`elements: [{element_id, reason}]`).
+/// elements (`elements: [{element_id, reason}]`). An instance in error moves too (its failed
+/// task's element checked as a live one's), so that a retry runs the task as the new version
+/// has it; a complete or terminated instance does not.
 #[utoipa::path(
     post,
     path = "/v1.0/process-instances/{id}/migrate",
@@ -518,7 +520,7 @@ pub struct MigrateRequest {
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`, `process_model_version_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`migration_not_possible` (with `elements`, `target_version`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`migration_not_possible` (with `elements`, `target_version`; or the instance is complete or terminated)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -145,9 +145,14 @@ impl<'m> Interpreter<'m> {
             Some(expression) => self.eval(element, expression, "messagePayload")?,
             None => Value::Object(self.data().clone()),
         };
-        let correlation_values =
+        // SpiffArena's messages compute correlations only from a payload expression's value
+        // (and fail with it); a message without one carries what the task data gives
+        let correlation_values = if message.payload.is_some() {
+            self.thrown_correlation_values(element, &message.message_name, &payload)?
+        } else {
             self.model
-                .correlation_values(&message.message_name, &payload, self.expr_context());
+                .correlation_values(&message.message_name, &payload, self.expr_context())
+        };
         for (property, value) in &correlation_values {
             self.state
                 .correlations
@@ -160,6 +165,37 @@ impl<'m> Interpreter<'m> {
             correlation_values,
         });
         Ok(())
+    }
+
+    /// The correlation values a thrown message carries: the model's retrieval expressions for
+    /// its name over the payload. As in SpiffWorkflow, an expression that raises (the payload
+    /// lacks its key) fails the throwing task: no message goes out without its value. One that
+    /// gives null is no value.
+    fn thrown_correlation_values(
+        &self,
+        element: &ElementSpec,
+        message_name: &str,
+        payload: &Value,
+    ) -> Result<BTreeMap<String, Value>, ModelFailure> {
+        let empty = serde_json::Map::new();
+        let vars = payload.as_object().unwrap_or(&empty);
+        let mut values = BTreeMap::new();
+        for property in &self.model.correlation_properties {
+            let Some(expression) = property.retrieval.get(message_name) else {
+                continue;
+            };
+            let value = expression.eval(vars, self.expr_context()).map_err(|e| {
+                let what = format!(
+                    "the retrieval expression of correlation property '{}' for message '{message_name}'",
+                    property.id
+                );
+                ModelFailure::of_expression(&element.id, e, &what)
+            })?;
+            if !value.is_null() {
+                values.insert(property.id.clone(), value);
+            }
+        }
+        Ok(values)
     }
 
     pub fn wait_for_message(

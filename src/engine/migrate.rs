@@ -1,9 +1,10 @@
 //! Whether an instance can move to another version of its model (SpiffArena's "migrate"):
 //! every live task's element must exist in the target with the same kind, and an element
 //! waiting for a message must wait for the same message there, so the instance's waits,
-//! pending calls and stored receives mean the same thing after the move.
+//! pending calls and stored receives mean the same thing after the move. An instance in error
+//! moves too, its failed task checked as a live one: a retry then runs it as the target has it.
 
-use super::InstanceState;
+use super::{InstanceState, Task, TaskState};
 use crate::bpmn::ModelSpec;
 
 /// A live task whose element the target version cannot carry, and why.
@@ -21,8 +22,7 @@ pub fn migration_blockers(state: &InstanceState, target: &ModelSpec) -> Vec<Migr
             reason: format!("the target version has no process '{}'", state.process_id),
         }];
     };
-    state
-        .live_tasks()
+    tasks_to_carry(state)
         .filter_map(|task| {
             let blocked = |reason: String| {
                 Some(MigrationBlocker {
@@ -44,6 +44,15 @@ pub fn migration_blockers(state: &InstanceState, target: &ModelSpec) -> Vec<Migr
         .collect()
 }
 
+/// The tasks the target must have: the live ones, and a failed one that a retry runs again
+/// (in the state of an instance in error only, put back by the caller).
+fn tasks_to_carry(state: &InstanceState) -> impl Iterator<Item = &Task> {
+    state
+        .tasks
+        .iter()
+        .filter(|task| task.state.is_live() || task.state == TaskState::Error)
+}
+
 /// As [`migration_blockers`], also comparing the message each waiting element waits for in
 /// the current and the target version.
 pub fn migration_blockers_between(
@@ -58,7 +67,7 @@ pub fn migration_blockers_between(
     ) else {
         return blockers;
     };
-    for task in state.live_tasks() {
+    for task in tasks_to_carry(state) {
         let waits = |p: &crate::bpmn::ProcessSpec| {
             p.elements
                 .get(&task.element_id)
@@ -154,5 +163,19 @@ mod tests {
         .expect("model");
         let gone = migration_blockers_between(&state, &v1, &other_process);
         assert_eq!(gone[0].element_id, "P");
+    }
+
+    /// An instance in error: its failed task (put back in the state) must be in the target.
+    #[test]
+    fn the_failed_task_of_an_instance_in_error_must_be_in_the_target() {
+        let v1 = user_task("approve");
+        let mut state = waiting_at(&v1);
+        for task in state.tasks.iter_mut().filter(|t| t.element_id == "approve") {
+            task.state = TaskState::Error;
+        }
+        assert!(migration_blockers_between(&state, &v1, &user_task("approve")).is_empty());
+        let renamed = migration_blockers_between(&state, &v1, &user_task("approve2"));
+        assert_eq!(renamed.len(), 1, "{renamed:?}");
+        assert_eq!(renamed[0].element_id, "approve");
     }
 }

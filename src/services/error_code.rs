@@ -67,6 +67,7 @@ error_codes! {
     ApiKeyNameConflict = "api_key_name_conflict": Conflict,
     ApiKeyNotFound = "api_key_not_found": NotFound,
     CallbackNotFound = "callback_not_found": Invalid,
+    CorrelationValueNotComputable = "correlation_value_not_computable": Invalid,
     DataStoreNotFound = "data_store_not_found": NotFound,
     DatabaseUnavailable = "database_unavailable": Unavailable,
     DecisionFailed = "decision_failed": Invalid,

@@ -3,7 +3,7 @@
 use super::unit_of_work::Applied;
 pub use super::unit_of_work::InstanceOutcome;
 use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
-use crate::engine::{EngineError, Event};
+use crate::engine::{EngineError, Event, InstanceStatus};
 pub use crate::ids::{InstanceId, ModelId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
@@ -101,6 +101,23 @@ async fn migrate_once(
     if !uow.load(id).await? {
         return Err(instance_not_found(id));
     }
+    let from = move_instance(&mut uow, id, target_version).await?;
+    let committed = uow.commit().await?;
+    Ok(Migrated {
+        outcome: committed.answer(id).expect("loaded above"),
+        previous_version: from,
+    })
+}
+
+/// Moves a held instance to `target_version` (default: its model's current version) when the
+/// target can carry its live tasks, and an instance in error its failed task too (so that a
+/// retry runs the task as the target has it: the fix of a script); returns the version it
+/// was on. A complete or terminated instance does not move.
+pub(super) async fn move_instance(
+    uow: &mut UnitOfWork<'_>,
+    id: i64,
+    target_version: Option<&str>,
+) -> Result<String> {
     let model = uow
         .process_model_identifier(id)
         .unwrap_or_default()
@@ -119,17 +136,24 @@ async fn migrate_once(
             format!("process model '{model}' has no version '{target}'"),
         )
     })?;
-    let state = uow.state(id).expect("loaded above");
-    if state.status.is_final() {
+    let status = uow.state(id).expect("loaded by the caller").status;
+    if matches!(
+        status,
+        InstanceStatus::Complete | InstanceStatus::Terminated
+    ) {
         return Err(Error::refused(
             ErrorCode::MigrationNotPossible,
             format!(
-                "process instance {id} is {}; only a live instance moves",
-                state.status.as_str()
+                "process instance {id} is {}; only a live instance or one in error moves",
+                status.as_str()
             ),
         ));
     }
-    let current = uow.spec(id).expect("loaded above");
+    if status == InstanceStatus::Error {
+        uow.restore_failed_task(id).await?;
+    }
+    let state = uow.state(id).expect("loaded by the caller");
+    let current = uow.spec(id).expect("loaded by the caller");
     let blockers = crate::engine::migration_blockers_between(state, &current, &target_spec);
     if !blockers.is_empty() {
         let listed = blockers
@@ -146,11 +170,7 @@ async fn migrate_once(
     if target != from {
         uow.move_to_version(id, &target, target_spec).await?;
     }
-    let committed = uow.commit().await?;
-    Ok(Migrated {
-        outcome: committed.answer(id).expect("loaded above"),
-        previous_version: from,
-    })
+    Ok(from)
 }
 
 /// An instance moved to another version (or left on its own).

@@ -84,7 +84,27 @@ pub async fn run(
     command: Command,
     actor: &str,
 ) -> Result<InstanceOutcome> {
-    retry_transaction!(run_once(pool, cache, id.0, command, actor))
+    retry_transaction!(run_once(pool, cache, id.0, command, actor, None))
+}
+
+/// Retries an instance in error after moving it to `target_version` of its model, in one
+/// transaction: the failed task runs as that version has it (a script fixed in a new upload).
+/// Refused as a migration is (409 `migration_not_possible`) when the version cannot carry it.
+pub async fn retry_on_version(
+    pool: &PgPool,
+    cache: &ModelCache,
+    id: InstanceId,
+    target_version: &str,
+    actor: &str,
+) -> Result<InstanceOutcome> {
+    retry_transaction!(run_once(
+        pool,
+        cache,
+        id.0,
+        Command::Retry,
+        actor,
+        Some(target_version)
+    ))
 }
 
 async fn run_once(
@@ -93,6 +113,7 @@ async fn run_once(
     id: i64,
     command: Command,
     actor: &str,
+    target_version: Option<&str>,
 ) -> Result<InstanceOutcome> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     uow.act_as(actor);
@@ -109,6 +130,9 @@ async fn run_once(
             Command::Resume => uow.resume(id).await?,
             Command::Terminate => uow.terminate(id).await?,
             Command::Retry => {
+                if let Some(target) = target_version {
+                    super::instances::move_instance(&mut uow, id, Some(target)).await?;
+                }
                 uow.restore_failed_task(id).await?;
                 uow.apply(id, Event::Retry).await?
             }

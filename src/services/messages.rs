@@ -1,6 +1,6 @@
 //! POST /v1.0/messages: validation, idempotency by uuid, correlation, buffering, audit.
 
-use super::unit_of_work::{Committed, OutgoingMessage, Routed, Unmatched};
+use super::unit_of_work::{Committed, OutgoingMessage, RetrievalFailure, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::correlation::CorrelationValues;
 pub use crate::ids::MessageId;
@@ -112,9 +112,12 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
             None => return replay(uow, request, uuid).await,
         },
     };
-    let values = uow
+    let (values, failures) = uow
         .correlation_values(&request.name, &request.payload)
         .await?;
+    if let Some(refusal) = not_computable(&request.name, &failures) {
+        return Err(refusal);
+    }
     let unmatched = if request.time_to_live_seconds > 0 {
         Unmatched::Buffer
     } else {
@@ -182,11 +185,19 @@ fn send_answer(
         Routed::NotAccepted { .. } => None,
     };
     match (routed, answer) {
-        (Routed::NotAccepted { cause, reason }, _) => Err(not_accepted(
+        (
+            Routed::NotAccepted {
+                cause,
+                reason,
+                early_for,
+            },
+            _,
+        ) => Err(not_accepted(
             cause,
             Some(reason.as_str()),
             &json!(values),
             send_id,
+            early_for,
         )),
         (_, Some(answer)) => Ok(answer),
         (_, None) => Err(Error::Internal(anyhow::anyhow!(
@@ -197,13 +208,45 @@ fn send_answer(
 
 /// The refusal of a send no receiver took: the cause in words, and as a code (`reason`); on a
 /// correlation mismatch, the values computed from this message's own payload (never another
-/// instance's data).
-fn not_accepted(cause: String, reason: Option<&str>, values: &Value, message_id: i64) -> Error {
+/// instance's data); the instance it came too early for, if one has its values.
+fn not_accepted(
+    cause: String,
+    reason: Option<&str>,
+    values: &Value,
+    message_id: i64,
+    early_for: Option<i64>,
+) -> Error {
     let mut extra = json!({ "message_instance_id": message_id, "reason": reason });
     if reason == Some("correlation_mismatch") {
         extra["correlation_values"] = values.clone();
     }
+    if let Some(id) = early_for {
+        extra["process_instance_id"] = json!(id);
+    }
     Error::refused(ErrorCode::MessageNotAccepted, cause).with_extra(extra)
+}
+
+/// The refusal of a message whose payload gives no value for one of its correlation
+/// properties (as SpiffWorkflow, where a retrieval expression that raises is an error): a
+/// message is never correlated on a missing value, so it neither starts an instance without
+/// one nor completes one waiting for any. Buffering follows the same rule.
+fn not_computable(name: &str, failures: &[RetrievalFailure]) -> Option<Error> {
+    let first = failures.first()?;
+    let listed: Vec<Value> = failures
+        .iter()
+        .map(|f| json!({"correlation_property": f.property_id, "expression": f.expression, "error": f.error}))
+        .collect();
+    Some(
+        Error::refused(
+            ErrorCode::CorrelationValueNotComputable,
+            format!(
+                "the payload of message '{name}' gives no value for correlation property '{}': \
+                 its retrieval expression `{}` failed: {}",
+                first.property_id, first.expression, first.error
+            ),
+        )
+        .with_extra(json!({ "correlation_properties": listed })),
+    )
 }
 
 /// Answers a repeated uuid from the stored message's current state; never delivers again.
@@ -248,6 +291,7 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
             row.failure_reason.as_deref(),
             &row.correlation_keys.0,
             row.id,
+            None,
         )),
         _ => Ok(SendAnswer::Buffered(Box::new(row))),
     }

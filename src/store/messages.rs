@@ -337,6 +337,27 @@ pub async fn count_waiting_receives(conn: &mut PgConnection, name: &str) -> sqlx
     .await
 }
 
+/// The oldest live instance (and its status) of a model that declares correlation for this
+/// message name, whose established correlation values include every one of `values` (not
+/// empty): the instance a message with those values is for, though nothing of it waits.
+pub async fn instance_with_values(
+    conn: &mut PgConnection,
+    name: &str,
+    values: &serde_json::Value,
+) -> sqlx::Result<Option<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT pi.id, pi.status FROM process_instances pi \
+         WHERE pi.correlations @> $2 AND pi.status NOT IN ('complete', 'terminated') \
+           AND EXISTS (SELECT 1 FROM correlation_retrievals r WHERE r.message_name = $1 \
+                       AND r.process_model_identifier = pi.process_model_identifier) \
+         ORDER BY pi.id LIMIT 1",
+    )
+    .bind(name)
+    .bind(sqlx::types::Json(values))
+    .fetch_optional(conn)
+    .await
+}
+
 pub async fn cancel_receives_of_instance(
     conn: &mut PgConnection,
     instance_id: i64,

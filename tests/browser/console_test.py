@@ -371,6 +371,22 @@ class Run:
         expect(page.locator("#instance-status .wb-status")).to_have_text("error")
         self.check("an instance in error marks the failed element wb-error, explains it, and retries")
 
+        # fix the model, then retry: once the fixed script is uploaded, the page offers a retry on
+        # the newest version, which moves the instance there and runs the fix
+        expect(page.get_by_role("button", name="Retry on the newest version")).to_have_count(0)
+        fixed = model_file("failing.bpmn", s["run"]).replace('batch["size"] / batch["parts"]', 'batch["size"]')
+        api.call(
+            "PUT",
+            f"/v1.0/process-models/{s['failing_model'].replace('/', ':')}/files/failing.bpmn",
+            fixed,
+            content_type="application/xml",
+            expect=(200, 201),
+        )
+        page.reload()
+        page.get_by_role("button", name="Retry on the newest version", exact=True).click()
+        expect(page.locator("#instance-status .wb-status")).to_have_text("complete")
+        self.check("after the fix is uploaded, retry on the newest version completes the instance")
+
         # models: list, model page with diagram, download, upload
         page.get_by_role("link", name="Models", exact=True).click()
         expect(page.get_by_role("heading", name="Models", exact=True)).to_be_visible()

@@ -302,7 +302,7 @@ fn terminate_inside_a_subprocess_ends_only_the_subprocess_and_message_end_sends(
               <bpmn:userTask id="u"/><bpmn:endEvent id="t"><bpmn:terminateEventDefinition/></bpmn:endEvent>
               {}{}{}</bpmn:subProcess>
             <bpmn:intermediateThrowEvent id="throw"><bpmn:messageEventDefinition messageRef="m_req">
-              <bpmn:extensionElements><spiffworkflow:messagePayload>{{"order_id": 1}}</spiffworkflow:messagePayload></bpmn:extensionElements>
+              <bpmn:extensionElements><spiffworkflow:messagePayload>{{"order_id": 1, "tag": "t"}}</spiffworkflow:messagePayload></bpmn:extensionElements>
             </bpmn:messageEventDefinition></bpmn:intermediateThrowEvent>
             <bpmn:endEvent id="e"><bpmn:messageEventDefinition messageRef="m_reply"/></bpmn:endEvent>{}"#,
             flow("i0", "ss", "fork"),
@@ -326,7 +326,7 @@ fn terminate_inside_a_subprocess_ends_only_the_subprocess_and_message_end_sends(
     assert_eq!(
         names,
         vec![
-            ("request", &json!({"order_id": 1})),
+            ("request", &json!({"order_id": 1, "tag": "t"})),
             ("reply", &json!({"k": 1}))
         ]
     );

@@ -218,3 +218,34 @@ fn message_start_event_sets_variable_and_correlations() {
         Err(EngineError::Invalid(_))
     ));
 }
+
+/// As in SpiffWorkflow (a retrieval expression that raises fails the throw): a payload without
+/// a correlation property's key fails the send task, naming the expression; nothing is sent.
+#[test]
+fn a_thrown_payload_without_a_correlation_value_fails_the_send_task() {
+    let m = model_with(
+        &format!(
+            r#"<bpmn:startEvent id="s"/>
+            <bpmn:sendTask id="send" messageRef="m_req"><bpmn:extensionElements>
+              <spiffworkflow:messagePayload>{{"order_id": order_id}}</spiffworkflow:messagePayload>
+            </bpmn:extensionElements></bpmn:sendTask>{}"#,
+            chain(&["s", "send"])
+        ),
+        CORRELATION,
+    );
+    // `tag` (property only_request) is missing from the payload
+    let (st, effects) = start_with(&m, json!({"order_id": 1}));
+    assert_eq!(st.status, InstanceStatus::Error);
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::SendMessage { .. })),
+        "{effects:?}"
+    );
+    let error = st.error.as_ref().expect("an error");
+    assert_eq!(error.element_id, "send");
+    assert!(
+        error.message.contains("NameError") && error.message.contains("correlation property"),
+        "{error:?}"
+    );
+}

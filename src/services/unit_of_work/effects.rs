@@ -111,7 +111,9 @@ impl<'c> UnitOfWork<'c> {
                 payload,
                 ..
             } => {
-                let values = self.correlation_values(&name, &payload).await?;
+                // a message an instance throws goes out with the values it has (the API
+                // refuses a payload lacking one; an instance is not refused)
+                let (values, _) = self.correlation_values(&name, &payload).await?;
                 let routed = self
                     .route_send(&name, &payload, &values, Unmatched::Buffer)
                     .await?;

@@ -27,6 +27,7 @@ mod steps;
 
 pub use engine_runs::EvaluatedCall;
 pub use persistence::InstanceOutcome;
+pub use routing::RetrievalFailure;
 
 use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
@@ -181,8 +182,14 @@ pub enum Routed {
     Started { instance_id: i64 },
     /// Kept `ready` for a receive that appears later.
     Buffered,
-    /// Nothing waits for it and it may not be buffered. `cause` says why, for the caller.
-    NotAccepted { cause: String, reason: NoMatch },
+    /// Nothing waits for it and it may not be buffered. `cause` says why, for the caller;
+    /// `early_for`: a live instance that has the message's correlation values but does not
+    /// wait for it (yet).
+    NotAccepted {
+        cause: String,
+        reason: NoMatch,
+        early_for: Option<i64>,
+    },
 }
 
 /// Why a send found no receiver, as a code (the message's `failure_reason`).

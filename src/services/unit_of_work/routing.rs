@@ -47,7 +47,24 @@ impl<'c> UnitOfWork<'c> {
         match unmatched {
             Unmatched::Reject => {
                 let (reason, cause) = self.why_unmatched(name, values).await?;
-                Ok(Routed::NotAccepted { cause, reason })
+                let early = self.instance_not_waiting_yet(name, values).await?;
+                let (cause, early_for) = match early {
+                    Some((id, status)) => (
+                        format!(
+                            "{cause}; process instance {id} ({status}) has these correlation \
+                             values but is not waiting for it yet: send it with \
+                             time_to_live_in_seconds (and a message_instance_uuid) to have it \
+                             kept until the instance waits for it"
+                        ),
+                        Some(id),
+                    ),
+                    None => (cause, None),
+                };
+                Ok(Routed::NotAccepted {
+                    cause,
+                    reason,
+                    early_for,
+                })
             }
             Unmatched::Buffer => {
                 // A receive created concurrently has committed once we hold the lock.
@@ -155,6 +172,20 @@ impl<'c> UnitOfWork<'c> {
         })
     }
 
+    /// The live instance a refused message is early for: one of a model that uses the message
+    /// and has established every one of its correlation values. A message without values
+    /// names none (any instance could be meant).
+    async fn instance_not_waiting_yet(
+        &mut self,
+        name: &str,
+        values: &CorrelationValues,
+    ) -> Result<Option<(i64, String)>> {
+        if values.is_empty() {
+            return Ok(None);
+        }
+        Ok(store::messages::instance_with_values(&mut self.tx, name, &json!(values)).await?)
+    }
+
     /// Records a waiting receive; a buffered send that matches is delivered at once.
     pub(super) async fn wait_for_message(
         &mut self,
@@ -228,31 +259,43 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Property id -> value of a payload, by the retrieval expressions every loaded model
-    /// declares for this message name. A property whose expression fails is left out; if no
-    /// Python was free to evaluate one, nothing is decided (503).
+    /// declares for this message name, and the properties whose expression gave no value
+    /// (raised, does not compile, or gave null): those are left out of the values. If no Python
+    /// was free to evaluate one, nothing is decided (503).
     pub async fn correlation_values(
         &mut self,
         name: &str,
         payload: &Value,
-    ) -> Result<CorrelationValues> {
+    ) -> Result<(CorrelationValues, Vec<RetrievalFailure>)> {
         let retrievals = store::models::retrievals_for(&mut self.tx, name).await?;
         let vars = match payload {
             Value::Object(map) => map.clone(),
             _ => Map::new(),
         };
         let mut values = CorrelationValues::new();
+        let mut failures = Vec::new();
         for (property_id, source) in retrievals {
             if values.contains_key(&property_id) {
                 continue;
             }
-            let Some(expression) = self.cache.expression(&source) else {
-                continue;
+            let evaluated = match self.cache.expression(&source) {
+                Some(expression) => retrieve(expression, &vars, expr_context(self.cache)).await?,
+                None => Err("it is not a valid Python expression".to_string()),
             };
-            if let Some(value) = retrieve(expression, &vars, expr_context(self.cache)).await? {
-                values.insert(property_id, value);
+            match evaluated {
+                Ok(value) => {
+                    // another model's expression for the property may have failed first
+                    failures.retain(|f: &RetrievalFailure| f.property_id != property_id);
+                    values.insert(property_id, value);
+                }
+                Err(error) => failures.push(RetrievalFailure {
+                    property_id,
+                    expression: source,
+                    error,
+                }),
             }
         }
-        Ok(values)
+        Ok((values, failures))
     }
 
     /// Stores where a send went (and points the receive it completed at it); returns its id.
@@ -278,7 +321,7 @@ impl<'c> UnitOfWork<'c> {
                 ("completed", Some(*instance_id), None, (None, None), None)
             }
             Routed::Buffered => ("ready", None, None, (None, None), ttl_seconds),
-            Routed::NotAccepted { cause, reason } => (
+            Routed::NotAccepted { cause, reason, .. } => (
                 "not_accepted",
                 None,
                 None,
@@ -322,15 +365,24 @@ impl<'c> UnitOfWork<'c> {
     }
 }
 
+/// A correlation property a message's payload gave no value for: its retrieval expression
+/// and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrievalFailure {
+    pub property_id: String,
+    pub expression: String,
+    pub error: String,
+}
+
 /// A retrieval expression's value: a name or subscript on this thread, anything that needs
-/// Python on a blocking one (the worker may take its whole time limit). `None` when it gives
-/// null or fails (the message has no value for the property); no Python being free is
-/// `Error::ScriptsUnavailable`.
+/// Python on a blocking one (the worker may take its whole time limit). `Err` (why, in words)
+/// when it fails or gives null (the message has no value for the property); no Python being
+/// free is `Error::ScriptsUnavailable`.
 async fn retrieve(
     expression: Arc<Expression>,
     vars: &Map<String, Value>,
     cx: expr::Context,
-) -> Result<Option<Value>> {
+) -> Result<std::result::Result<Value, String>> {
     let evaluated = if expression.needs_python() {
         let vars = vars.clone();
         tokio::task::spawn_blocking(move || expression.eval(&vars, &cx))
@@ -340,9 +392,9 @@ async fn retrieve(
         expression.eval(vars, &cx)
     };
     match evaluated {
-        Ok(value) if !value.is_null() => Ok(Some(value)),
-        Ok(_) => Ok(None),
+        Ok(value) if !value.is_null() => Ok(Ok(value)),
+        Ok(_) => Ok(Err("it gave None (null)".to_string())),
         Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::ScriptsUnavailable(e.message)),
-        Err(_) => Ok(None),
+        Err(e) => Ok(Err(e.message)),
     }
 }
