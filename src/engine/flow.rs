@@ -15,7 +15,7 @@ impl<'m> Interpreter<'m> {
             while let Some(token) = self.tokens.pop_front() {
                 self.enter(token)?;
             }
-            if self.release_inclusive_joins() {
+            if self.release_waiting_joins() {
                 continue;
             }
             match self.finished_subprocess() {

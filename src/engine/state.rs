@@ -178,6 +178,10 @@ pub struct EngineInternal {
     /// value = tokens arrived per incoming flow id.
     #[serde(default)]
     pub joins: BTreeMap<String, BTreeMap<String, u32>>,
+    /// The incoming flows that have brought a token to a parallel join so far, by the same
+    /// key (a loop may fire the join again without them: see `parallel_join_may_fire`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub joined_flows: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Live boundary-event task guid -> guid of the task it is attached to.
     #[serde(default)]
     pub boundaries: BTreeMap<Uuid, Uuid>,

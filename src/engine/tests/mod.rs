@@ -10,6 +10,7 @@ mod data_stores;
 mod events;
 mod fixtures;
 mod flow;
+mod joins;
 mod lifecycle;
 mod multi_instance;
 mod panics;
