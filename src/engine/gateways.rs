@@ -169,6 +169,7 @@ impl<'m> Interpreter<'m> {
                 race: None,
                 joined: true,
                 repeat: false,
+                branch: None,
             });
             return true;
         }

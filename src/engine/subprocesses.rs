@@ -41,6 +41,7 @@ impl<'m> Interpreter<'m> {
                 race: None,
                 joined: false,
                 repeat: false,
+                branch: None,
             });
         }
         Ok(())

@@ -4,6 +4,7 @@
 
 mod activities;
 mod boundaries;
+mod branches;
 mod conformance_load;
 mod context;
 mod data_stores;
