@@ -521,9 +521,22 @@ GLOBAL_MODULES = {
 GLOBAL_PACKAGES = frozenset(m.__name__.partition(".")[0] for m in GLOBAL_MODULES.values())
 
 
+# RestrictedPython 8.1's safe builtins (the version SpiffArena's lock file pins) whatever version
+# is installed: 9.0 dropped these four and added Ellipsis.
+SAFE_BUILTINS_ONLY_IN_8_1 = ("bytes", "sorted", "tuple", "zip")
+SAFE_BUILTINS_NOT_IN_8_1 = ("Ellipsis",)
+
+
+def safe_builtins_8_1():
+    builtins = {name: value for name, value in safe_globals["__builtins__"].items()
+                if name not in SAFE_BUILTINS_NOT_IN_8_1}
+    builtins.update({name: getattr(builtins_module, name) for name in SAFE_BUILTINS_ONLY_IN_8_1})
+    return builtins
+
+
 def default_globals():
     """SpiffArena's script globals (process_instance_script_engine.py) with safe builtins."""
-    builtins = dict(safe_globals["__builtins__"])
+    builtins = safe_builtins_8_1()
     builtins["__import__"] = _import
     builtins["__build_class__"] = build_class
     builtins["_getattr_"] = _safe_getattr(builtins["_getattr_"])

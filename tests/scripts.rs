@@ -537,3 +537,73 @@ fn the_sandbox_keeps_what_scripts_legitimately_do() {
         assert_eq!(ours, expected, "{source}: {answer}");
     }
 }
+
+/// The names a script sees are SpiffArena's: its script globals and RestrictedPython's safe
+/// builtins of the version its lock file pins (8.1: with `sorted`, `zip`, `tuple`, `bytes`),
+/// computed from SpiffArena's own source by `tests/scripts/spiffarena_names.py`, run with a
+/// Python that has that RestrictedPython. Settings: `SPIFFARENA_SOURCE` (a checkout of
+/// sartography/spiff-arena) and `SPIFFARENA_PYTHON` (that Python); skipped, saying so, when
+/// either is unset, unless `SPIFFARENA_REQUIRED` is set (.ci/run sets all three).
+#[test]
+fn a_script_sees_the_names_it_sees_in_spiffarena() {
+    let (Some(source), Some(python)) = (
+        std::env::var_os("SPIFFARENA_SOURCE"),
+        std::env::var_os("SPIFFARENA_PYTHON"),
+    ) else {
+        assert!(
+            std::env::var_os("SPIFFARENA_REQUIRED").is_none(),
+            "SPIFFARENA_REQUIRED is set but SPIFFARENA_SOURCE or SPIFFARENA_PYTHON is not"
+        );
+        println!("skipped: set SPIFFARENA_SOURCE and SPIFFARENA_PYTHON to compare with SpiffArena");
+        return;
+    };
+    let helper = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/scripts/spiffarena_names.py"
+    );
+    let output = std::process::Command::new(python)
+        .arg(helper)
+        .arg(source)
+        .output()
+        .expect("SPIFFARENA_PYTHON runs");
+    assert!(
+        output.status.success(),
+        "spiffarena_names.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let theirs: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let names = |key: &str| -> std::collections::BTreeSet<String> {
+        theirs[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let spiffarena: std::collections::BTreeSet<String> = names("globals")
+        .union(&names("builtins"))
+        .cloned()
+        .collect();
+    assert!(spiffarena.contains("sorted") && spiffarena.contains("sanitize_for_md"));
+    // every candidate name, probed: a script sees a name when evaluating it is no NameError
+    // (`__debug__` is the compiler's constant, never looked up)
+    let candidates: std::collections::BTreeSet<String> = spiffarena
+        .union(&names("python_builtins"))
+        .filter(|name| *name != "__debug__")
+        .cloned()
+        .collect();
+    let pool = one_worker();
+    let ours: std::collections::BTreeSet<String> = candidates
+        .into_iter()
+        .filter(|name| {
+            let answer = ask(&pool, "eval", name);
+            answer["ok"] == json!(true) || answer["error"]["class"] != json!("NameError")
+        })
+        .collect();
+    let missing: Vec<_> = spiffarena.difference(&ours).collect();
+    let extra: Vec<_> = ours.difference(&spiffarena).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing here: {missing:?}; here only: {extra:?}"
+    );
+}

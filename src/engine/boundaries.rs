@@ -65,6 +65,7 @@ impl<'m> Interpreter<'m> {
         if self.is_instance(attached) {
             return Ok(()); // they belong to the multi-instance activity's task
         }
+        self.keep_branch_origin(attached, element);
         for boundary_id in &element.boundaries {
             self.arm_boundary(self.element(boundary_id), Some(attached), scope, None)?;
         }
@@ -92,6 +93,9 @@ impl<'m> Interpreter<'m> {
             return Ok(());
         }
         let guid = self.start_boundary(boundary, attached, scope);
+        if let Some(attached) = attached.filter(|_| boundary.is_non_interrupting_boundary()) {
+            self.open_branch(guid, attached);
+        }
         self.wait_for_trigger(guid, boundary, trigger, cycle)
     }
 
@@ -216,6 +220,7 @@ impl<'m> Interpreter<'m> {
             self.state.internal.boundaries.remove(&boundary);
             self.cancel_task(boundary);
         }
+        self.state.internal.branch_origins.remove(&attached);
     }
 
     /// Cancel a live task: its wait effects, its boundaries, and (subprocess) everything inside.
@@ -254,6 +259,7 @@ impl<'m> Interpreter<'m> {
         self.state.internal.races.remove(&guid);
         self.state.internal.fired.remove(&guid);
         self.state.internal.local_data.remove(&guid);
+        self.leave_branch(guid);
         self.set_state(guid, TaskState::Cancelled);
         if self.is_multi_activity(guid) {
             self.cancel_instances(guid);
@@ -371,6 +377,9 @@ impl<'m> Interpreter<'m> {
         let boundary = self.element_of(guid);
         self.count_execution(&boundary.id)?;
         let attached = self.state.internal.boundaries.remove(&guid);
+        if let Some(attached) = attached {
+            self.start_branch(guid, attached);
+        }
         let scope = self.task(guid).scope;
         let waits_again = boundary
             .trigger()
@@ -469,6 +478,9 @@ impl<'m> Interpreter<'m> {
             self.cancel_task(attached);
         }
         let guid = self.new_task(boundary, scope, TaskState::Ready);
+        if boundary.is_non_interrupting_boundary() {
+            self.start_branch(guid, attached);
+        }
         self.current = Some(guid);
         if let Some(BoundaryTrigger::Escalation(caught)) = boundary.trigger() {
             self.store_payload(caught.variable.as_deref(), payload);

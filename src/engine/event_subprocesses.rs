@@ -160,11 +160,7 @@ impl<'m> Interpreter<'m> {
         self.tokens.retain(|token| token.scope != scope);
         match scope {
             Some(subprocess) => self.clear_joins(subprocess),
-            None => self
-                .state
-                .internal
-                .joins
-                .retain(|key, _| !key.starts_with("-/")),
+            None => self.forget_joins("-/"),
         }
     }
 

@@ -217,7 +217,10 @@ impl<'m> Interpreter<'m> {
 
     /// What a waiting receive requires of a message: the established values of the
     /// properties the message can carry, overridden by `processVariableCorrelation`
-    /// expressions over data (a null result constrains nothing).
+    /// expressions over data (a null result constrains nothing). Every such expression is
+    /// evaluated, also for a property the message cannot carry (whose value constrains
+    /// nothing): SpiffWorkflow computes them all when the catch event is reached, so one that
+    /// raises errs the instance there.
     pub fn expected_correlation(
         &self,
         element: &ElementSpec,
@@ -231,12 +234,9 @@ impl<'m> Interpreter<'m> {
             }
         }
         for (property, expression) in &message.process_correlations {
-            if !properties.contains(&property.as_str()) {
-                continue;
-            }
             let what = format!("processVariableCorrelation for '{property}'");
             let value = self.eval(element, expression, &what)?;
-            if !value.is_null() {
+            if properties.contains(&property.as_str()) && !value.is_null() {
                 expected.insert(property.clone(), value);
             }
         }

@@ -15,9 +15,10 @@ impl<'m> Interpreter<'m> {
             while let Some(token) = self.tokens.pop_front() {
                 self.enter(token)?;
             }
-            if self.release_inclusive_joins() {
+            if self.release_waiting_joins() {
                 continue;
             }
+            self.end_finished_branches();
             match self.finished_subprocess() {
                 Some(subprocess) => self.complete_subprocess(subprocess)?,
                 None => return Ok(()),
@@ -43,11 +44,13 @@ impl<'m> Interpreter<'m> {
             if !token.repeat && !self.loop_starts(element, standard_loop, token.scope)? {
                 // testBefore and the condition does not hold: the activity is skipped
                 let guid = self.new_task(element, token.scope, TaskState::Completed);
+                self.join_branch(guid, token.branch);
                 self.current = Some(guid);
                 return self.leave(element, token.scope, None);
             }
         }
         let guid = self.new_task(element, token.scope, TaskState::Ready);
+        self.join_branch(guid, token.branch);
         if let Some(race) = token.race {
             self.state.internal.races.insert(guid, race);
         }
@@ -99,6 +102,7 @@ impl<'m> Interpreter<'m> {
                     race: None,
                     joined: false,
                     repeat: false,
+                    branch: self.current_branch(),
                 });
                 Ok(())
             }
@@ -211,6 +215,7 @@ impl<'m> Interpreter<'m> {
                     race: None,
                     joined: true,
                     repeat: true,
+                    branch: self.current_branch(),
                 });
                 return Ok(());
             }
@@ -236,6 +241,7 @@ impl<'m> Interpreter<'m> {
                 race,
                 joined: false,
                 repeat: false,
+                branch: self.current_branch(),
             });
         }
         Ok(())

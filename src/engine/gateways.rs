@@ -77,8 +77,10 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    /// Whether a token may enter `element`: always, except at a parallel join, which records
-    /// the arrival and lets one token through once every incoming flow has brought one.
+    /// Whether a token may enter `element`: always, except at a join (a parallel or
+    /// inclusive gateway with several incoming flows), which records the arrival. A parallel
+    /// join lets one token through at once when every incoming flow has brought one; else the
+    /// arrival is held until the tokens in flight have run (`release_waiting_joins`).
     pub fn join_passes(&mut self, element: &ElementSpec, token: &Token) -> bool {
         let inclusive = matches!(element.kind, ElementKind::InclusiveGateway);
         let parallel = matches!(element.kind, ElementKind::ParallelGateway);
@@ -90,18 +92,28 @@ impl<'m> Interpreter<'m> {
         if let Some(flow) = &token.flow {
             *arrived.entry(flow.clone()).or_insert(0) += 1;
         }
-        if inclusive {
-            // held until the tokens in flight have run (`release_inclusive_joins`)
+        if inclusive || !every_flow_arrived(&element.incoming, arrived) {
             return false;
         }
-        if !every_flow_arrived(&element.incoming, arrived) {
-            return false;
-        }
-        consume_one_of_each(&element.incoming, arrived);
-        if arrived.is_empty() {
-            self.state.internal.joins.remove(&key);
-        }
+        self.consume_parallel_arrivals(&key, &element.incoming);
         true
+    }
+
+    /// A parallel join fires: one token of each incoming flow that brought one is used up.
+    fn consume_parallel_arrivals(&mut self, key: &str, incoming: &[String]) {
+        let internal = &mut self.state.internal;
+        let Some(arrived) = internal.joins.get_mut(key) else {
+            return;
+        };
+        internal
+            .joined_flows
+            .entry(key.to_string())
+            .or_default()
+            .extend(arrived.keys().cloned());
+        consume_one_of_each(incoming, arrived);
+        if arrived.is_empty() {
+            internal.joins.remove(key);
+        }
     }
 
     /// A catch event after an event-based gateway completed: it won, and the other catch
@@ -124,10 +136,9 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    /// Inclusive joins with arrivals fire once no token can still come by an incoming flow
-    /// that has none: no live task of their (sub)process can reach that flow (SpiffWorkflow's
-    /// reachability rule). Checked when the tokens in flight have run. Whether one fired.
-    pub fn release_inclusive_joins(&mut self) -> bool {
+    /// Joins holding arrivals fire once the tokens in flight have run, if they may (see
+    /// `inclusive_join_may_fire`, `parallel_join_may_fire`). Whether one fired.
+    pub fn release_waiting_joins(&mut self) -> bool {
         let waiting: Vec<(String, String)> = self
             .state
             .internal
@@ -135,17 +146,22 @@ impl<'m> Interpreter<'m> {
             .keys()
             .filter_map(|key| {
                 let (scope, gateway) = key.split_once('/')?;
-                let element = self.process.elements.get(gateway)?;
-                matches!(element.kind, ElementKind::InclusiveGateway)
-                    .then(|| (scope.to_string(), gateway.to_string()))
+                Some((scope.to_string(), gateway.to_string()))
             })
             .collect();
         for (scope, gateway) in waiting {
             let scope = Uuid::parse_str(&scope).ok();
-            if !self.inclusive_join_may_fire(scope, &gateway) {
-                continue;
+            let key = join_key(scope, &gateway);
+            let element = self.element(&gateway);
+            match element.kind {
+                ElementKind::InclusiveGateway if self.inclusive_join_may_fire(scope, &gateway) => {
+                    self.state.internal.joins.remove(&key);
+                }
+                ElementKind::ParallelGateway if self.parallel_join_may_fire(scope, &gateway) => {
+                    self.consume_parallel_arrivals(&key, &element.incoming);
+                }
+                _ => continue,
             }
-            self.state.internal.joins.remove(&join_key(scope, &gateway));
             self.tokens.push_back(Token {
                 element: gateway,
                 scope,
@@ -153,33 +169,81 @@ impl<'m> Interpreter<'m> {
                 race: None,
                 joined: true,
                 repeat: false,
+                branch: None,
             });
             return true;
         }
         false
     }
 
-    /// No live task in `scope` reaches an incoming flow of the join that has no token.
-    fn inclusive_join_may_fire(&self, scope: Option<Uuid>, gateway: &str) -> bool {
-        let join = self.element(gateway);
+    /// The sources of the join's incoming flows that have brought no token yet.
+    fn missing_sources(&self, scope: Option<Uuid>, gateway: &str) -> Vec<(&'m str, &'m str)> {
+        let process = self.process;
         let arrived = &self.state.internal.joins[&join_key(scope, gateway)];
-        let missing: Vec<&str> = join
+        process.elements[gateway]
             .incoming
             .iter()
             .filter(|flow| !arrived.contains_key(*flow))
-            .map(|flow| self.process.flows[flow].source.as_str())
-            .collect();
-        if missing.is_empty() {
-            return true;
-        }
-        let starts: Vec<&str> = self
+            .map(|flow| (flow.as_str(), process.flows[flow].source.as_str()))
+            .collect()
+    }
+
+    /// What can still bring a token to `gateway` in `scope`: the elements its live tasks and
+    /// the other joins holding arrivals there reach, not through `gateway`.
+    fn reachable_in_scope(&self, scope: Option<Uuid>, gateway: &str) -> HashSet<&str> {
+        let process = self.process;
+        let mut starts: Vec<&str> = self
             .state
             .live_tasks()
             .filter(|task| task.scope == scope)
-            .map(|task| task.element_id.as_str())
+            .filter_map(|task| process.elements.get_key_value(&task.element_id))
+            .map(|(id, _)| id.as_str())
             .collect();
-        let reachable = self.reachable_from(&starts, gateway);
-        !missing.iter().any(|source| reachable.contains(source))
+        starts.extend(self.state.internal.joins.keys().filter_map(|key| {
+            let (_, other) = key.split_once('/')?;
+            let (id, _) = process.elements.get_key_value(other)?;
+            (other != gateway && *key == join_key(scope, other)).then_some(id.as_str())
+        }));
+        self.reachable_from(&starts, gateway)
+    }
+
+    /// Inclusive joins with arrivals fire once no token can still come by an incoming flow
+    /// that has none: no live task of their (sub)process can reach that flow (SpiffWorkflow's
+    /// reachability rule).
+    fn inclusive_join_may_fire(&self, scope: Option<Uuid>, gateway: &str) -> bool {
+        let missing = self.missing_sources(scope, gateway);
+        if missing.is_empty() {
+            return true;
+        }
+        let reachable = self.reachable_in_scope(scope, gateway);
+        !missing.iter().any(|(_, source)| reachable.contains(source))
+    }
+
+    /// A parallel join with some incoming flows still missing fires as SpiffWorkflow's does:
+    /// it does not wait for a flow that nothing can still bring a token by, when that flow
+    /// either loops back from the join itself (it comes only after the join has fired) or has
+    /// brought a token before (a later round of a loop through the join). A flow that simply
+    /// will never come (its branch took another way) is waited for, for ever, as there.
+    fn parallel_join_may_fire(&self, scope: Option<Uuid>, gateway: &str) -> bool {
+        let missing = self.missing_sources(scope, gateway);
+        let reachable = self.reachable_in_scope(scope, gateway);
+        let join = self.element(gateway);
+        let starts: Vec<&str> = join
+            .outgoing
+            .iter()
+            .map(|flow| self.process.flows[flow].target.as_str())
+            .collect();
+        let after_join = self.reachable_from(&starts, gateway);
+        let joined_before = self
+            .state
+            .internal
+            .joined_flows
+            .get(&join_key(scope, gateway));
+        missing.iter().all(|(flow, source)| {
+            !reachable.contains(source)
+                && (after_join.contains(source)
+                    || joined_before.is_some_and(|flows| flows.contains(*flow)))
+        })
     }
 
     /// Elements reachable from `starts` by sequence flows and boundary events, not through
@@ -209,14 +273,34 @@ impl<'m> Interpreter<'m> {
     /// Forget the joins waiting inside a subprocess (it completed or was cancelled).
     pub fn clear_joins(&mut self, scope: Uuid) {
         let prefix = format!("{scope}/");
-        self.state
-            .internal
-            .joins
-            .retain(|key, _| !key.starts_with(&prefix));
+        self.forget_joins(&prefix);
         self.state
             .internal
             .loops
             .retain(|key, _| !key.starts_with(&prefix));
+    }
+}
+
+impl Interpreter<'_> {
+    /// Forget the arrivals held at joins whose key starts with `prefix`, and the flows that
+    /// joined them before.
+    pub fn forget_joins(&mut self, prefix: &str) {
+        let internal = &mut self.state.internal;
+        internal.joins.retain(|key, _| !key.starts_with(prefix));
+        internal
+            .joined_flows
+            .retain(|key, _| !key.starts_with(prefix));
+    }
+
+    /// Whether a join in `scope` holds a token (an instance or subprocess with one is not
+    /// finished).
+    pub fn holds_join_arrivals(&self, scope: Option<Uuid>) -> bool {
+        let prefix = join_key(scope, "");
+        self.state
+            .internal
+            .joins
+            .keys()
+            .any(|key| key.starts_with(&prefix))
     }
 }
 

@@ -68,6 +68,8 @@ pub(super) struct Token {
     pub joined: bool,
     /// The next iteration of a standard loop (not a new arrival).
     pub repeat: bool,
+    /// The non-interrupting boundary event whose path it is on (see `branches`).
+    pub branch: Option<Uuid>,
 }
 
 pub(super) struct Interpreter<'m> {

@@ -14,6 +14,7 @@
 
 mod activities;
 mod boundaries;
+mod branches;
 mod commands;
 mod conditions;
 mod context;

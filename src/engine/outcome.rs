@@ -19,6 +19,12 @@ impl Interpreter<'_> {
         self.end_idle_listeners();
         self.state.status = self.status_of_live_tasks();
         if self.state.status == InstanceStatus::Complete {
+            // never complete while a token is alive: in flight, or held at a join
+            debug_assert!(
+                self.tokens.is_empty() && self.state.internal.joins.is_empty(),
+                "complete with tokens alive: {:?}",
+                self.state.internal.joins
+            );
             // bookkeeping of what ran goes; the data objects are data and stay
             let data_objects = std::mem::take(&mut self.state.internal.data_objects);
             self.state.internal = EngineInternal {
@@ -29,12 +35,16 @@ impl Interpreter<'_> {
         (self.state, self.effects)
     }
 
-    /// Between steps: complete without live tasks, else waiting for a person or for
-    /// something else.
+    /// Between steps: complete without live tasks nor a token held at a join, else waiting
+    /// for a person or for something else (a join that waits for ever waits, as in
+    /// SpiffWorkflow, where the workflow is then not completed).
     pub fn status_of_live_tasks(&self) -> InstanceStatus {
         let process = self.process;
         let mut live = self.state.live_tasks().peekable();
         if live.peek().is_none() {
+            if !self.state.internal.joins.is_empty() {
+                return InstanceStatus::Waiting;
+            }
             return InstanceStatus::Complete;
         }
         let waits_for_person = live.any(|task| {

@@ -178,6 +178,10 @@ pub struct EngineInternal {
     /// value = tokens arrived per incoming flow id.
     #[serde(default)]
     pub joins: BTreeMap<String, BTreeMap<String, u32>>,
+    /// The incoming flows that have brought a token to a parallel join so far, by the same
+    /// key (a loop may fire the join again without them: see `parallel_join_may_fire`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub joined_flows: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Live boundary-event task guid -> guid of the task it is attached to.
     #[serde(default)]
     pub boundaries: BTreeMap<Uuid, Uuid>,
@@ -215,6 +219,22 @@ pub struct EngineInternal {
     /// one runs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub data_objects: BTreeMap<String, Value>,
+    /// Tasks on the path of a non-interrupting boundary event: task guid -> the boundary's
+    /// task guid, whose copy of the data (in `local_data`) they work on (see `branches.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub branch_of: BTreeMap<Uuid, Uuid>,
+    /// Branches that fired and run: the boundary's task guid -> the owner of the data they
+    /// merge back into when they end (None: the instance's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub branches: BTreeMap<Uuid, Option<Uuid>>,
+    /// The data an activity with non-interrupting boundaries was reached with, by its task
+    /// guid: what each of their branches starts from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub branch_origins: BTreeMap<Uuid, super::Map>,
+    /// The merged data of the branches that ended while the path they came from still runs,
+    /// by the owner of that path's data (the nil guid: the instance's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ended_branches: BTreeMap<Uuid, super::Map>,
 }
 
 /// A multi-instance activity under way.
@@ -293,6 +313,11 @@ impl InstanceState {
         while let Some(task) = cursor {
             if self.internal.local_data.contains_key(&task) {
                 return Some(task);
+            }
+            if let Some(branch) = self.internal.branch_of.get(&task) {
+                if self.internal.local_data.contains_key(branch) {
+                    return Some(*branch);
+                }
             }
             cursor = self.task(task).and_then(|t| t.scope);
         }

@@ -41,6 +41,7 @@ impl<'m> Interpreter<'m> {
                 race: None,
                 joined: false,
                 repeat: false,
+                branch: None,
             });
         }
         Ok(())
@@ -64,6 +65,7 @@ impl<'m> Interpreter<'m> {
                             && child.state.is_live()
                             && !self.is_listener(child)
                     })
+                    && !self.holds_join_arrivals(Some(task.guid))
             })
             .map(|task| task.guid)
     }
@@ -206,7 +208,7 @@ impl<'m> Interpreter<'m> {
                     self.cancel_task(guid);
                 }
                 self.tokens.clear();
-                self.state.internal.joins.clear();
+                self.forget_joins("");
             }
         }
     }

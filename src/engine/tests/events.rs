@@ -249,3 +249,38 @@ fn a_thrown_payload_without_a_correlation_value_fails_the_send_task() {
         "{error:?}"
     );
 }
+
+/// A `processVariableCorrelation` whose property the message cannot carry (`only_request` has
+/// no retrieval expression for the reply) constrains nothing, but its expression is still
+/// evaluated when the catch event is reached, as SpiffWorkflow does (it computes every
+/// process correlation then): one that raises errs the instance at the catch event instead of
+/// letting it wait. (SpiffWorkflow's receive_correlations.bpmn with its task completed with
+/// `{}` raises `NameError: name 'value_1' is not defined` there.)
+#[test]
+fn a_process_correlation_the_message_cannot_carry_is_still_evaluated() {
+    let m = send_receive_model(
+        r#"<spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>only_request</spiffworkflow:propertyId>
+             <spiffworkflow:expression>value_1</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>"#,
+    );
+    let (st, _) = start_with(&m, json!({"order_id": 7, "n": 1}));
+    assert_eq!(st.status, InstanceStatus::Error);
+    let error = st.error.as_ref().expect("an error");
+    assert_eq!(error.element_id, "catch");
+    assert!(
+        error
+            .message
+            .contains("NameError: name 'value_1' is not defined")
+            && error
+                .message
+                .contains("processVariableCorrelation for 'only_request'"),
+        "{error}"
+    );
+
+    // with the variable there, the instance waits, expecting only what the reply carries
+    let (st, effects) = start_with(&m, json!({"order_id": 7, "n": 1, "value_1": "x"}));
+    assert_eq!(st.status, InstanceStatus::Waiting, "{:?}", st.error);
+    assert!(
+        matches!(&effects[1], Effect::WaitForMessage { expected, .. }
+        if *expected == [("order_id".to_string(), json!(7))].into())
+    );
+}

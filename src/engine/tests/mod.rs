@@ -4,12 +4,14 @@
 
 mod activities;
 mod boundaries;
+mod branches;
 mod conformance_load;
 mod context;
 mod data_stores;
 mod events;
 mod fixtures;
 mod flow;
+mod joins;
 mod lifecycle;
 mod multi_instance;
 mod panics;

@@ -45,16 +45,21 @@ fn a_signal_boundary_stores_the_payload_in_its_variable() {
     assert_eq!(task(&st, "work").state, TaskState::Cancelled);
 }
 
-/// Non-interrupting: each signal's payload replaces the last, and the task goes on.
+/// Non-interrupting: each signal's payload goes to its own path's data, and the task goes
+/// on; when the process ends the paths' data merge in the order they ended, so the last
+/// payload is kept.
 #[test]
 fn a_non_interrupting_boundary_stores_each_payload() {
     let m = boundary_model("go", false);
     let (mut st, _) = start_with(&m, json!({}));
     step(&m, &mut st, signal("GO", json!(1))).unwrap();
     step(&m, &mut st, signal("GO", json!(2))).unwrap();
-    assert_eq!(st.data["got"], json!(2));
     assert_eq!(count(&st, "b_end"), 2);
     assert_eq!(task(&st, "work").state, TaskState::Waiting);
+    let work = task(&st, "work").guid;
+    complete_guid(&m, &mut st, work, json!({}));
+    assert_eq!(st.status, InstanceStatus::Complete);
+    assert_eq!(st.data["got"], json!(2));
 }
 
 /// As in SpiffWorkflow: a catch whose signal has no variableName stores nothing; one with a
