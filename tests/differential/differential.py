@@ -173,9 +173,16 @@ def post_json(url, body):
 
 
 def error_type(exception):
-    """The Python exception under SpiffWorkflow's wrapper, else the exception's own type."""
-    inner = getattr(exception, "exception", None)
-    return type(inner if inner is not None else exception).__name__
+    """The Python exception under SpiffWorkflow's wrappers (a script's or expression's
+    NameError, TypeError, ...), else the exception's own type (WorkflowDataException, ...)."""
+    seen = exception
+    for _ in range(5):
+        inner = seen.__cause__
+        if inner is None:
+            break
+        seen = inner
+    wrapped = getattr(seen, "error_type", None)  # WorkflowTaskException keeps the class's name
+    return wrapped if isinstance(wrapped, str) and wrapped != "unknown" else type(seen).__name__
 
 
 def has_waiting_timer(workflow):
@@ -370,8 +377,11 @@ def drive_service(service, instance_id):
         return {"status": "complete", "data": detail["data"], "data_objects": detail["data_objects"]}
     if status == "error":
         error = detail.get("error") or {}
-        return {"status": "error", "error_type": error.get("error_code"),
-                "detail": str(error.get("message"))[:300]}
+        message = str(error.get("message"))
+        # a script's or expression's error names its Python class first ("NameError: ...")
+        python_class = re.match(r"([A-Za-z_]\w*(?:Error|Exception)): ", message)
+        kind = error.get("error_code") or (python_class.group(1) if python_class else "engine_error")
+        return {"status": "error", "error_type": kind, "detail": message[:300]}
     if status in LIVE:
         waiting = sorted({t["element_id"] for t in detail["tasks"]
                           if t["state"] in ("READY", "WAITING", "STARTED")})
@@ -495,6 +505,13 @@ def differences(reference, served, ignore_keys=()):
     found = []
     if reference["status"] != served["status"]:
         found.append(f"status: reference {reference['status']}, service {served['status']}")
+        return found
+    if reference["status"] == "error":
+        # the Python class of a script's or expression's error; SpiffWorkflow's own checks
+        # (WorkflowDataException) and the service's (engine_error) say the same in other words
+        python_classes = [o.get("error_type") for o in (reference, served)]
+        if all(c and c.endswith("Error") for c in python_classes) and python_classes[0] != python_classes[1]:
+            found.append(f"error type: reference {python_classes[0]}, service {python_classes[1]}")
         return found
     if reference["status"] != "complete":
         return found
