@@ -9,10 +9,11 @@ with a plain (none) start event, else the first process. Both sides are driven w
 user and manual tasks are completed with `{}`, timers due within TIMER_WINDOW seconds fire (the
 reference polls its waiting timers, the service's timer worker fires them), service tasks call
 the fake connector (fake_connector.py). The outcome of a side is its status (`complete`,
-`waiting`, `error`, or `refused` when the model does not load or start), its data when complete,
-and its error type.
+`waiting`, `error`, or `refused` when the model does not load or start), its data and data
+objects when complete, and its error type (compared by Python class where both name one).
 
-Usage: python differential.py SERVER_URL TOKEN CORPUS CONNECTOR_URL ALLOWLIST REPORT
+Usage: python differential.py SERVER_URL TOKEN CORPUS CONNECTOR_URL ALLOWLIST REPORT [FILTER]
+(tests/differential/run starts the server and the fake connector and calls this.)
 Exit status 1 when a model's outcomes differ and the allowlist does not name it.
 """
 
