@@ -103,13 +103,17 @@ impl<'m> Interpreter<'m> {
         Ok(())
     }
 
-    /// The result goes into the task's result variable (if it names one); the task completes.
+    /// The result goes into the task's result variable (SpiffWorkflow's default name when the
+    /// model names none); the task completes.
     pub fn service_succeeded(&mut self, guid: Uuid, result: Value) -> Outcome {
         self.current = Some(guid);
-        if let ElementKind::ServiceTask(spec) = &self.element_of(guid).kind {
-            if let Some(variable) = &spec.result_variable {
-                self.data_mut().insert(variable.clone(), result);
-            }
+        let element = self.element_of(guid);
+        if let ElementKind::ServiceTask(spec) = &element.kind {
+            let variable = spec
+                .result_variable
+                .clone()
+                .unwrap_or_else(|| default_result_variable(&element.id));
+            self.data_mut().insert(variable, result);
         }
         self.complete_activity(guid)?;
         self.run_until_waiting()
@@ -213,4 +217,10 @@ fn instance_error(element_id: &str, message: impl Into<String>) -> InstanceError
         error_code: None,
         file: None,
     }
+}
+
+/// Where SpiffWorkflow's spiff service task keeps a result when its operator names no
+/// `resultVariable`: `spiff__<task id with "-" as "_">_result`.
+fn default_result_variable(element_id: &str) -> String {
+    format!("spiff__{}_result", element_id.replace('-', "_"))
 }

@@ -194,6 +194,34 @@ fn service_success_straight_from_ready() {
     );
 }
 
+/// SpiffWorkflow's rule (spiff ServiceTask): an operator without `resultVariable` stores the
+/// result in `spiff__<task id, "-" as "_">_result` (found by the differential test:
+/// `service_task.bpmn` ended without the result here).
+#[test]
+fn service_result_without_a_variable_goes_where_spiffworkflow_puts_it() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:serviceTask id="call-it"><bpmn:extensionElements>
+          <spiffworkflow:serviceTaskOperator id="http/GetRequest"/></bpmn:extensionElements>
+        </bpmn:serviceTask>{}"#,
+        chain(&["s", "call-it"])
+    ));
+    let (mut st, _) = start_with(&m, json!({}));
+    let call = task(&st, "call-it").guid;
+    step(
+        &m,
+        &mut st,
+        Event::ServiceSucceeded {
+            task_guid: call,
+            result: json!({"body": 3}),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (st.status, st.data["spiff__call_it_result"].clone()),
+        (InstanceStatus::Complete, json!({"body": 3}))
+    );
+}
+
 fn service_with_boundaries() -> ModelSpec {
     model_with(
         &format!(
