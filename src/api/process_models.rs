@@ -6,6 +6,9 @@ use super::error::{ApiError, Problem};
 use crate::services::ErrorCode;
 use crate::services::{self, models::Model, models::ModelDetail};
 use crate::startup::AppState;
+use actix_web::http::header::{
+    Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue,
+};
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -138,7 +141,7 @@ pub struct ModelList {
     tag = "process models",
     params(
         ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model` (the model's path with `/` written `:`)"),
-        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\\.(bpmn|dmn)$", description = "NAME.bpmn, or NAME.dmn for DMN decision tables"),
+        ("file_name" = String, Path, max_length = 255, pattern = "^[^/\\\\\\x00-\\x1f\\x7f]+\\.(bpmn|dmn|json)$", description = "NAME.bpmn, NAME.dmn (DMN decision tables) or NAME.json (kept with the model, not run), percent-encoded: any name without `/`, `\\`, `..` or control characters, at most 255 bytes (`Sub process.bpmn` is `Sub%20process.bpmn`)"),
     ),
     request_body(content = String, description = "BPMN 2.0 XML (or DMN for a `.dmn` file)", content_type = "application/xml", example = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<bpmn:definitions xmlns:bpmn=\"http://www.omg.org/spec/BPMN/20100524/MODEL\" id=\"defs\">\n  <bpmn:message id=\"m_placed\" name=\"order placed\"/>\n  <bpmn:process id=\"orders\" isExecutable=\"true\">\n    <bpmn:startEvent id=\"placed\"><bpmn:messageEventDefinition messageRef=\"m_placed\"/></bpmn:startEvent>\n    <bpmn:sequenceFlow id=\"f1\" sourceRef=\"placed\" targetRef=\"done\"/>\n    <bpmn:endEvent id=\"done\"/>\n  </bpmn:process>\n</bpmn:definitions>\n"),
     responses(
@@ -261,7 +264,7 @@ pub struct FileQuery {
     tag = "process models",
     params(
         ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`"),
-        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\\.(bpmn|dmn)$", description = "NAME.bpmn or NAME.dmn"),
+        ("file_name" = String, Path, max_length = 255, pattern = "^[^/\\\\\\x00-\\x1f\\x7f]+\\.(bpmn|dmn|json)$", description = "NAME.bpmn, NAME.dmn (DMN decision tables) or NAME.json (kept with the model, not run), percent-encoded: any name without `/`, `\\`, `..` or control characters, at most 255 bytes (`Sub process.bpmn` is `Sub%20process.bpmn`)"),
         FileQuery,
     ),
     responses(
@@ -295,12 +298,30 @@ pub async fn get_file(
     let content = services::models::file(&state.pool, &identifier, &file_name, version).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/xml; charset=utf-8")
-        .insert_header((
-            actix_web::http::header::CONTENT_DISPOSITION,
-            // the name passed `check_file_name`: letters, digits, `._-` only
-            format!("attachment; filename=\"{file_name}\""),
-        ))
+        .insert_header(attachment(&file_name))
         .body(content))
+}
+
+/// `Content-Disposition: attachment` with the file's name: quoted (quotes escaped); a name
+/// that is not ASCII as UTF-8 too (RFC 6266 `filename*`), its quoted form with `_` for what
+/// is not ASCII.
+fn attachment(file_name: &str) -> ContentDisposition {
+    let ascii: String = file_name
+        .chars()
+        .map(|c| if c.is_ascii() { c } else { '_' })
+        .collect();
+    let mut parameters = vec![DispositionParam::Filename(ascii)];
+    if !file_name.is_ascii() {
+        parameters.push(DispositionParam::FilenameExt(ExtendedValue {
+            charset: Charset::Ext("UTF-8".to_string()),
+            language_tag: None,
+            value: file_name.as_bytes().to_vec(),
+        }));
+    }
+    ContentDisposition {
+        disposition: DispositionType::Attachment,
+        parameters,
+    }
 }
 
 /// Delete a process model with its files and versions. Refused with 409

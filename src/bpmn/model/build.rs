@@ -13,8 +13,10 @@ pub fn build_model(
     files: &[(String, String)],
     primary_process_id: Option<&str>,
 ) -> Result<ModelSpec, ModelError> {
+    // other files (.json form schemas) are kept with the model, not run
     let (dmn_files, bpmn_files): (Vec<_>, Vec<_>) = files
         .iter()
+        .filter(|(name, _)| name.ends_with(".dmn") || name.ends_with(".bpmn"))
         .cloned()
         .partition(|(name, _)| name.ends_with(".dmn"));
     let decisions = decisions_of(&dmn_files)?;
