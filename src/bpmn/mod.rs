@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub(crate) use limits::parse_xml;
-pub use limits::{MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
-pub use model::build_model;
+pub use limits::{MAX_CALL_DEPTH, MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
+pub use model::{build_model, call_depth};
 pub use parse::parse_file;
 pub use python_sources::PythonSource;
 
@@ -258,21 +258,29 @@ pub struct DataStoreUse {
 pub enum Callee {
     Process(String),
     Decision(String),
+    /// A call activity (by element id) calling a process it is already inside: copied in
+    /// when reached (`ModelSpec::with_callees_unrolled`).
+    Recursion(String),
 }
 
 impl Callee {
     /// The key it is pinned and known under: the process id, or `decision:` and the decision
     /// id (process ids are XML NCNames, which hold no colon: the two cannot collide).
+    /// A recursive call is `recursion:` and the call activity's id.
     pub fn key(&self) -> String {
         match self {
             Callee::Process(id) => id.clone(),
             Callee::Decision(id) => format!("decision:{id}"),
+            Callee::Recursion(call) => format!("recursion:{call}"),
         }
     }
 
     pub fn from_key(key: &str) -> Callee {
-        match key.strip_prefix("decision:") {
-            Some(id) => Callee::Decision(id.to_string()),
+        if let Some(id) = key.strip_prefix("decision:") {
+            return Callee::Decision(id.to_string());
+        }
+        match key.strip_prefix("recursion:") {
+            Some(call) => Callee::Recursion(call.to_string()),
             None => Callee::Process(key.to_string()),
         }
     }
@@ -282,6 +290,7 @@ impl Callee {
         match self {
             Callee::Process(id) => format!("the called process '{id}'"),
             Callee::Decision(id) => format!("the decision '{id}'"),
+            Callee::Recursion(call) => format!("the recursive call '{call}'"),
         }
     }
 }

@@ -14,6 +14,7 @@ mod processes;
 mod shared;
 
 pub use build::build_model;
+pub use calls::call_depth;
 
 impl ModelSpec {
     pub fn process(&self, id: &str) -> Option<&ProcessSpec> {

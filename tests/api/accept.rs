@@ -103,3 +103,55 @@ async fn file_names_with_spaces_and_parentheses_round_trip() {
         .await;
     assert_eq!(gone.status(), StatusCode::NOT_FOUND);
 }
+
+/// `countdown` calls itself while `n > 0`, counting the levels in `depth` (each call's data
+/// merged back into its caller's).
+fn countdown() -> String {
+    definitions(
+        r#"<bpmn:process id="countdown" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="more" />
+    <bpmn:exclusiveGateway id="more" default="f_done" />
+    <bpmn:sequenceFlow id="f1" sourceRef="more" targetRef="down"><bpmn:conditionExpression>n &gt; 0</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:scriptTask id="down"><bpmn:script>n = n - 1
+depth = depth + 1</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="down" targetRef="again" />
+    <bpmn:callActivity id="again" calledElement="countdown" />
+    <bpmn:sequenceFlow id="f3" sourceRef="again" targetRef="done" />
+    <bpmn:sequenceFlow id="f_done" sourceRef="more" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#,
+    )
+}
+
+/// A process calling itself runs as deep as it calls, up to `MAX_CALL_DEPTH` (16) calls; one
+/// call deeper errs the instance at that call activity.
+#[tokio::test]
+async fn a_process_calling_itself_runs_to_the_documented_depth_and_errs_past_it() {
+    let app = spawn_app_without_workers().await;
+    let (status, body) = upload(&app, "calls/countdown", "countdown.bpmn", &countdown()).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let limit = workflow_backend::bpmn::MAX_CALL_DEPTH as i64;
+    for n in [0, 3, limit] {
+        let id = start_ok(&app, "calls/countdown", &json!({"n": n, "depth": 0})).await;
+        let shown = show(&app, id).await;
+        assert_eq!(shown["status"], "complete", "n = {n}: {shown}");
+        assert_eq!(
+            (&shown["data"]["n"], &shown["data"]["depth"]),
+            (&json!(0), &json!(n)),
+            "{shown}"
+        );
+    }
+    let id = start_ok(
+        &app,
+        "calls/countdown",
+        &json!({"n": limit + 1, "depth": 0}),
+    )
+    .await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "error", "{shown}");
+    let deepest = vec!["again"; limit as usize + 1].join("/");
+    assert_eq!(shown["error"]["element_id"], deepest.as_str(), "{shown}");
+    let message = shown["error"]["message"].as_str().unwrap();
+    assert!(message.contains("at most 16 calls deep"), "{message}");
+}

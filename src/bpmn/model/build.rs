@@ -25,7 +25,7 @@ pub fn build_model(
     let correlation_properties = merge_correlation_properties(&definitions, &shared.messages)?;
     let correlation_keys = merge_correlation_keys(&definitions);
     let mut processes = resolve_processes(&definitions, &shared)?;
-    super::calls::inline_call_activities(&mut processes)?;
+    super::calls::inline_call_activities(&mut processes, &Default::default())?;
     let message_starts = message_starts(&processes)?;
     let timer_starts = triggered_starts(&processes, |kind| {
         matches!(kind, ElementKind::TimerStart(_))

@@ -20,12 +20,6 @@ const REFUSED: &[(&str, &str)] = &[
         "bpmn/data/standard_loop_invalid.bpmn",
         "needs a loopCondition or a loopMaximum",
     ),
-    // A process that calls itself unconditionally (SpiffWorkflow's ProcessDependencyTest only
-    // lists its dependencies; run, it would recurse for ever).
-    (
-        "bpmn/data/call_activity_nested/call_activity_level_3.bpmn",
-        "process 'Level3' calls itself",
-    ),
     // A generic service task for SpiffWorkflow's own script engine: ours call connectors,
     // named by spiffworkflow:serviceTaskOperator.
     (
