@@ -52,12 +52,21 @@ impl From<&Model> for ModelAnswer {
             display_name: model.display_name.clone(),
             primary_file_name: model.primary_file_name.clone(),
             primary_process_id: model.primary_process_id.clone(),
-            summary: model.summary.0.clone(),
+            summary: summary_shown(&model.summary.0),
             version_sha: model.version_sha.clone(),
             created_at: model.created_at,
             updated_at: model.updated_at,
         }
     }
+}
+
+/// The summary without its warnings (a model's detail shows them as `warnings`).
+fn summary_shown(summary: &Value) -> Value {
+    let mut shown = summary.clone();
+    if let Some(fields) = shown.as_object_mut() {
+        fields.remove("warnings");
+    }
+    shown
 }
 
 /// A version that live instances still run on.
@@ -92,12 +101,44 @@ pub struct ModelDetailAnswer {
     current_version: String,
     versions_in_use: Vec<VersionAnswer>,
     files: Vec<FileAnswer>,
+    /// What SpiffWorkflow's parser loads and SpiffArena fails on only when the element runs
+    /// (a script or expression Python does not compile, a message event without
+    /// `messageRef`): the model is accepted, and an instance errs at that element.
+    warnings: Vec<ModelWarning>,
+}
+
+/// A fault of a model found at upload that fails its element only when it runs.
+#[derive(Serialize, ToSchema)]
+pub struct ModelWarning {
+    #[schema(example = "order (v2).bpmn")]
+    file_name: String,
+    /// The element, sequence flow or correlation property (null: the file).
+    #[schema(example = "compute_total")]
+    element_id: Option<String>,
+    #[schema(example = "script: SyntaxError: invalid syntax (line 1, column 5)")]
+    reason: String,
+}
+
+/// The warnings stored in a model's summary (none for a model saved before they were).
+fn warnings_of(summary: &Value) -> Vec<ModelWarning> {
+    let Some(warnings) = summary["warnings"].as_array() else {
+        return vec![];
+    };
+    warnings
+        .iter()
+        .map(|w| ModelWarning {
+            file_name: w["file_name"].as_str().unwrap_or_default().to_string(),
+            element_id: w["element_id"].as_str().map(str::to_string),
+            reason: w["reason"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
 }
 
 impl From<ModelDetail> for ModelDetailAnswer {
     fn from(detail: ModelDetail) -> ModelDetailAnswer {
         let current = detail.model.version_sha.clone();
         ModelDetailAnswer {
+            warnings: warnings_of(&detail.model.summary.0),
             model: ModelAnswer::from(&detail.model),
             versions_in_use: detail
                 .versions_in_use
@@ -133,8 +174,10 @@ pub struct ModelList {
 /// Create or replace one BPMN file of a process model (the model is created if needed).
 ///
 /// The whole model is validated: a file that is not well-formed BPMN, an element the engine
-/// cannot run, a broken reference or an expression with a syntax error is refused with the
-/// file, the element id and the reason.
+/// cannot run or a broken reference is refused with the file, the element id and the reason.
+/// What SpiffWorkflow's parser loads and SpiffArena fails on only when the element runs (a
+/// script or expression with a syntax error, a message event without `messageRef`) is
+/// accepted and listed in `warnings`; an instance errs at that element.
 #[utoipa::path(
     put,
     path = "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",

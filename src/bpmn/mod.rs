@@ -70,6 +70,9 @@ pub struct Definitions {
     pub correlation_keys: Vec<CorrelationKeySpec>,
     /// `bpmn:dataStore` declarations: id -> kind.
     pub data_stores: Vec<(String, DataStoreKind)>,
+    /// What SpiffWorkflow loads and fails on only when the element runs (the element is
+    /// `ElementKind::Faulty`).
+    pub warnings: Vec<ModelError>,
 }
 
 /// SpiffArena's data store kinds. SpiffWorkflow picks a store's class by the `name` of its
@@ -236,6 +239,10 @@ pub struct ModelSpec {
     /// defines it, or linking it failed): a call activity calling one fails the instance
     /// instead of asking for it.
     pub unavailable_callees: BTreeMap<String, String>,
+    /// What SpiffWorkflow loads and SpiffArena fails on only when it runs, by file and
+    /// element: elements that fail when reached (`ElementKind::Faulty`), and expressions and
+    /// scripts Python does not compile (added by the upload, which asks the script host).
+    pub warnings: Vec<ModelError>,
     /// The DMN decisions of the model's `.dmn` files (and, linked, of other models' the
     /// instance uses), by decision id.
     pub decisions: BTreeMap<String, std::sync::Arc<crate::dmn::Decision>>,
@@ -406,6 +413,12 @@ pub enum MultiItems {
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)] // built once per model load
 pub enum ElementKind {
+    /// An element SpiffWorkflow's parser loads and SpiffArena fails on when it runs (a
+    /// message event without messageRef): the instance errs there with `reason`; the model
+    /// carries it as a warning.
+    Faulty {
+        reason: String,
+    },
     /// None start event (`message` None) or message start event.
     StartEvent {
         message: Option<MessageCatchSpec>,

@@ -97,6 +97,11 @@ impl ModelSpec {
             "sends_messages": exchanges.sends,
             "service_operators": exchanges.operators,
             "correlation_properties": props,
+            "warnings": self.warnings.iter().map(|w| json!({
+                "file_name": w.file,
+                "element_id": w.element_id,
+                "reason": w.reason,
+            })).collect::<Vec<_>>(),
         })
     }
 

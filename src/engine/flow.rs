@@ -141,6 +141,7 @@ impl<'m> Interpreter<'m> {
             ElementKind::SubProcess { start_events, io } => {
                 self.start_subprocess(guid, element, start_events, io.as_ref(), scope)
             }
+            ElementKind::Faulty { reason } => Err(ModelFailure::new(&element.id, reason.clone())),
             ElementKind::CallActivity { called_element } => {
                 // a process of the model left as a call: a recursive call, copied in now
                 let callee = if self.model.processes.contains_key(called_element) {

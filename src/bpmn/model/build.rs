@@ -57,6 +57,10 @@ pub fn build_model(
         uses_task_lookup: false,
         calls_elsewhere: false,
         unavailable_callees: Default::default(),
+        warnings: definitions
+            .iter()
+            .flat_map(|d| d.warnings.iter().cloned())
+            .collect(),
     };
     let sources = spec.python_sources();
     let needs_python = sources.iter().any(|s| s.needs_python);
