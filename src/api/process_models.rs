@@ -311,7 +311,7 @@ pub struct FileQuery {
         FileQuery,
     ),
     responses(
-        (status = 200, description = "The file (BPMN or DMN XML), as an attachment", content_type = "application/xml", body = String),
+        (status = 200, description = "The file (BPMN or DMN XML; a `.json` file as application/json), as an attachment", content_type = "application/xml", body = String),
         (status = 400, description = "`invalid_process_model_identifier`, `invalid_file_name`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:read` or `models:write`", body = Problem, content_type = "application/problem+json"),
@@ -339,8 +339,13 @@ pub async fn get_file(
         }
     }
     let content = services::models::file(&state.pool, &identifier, &file_name, version).await?;
+    let content_type = if file_name.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/xml; charset=utf-8"
+    };
     Ok(HttpResponse::Ok()
-        .content_type("application/xml; charset=utf-8")
+        .content_type(content_type)
         .insert_header(attachment(&file_name))
         .body(content))
 }
