@@ -84,7 +84,7 @@ impl Parser<'_> {
         let value = match node.attribute("value") {
             Some(source) => {
                 let what = format!("parameter '{parameter_id}'");
-                Some(self.expr(id, &what, &source)?)
+                Some(self.expr(id, &what, source)?)
             }
             None => None,
         };
