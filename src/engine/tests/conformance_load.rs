@@ -130,7 +130,7 @@ const REFUSED_DECISIONS: &[(&str, &str)] = &[
         "no decision table",
     ),
     // `spam= 1`: SpiffWorkflow fails when the rule runs (InvalidBusinessRuleTaskParserTest);
-    // the upload's syntax check refuses it first
+    // the upload's syntax check finds it first (a warning: the model is saved, the rule errs)
     ("camunda/data/dmn/invalid_decision.dmn", "SyntaxError"),
 ];
 
