@@ -363,6 +363,26 @@ async fn faults_spiffworkflow_meets_only_at_run_time_are_warnings() {
             true,
         ),
         (
+            "message start without messageRef",
+            definitions(
+                r#"<bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="t"><bpmn:messageEventDefinition id="d"/></bpmn:startEvent><bpmn:sequenceFlow id="f1" sourceRef="t" targetRef="e"/><bpmn:endEvent id="e"/></bpmn:process>"#,
+            ),
+            "t",
+            "messageRef",
+            // it starts by a message no one can send: never over the API either
+            false,
+        ),
+        (
+            "message boundary without messageRef",
+            around(
+                "",
+                r#"<bpmn:userTask id="t"/><bpmn:boundaryEvent id="b" attachedToRef="t"><bpmn:messageEventDefinition id="d"/></bpmn:boundaryEvent><bpmn:sequenceFlow id="f3" sourceRef="b" targetRef="e"/>"#,
+            ),
+            "b",
+            "messageRef",
+            false,
+        ),
+        (
             "message throw without messageRef",
             around(
                 "",
