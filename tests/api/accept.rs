@@ -459,3 +459,51 @@ async fn faults_spiffworkflow_meets_only_at_run_time_are_warnings() {
     let (_, body) = upload(&app, "warned/clean", "c.bpmn", &user_task_process("clean")).await;
     assert_eq!(body["warnings"], json!([]), "{body}");
 }
+
+/// `process_id` counts `n` down and calls `callee` while `n > 0`.
+fn caller_while_positive(process_id: &str, callee: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:process id="{process_id}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f0" sourceRef="start" targetRef="more" />
+    <bpmn:exclusiveGateway id="more" default="f_done" />
+    <bpmn:sequenceFlow id="f1" sourceRef="more" targetRef="down"><bpmn:conditionExpression>n &gt; 0</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:scriptTask id="down"><bpmn:script>n = n - 1
+visited = visited + ["{process_id}"]</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="down" targetRef="call_{callee}" />
+    <bpmn:callActivity id="call_{callee}" calledElement="{callee}" />
+    <bpmn:sequenceFlow id="f3" sourceRef="call_{callee}" targetRef="done" />
+    <bpmn:sequenceFlow id="f_done" sourceRef="more" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}
+
+/// Recursion through a process of another model: `ping` (one model) calls `pong` (another),
+/// which calls `ping` again, each call linked as the instance reaches it.
+#[tokio::test]
+async fn processes_of_two_models_calling_each_other_run() {
+    let app = spawn_app_without_workers().await;
+    upload_ok(
+        &app,
+        "calls/ping",
+        "ping.bpmn",
+        &caller_while_positive("ping", "pong"),
+    )
+    .await;
+    upload_ok(
+        &app,
+        "calls/pong",
+        "pong.bpmn",
+        &caller_while_positive("pong", "ping"),
+    )
+    .await;
+    let id = start_ok(&app, "calls/ping", &json!({"n": 5, "visited": []})).await;
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(
+        shown["data"]["visited"],
+        json!(["ping", "pong", "ping", "pong", "ping"]),
+        "{shown}"
+    );
+}
