@@ -9,7 +9,13 @@ import {
 
 const PER_PAGE = 25;
 const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}([:/][A-Za-z0-9][A-Za-z0-9._-]{0,99})*$/;
-const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\.(bpmn|dmn)$/;
+/* as the service allows them (SpiffArena's names): no '/', '\', '..' or control characters,
+   at most 255 bytes, ending in .bpmn, .dmn or .json */
+function validFileName(name) {
+  return /^[^/\\\x00-\x1f\x7f]*[^/\\\x00-\x1f\x7f\s][^/\\\x00-\x1f\x7f]*\.(bpmn|dmn|json)$/.test(name)
+    && !name.includes("..")
+    && new TextEncoder().encode(name).length <= 255;
+}
 
 export function modelHref(identifier) {
   return `/console/models/${modelSeg(identifier)}/`;
@@ -30,7 +36,7 @@ async function download(identifier, file, version) {
 /** An upload form: PUT the chosen file's text. `fixedModel` when on a model's page. */
 function uploadForm(ctx, fixedModel) {
   const error = h("p", { class: "wb-field-error", role: "alert" });
-  const fileInput = h("input", { type: "file", name: "file", id: "upload-file", accept: ".bpmn,.dmn,application/xml,text/xml", required: true });
+  const fileInput = h("input", { type: "file", name: "file", id: "upload-file", accept: ".bpmn,.dmn,.json,application/xml,text/xml,application/json", required: true });
   const nameInput = h("input", { type: "text", name: "file_name", id: "upload-name", placeholder: "as chosen, e.g. orders.bpmn", autocomplete: "off" });
   const modelInput = fixedModel
     ? null
@@ -66,19 +72,20 @@ function uploadForm(ctx, fixedModel) {
       return;
     }
     if (!file) {
-      error.textContent = "Choose a .bpmn or .dmn file.";
+      error.textContent = "Choose a .bpmn, .dmn or .json file.";
       fileInput.focus();
       return;
     }
-    if (!FILE_NAME.test(name)) {
-      error.textContent = "The file name must end in .bpmn or .dmn and hold only letters, digits, '.', '_' and '-'.";
+    if (!validFileName(name)) {
+      error.textContent = "The file name must end in .bpmn, .dmn or .json, without '/', '\\', '..' or control characters (at most 255 bytes).";
       nameInput.focus();
       return;
     }
     submit.disabled = true;
     try {
       const text = await file.text();
-      const answer = await api(fileUrl(model, name), { method: "PUT", text, contentType: "application/xml" });
+      const contentType = /\.json$/.test(name) ? "application/json" : "application/xml";
+      const answer = await api(fileUrl(model, name), { method: "PUT", text, contentType });
       const identifier = (answer && answer.identifier) || model.replace(/:/g, "/");
       ctx.navigate(modelHref(identifier), {
         state: { flash: `${name} saved: the model's current version is now ${String((answer && answer.version_sha) || "").slice(0, 10)}.` },
@@ -134,6 +141,21 @@ export async function modelsPage(view, ctx) {
   put(results,
     table(["Model", "Name", "Primary process", "Starts on messages", "Version", "Updated"], rows, { class: "wb-table wb-models" }),
     pagination(answer.pagination, page, (p) => `/console/models${query({ page: p })}`, "models"),
+  );
+}
+
+/* What SpiffWorkflow loads and fails on only when the element runs: the model was accepted,
+   an instance errs at that element. */
+function modelWarnings(warnings) {
+  if (!warnings.length) return null;
+  return section(
+    `Warnings (${warnings.length})`,
+    h("p", {}, "These elements fail when an instance reaches them (as in SpiffArena); the rest of the model runs."),
+    table(
+      ["File", "Element", "What"],
+      warnings.map((w) => [h("code", {}, w.file_name), w.element_id ? h("code", {}, w.element_id) : muted("—"), w.reason]),
+      { class: "wb-table wb-warnings", id: "model-warnings" },
+    ),
   );
 }
 
@@ -293,6 +315,7 @@ export async function modelDetailPage(view, ctx) {
       diagramError,
       diagramBox,
     ),
+    modelWarnings(model.warnings || []),
     section(
       "Files",
       files.length ? table(["File", "Size", "SHA-256", ""], fileRows, { class: "wb-table wb-files" }) : empty("No files."),

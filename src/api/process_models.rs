@@ -6,6 +6,9 @@ use super::error::{ApiError, Problem};
 use crate::services::ErrorCode;
 use crate::services::{self, models::Model, models::ModelDetail};
 use crate::startup::AppState;
+use actix_web::http::header::{
+    Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue,
+};
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -49,12 +52,21 @@ impl From<&Model> for ModelAnswer {
             display_name: model.display_name.clone(),
             primary_file_name: model.primary_file_name.clone(),
             primary_process_id: model.primary_process_id.clone(),
-            summary: model.summary.0.clone(),
+            summary: summary_shown(&model.summary.0),
             version_sha: model.version_sha.clone(),
             created_at: model.created_at,
             updated_at: model.updated_at,
         }
     }
+}
+
+/// The summary without its warnings (a model's detail shows them as `warnings`).
+fn summary_shown(summary: &Value) -> Value {
+    let mut shown = summary.clone();
+    if let Some(fields) = shown.as_object_mut() {
+        fields.remove("warnings");
+    }
+    shown
 }
 
 /// A version that live instances still run on.
@@ -89,12 +101,44 @@ pub struct ModelDetailAnswer {
     current_version: String,
     versions_in_use: Vec<VersionAnswer>,
     files: Vec<FileAnswer>,
+    /// What SpiffWorkflow's parser loads and SpiffArena fails on only when the element runs
+    /// (a script or expression Python does not compile, a message event without
+    /// `messageRef`): the model is accepted, and an instance errs at that element.
+    warnings: Vec<ModelWarning>,
+}
+
+/// A fault of a model found at upload that fails its element only when it runs.
+#[derive(Serialize, ToSchema)]
+pub struct ModelWarning {
+    #[schema(example = "order (v2).bpmn")]
+    file_name: String,
+    /// The element, sequence flow or correlation property (null: the file).
+    #[schema(example = "compute_total")]
+    element_id: Option<String>,
+    #[schema(example = "script: SyntaxError: invalid syntax (line 1, column 5)")]
+    reason: String,
+}
+
+/// The warnings stored in a model's summary (none for a model saved before they were).
+fn warnings_of(summary: &Value) -> Vec<ModelWarning> {
+    let Some(warnings) = summary["warnings"].as_array() else {
+        return vec![];
+    };
+    warnings
+        .iter()
+        .map(|w| ModelWarning {
+            file_name: w["file_name"].as_str().unwrap_or_default().to_string(),
+            element_id: w["element_id"].as_str().map(str::to_string),
+            reason: w["reason"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
 }
 
 impl From<ModelDetail> for ModelDetailAnswer {
     fn from(detail: ModelDetail) -> ModelDetailAnswer {
         let current = detail.model.version_sha.clone();
         ModelDetailAnswer {
+            warnings: warnings_of(&detail.model.summary.0),
             model: ModelAnswer::from(&detail.model),
             versions_in_use: detail
                 .versions_in_use
@@ -130,15 +174,17 @@ pub struct ModelList {
 /// Create or replace one BPMN file of a process model (the model is created if needed).
 ///
 /// The whole model is validated: a file that is not well-formed BPMN, an element the engine
-/// cannot run, a broken reference or an expression with a syntax error is refused with the
-/// file, the element id and the reason.
+/// cannot run or a broken reference is refused with the file, the element id and the reason.
+/// What SpiffWorkflow's parser loads and SpiffArena fails on only when the element runs (a
+/// script or expression with a syntax error, a message event without `messageRef`) is
+/// accepted and listed in `warnings`; an instance errs at that element.
 #[utoipa::path(
     put,
     path = "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
     tag = "process models",
     params(
         ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model` (the model's path with `/` written `:`)"),
-        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\\.(bpmn|dmn)$", description = "NAME.bpmn, or NAME.dmn for DMN decision tables"),
+        ("file_name" = String, Path, max_length = 255, pattern = "^[^/\\\\\\x00-\\x1f\\x7f]+\\.(bpmn|dmn|json)$", description = "NAME.bpmn, NAME.dmn (DMN decision tables) or NAME.json (kept with the model, not run), percent-encoded: any name without `/`, `\\`, `..` or control characters, at most 255 bytes (`Sub process.bpmn` is `Sub%20process.bpmn`)"),
     ),
     request_body(content = String, description = "BPMN 2.0 XML (or DMN for a `.dmn` file)", content_type = "application/xml", example = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<bpmn:definitions xmlns:bpmn=\"http://www.omg.org/spec/BPMN/20100524/MODEL\" id=\"defs\">\n  <bpmn:message id=\"m_placed\" name=\"order placed\"/>\n  <bpmn:process id=\"orders\" isExecutable=\"true\">\n    <bpmn:startEvent id=\"placed\"><bpmn:messageEventDefinition messageRef=\"m_placed\"/></bpmn:startEvent>\n    <bpmn:sequenceFlow id=\"f1\" sourceRef=\"placed\" targetRef=\"done\"/>\n    <bpmn:endEvent id=\"done\"/>\n  </bpmn:process>\n</bpmn:definitions>\n"),
     responses(
@@ -261,11 +307,11 @@ pub struct FileQuery {
     tag = "process models",
     params(
         ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`"),
-        ("file_name" = String, Path, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\\.(bpmn|dmn)$", description = "NAME.bpmn or NAME.dmn"),
+        ("file_name" = String, Path, max_length = 255, pattern = "^[^/\\\\\\x00-\\x1f\\x7f]+\\.(bpmn|dmn|json)$", description = "NAME.bpmn, NAME.dmn (DMN decision tables) or NAME.json (kept with the model, not run), percent-encoded: any name without `/`, `\\`, `..` or control characters, at most 255 bytes (`Sub process.bpmn` is `Sub%20process.bpmn`)"),
         FileQuery,
     ),
     responses(
-        (status = 200, description = "The file (BPMN or DMN XML), as an attachment", content_type = "application/xml", body = String),
+        (status = 200, description = "The file (BPMN or DMN XML; a `.json` file as application/json), as an attachment", content_type = "application/xml", body = String),
         (status = 400, description = "`invalid_process_model_identifier`, `invalid_file_name`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `models:read` or `models:write`", body = Problem, content_type = "application/problem+json"),
@@ -293,14 +339,37 @@ pub async fn get_file(
         }
     }
     let content = services::models::file(&state.pool, &identifier, &file_name, version).await?;
+    let content_type = if file_name.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/xml; charset=utf-8"
+    };
     Ok(HttpResponse::Ok()
-        .content_type("application/xml; charset=utf-8")
-        .insert_header((
-            actix_web::http::header::CONTENT_DISPOSITION,
-            // the name passed `check_file_name`: letters, digits, `._-` only
-            format!("attachment; filename=\"{file_name}\""),
-        ))
+        .content_type(content_type)
+        .insert_header(attachment(&file_name))
         .body(content))
+}
+
+/// `Content-Disposition: attachment` with the file's name: quoted (quotes escaped); a name
+/// that is not ASCII as UTF-8 too (RFC 6266 `filename*`), its quoted form with `_` for what
+/// is not ASCII.
+fn attachment(file_name: &str) -> ContentDisposition {
+    let ascii: String = file_name
+        .chars()
+        .map(|c| if c.is_ascii() { c } else { '_' })
+        .collect();
+    let mut parameters = vec![DispositionParam::Filename(ascii)];
+    if !file_name.is_ascii() {
+        parameters.push(DispositionParam::FilenameExt(ExtendedValue {
+            charset: Charset::Ext("UTF-8".to_string()),
+            language_tag: None,
+            value: file_name.as_bytes().to_vec(),
+        }));
+    }
+    ContentDisposition {
+        disposition: DispositionType::Attachment,
+        parameters,
+    }
 }
 
 /// Delete a process model with its files and versions. Refused with 409

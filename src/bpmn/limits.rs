@@ -10,6 +10,11 @@ use roxmltree::{Document, ParsingOptions};
 /// copy in counted together.
 pub const MAX_NESTING_DEPTH: usize = 64;
 
+/// How many call activities deep a process may call itself (directly or through others):
+/// recursive calls are copied in as an instance reaches them, and one deeper than this errs
+/// the instance at that call activity instead.
+pub const MAX_CALL_DEPTH: usize = 16;
+
 /// How many XML elements one file may hold, and how many flow elements a process may have
 /// once call activities have copied their processes in.
 pub const MAX_ELEMENTS_PER_FILE: usize = 100_000;

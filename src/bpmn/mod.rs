@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub(crate) use limits::parse_xml;
-pub use limits::{MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
-pub use model::build_model;
+pub use limits::{MAX_CALL_DEPTH, MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
+pub use model::{build_model, call_depth};
 pub use parse::parse_file;
 pub use python_sources::PythonSource;
 
@@ -70,6 +70,9 @@ pub struct Definitions {
     pub correlation_keys: Vec<CorrelationKeySpec>,
     /// `bpmn:dataStore` declarations: id -> kind.
     pub data_stores: Vec<(String, DataStoreKind)>,
+    /// What SpiffWorkflow loads and fails on only when the element runs (the element is
+    /// `ElementKind::Faulty`).
+    pub warnings: Vec<ModelError>,
 }
 
 /// SpiffArena's data store kinds. SpiffWorkflow picks a store's class by the `name` of its
@@ -236,6 +239,10 @@ pub struct ModelSpec {
     /// defines it, or linking it failed): a call activity calling one fails the instance
     /// instead of asking for it.
     pub unavailable_callees: BTreeMap<String, String>,
+    /// What SpiffWorkflow loads and SpiffArena fails on only when it runs, by file and
+    /// element: elements that fail when reached (`ElementKind::Faulty`), and expressions and
+    /// scripts Python does not compile (added by the upload, which asks the script host).
+    pub warnings: Vec<ModelError>,
     /// The DMN decisions of the model's `.dmn` files (and, linked, of other models' the
     /// instance uses), by decision id.
     pub decisions: BTreeMap<String, std::sync::Arc<crate::dmn::Decision>>,
@@ -258,21 +265,29 @@ pub struct DataStoreUse {
 pub enum Callee {
     Process(String),
     Decision(String),
+    /// A call activity (by element id) calling a process it is already inside: copied in
+    /// when reached (`ModelSpec::with_callees_unrolled`).
+    Recursion(String),
 }
 
 impl Callee {
     /// The key it is pinned and known under: the process id, or `decision:` and the decision
     /// id (process ids are XML NCNames, which hold no colon: the two cannot collide).
+    /// A recursive call is `recursion:` and the call activity's id.
     pub fn key(&self) -> String {
         match self {
             Callee::Process(id) => id.clone(),
             Callee::Decision(id) => format!("decision:{id}"),
+            Callee::Recursion(call) => format!("recursion:{call}"),
         }
     }
 
     pub fn from_key(key: &str) -> Callee {
-        match key.strip_prefix("decision:") {
-            Some(id) => Callee::Decision(id.to_string()),
+        if let Some(id) = key.strip_prefix("decision:") {
+            return Callee::Decision(id.to_string());
+        }
+        match key.strip_prefix("recursion:") {
+            Some(call) => Callee::Recursion(call.to_string()),
             None => Callee::Process(key.to_string()),
         }
     }
@@ -282,6 +297,7 @@ impl Callee {
         match self {
             Callee::Process(id) => format!("the called process '{id}'"),
             Callee::Decision(id) => format!("the decision '{id}'"),
+            Callee::Recursion(call) => format!("the recursive call '{call}'"),
         }
     }
 }
@@ -397,6 +413,12 @@ pub enum MultiItems {
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)] // built once per model load
 pub enum ElementKind {
+    /// An element SpiffWorkflow's parser loads and SpiffArena fails on when it runs (a
+    /// message event without messageRef): the instance errs there with `reason`; the model
+    /// carries it as a warning.
+    Faulty {
+        reason: String,
+    },
     /// None start event (`message` None) or message start event.
     StartEvent {
         message: Option<MessageCatchSpec>,

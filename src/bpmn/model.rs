@@ -14,6 +14,7 @@ mod processes;
 mod shared;
 
 pub use build::build_model;
+pub use calls::call_depth;
 
 /// Elements a model may have for its steps to count as short (see
 /// [`ModelSpec::steps_are_short`]): a step visits each element at most a few times, about a
@@ -119,6 +120,11 @@ impl ModelSpec {
             "sends_messages": exchanges.sends,
             "service_operators": exchanges.operators,
             "correlation_properties": props,
+            "warnings": self.warnings.iter().map(|w| json!({
+                "file_name": w.file,
+                "element_id": w.element_id,
+                "reason": w.reason,
+            })).collect::<Vec<_>>(),
         })
     }
 

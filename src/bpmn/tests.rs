@@ -402,12 +402,6 @@ fn refuses_unrunnable_models_with_file_element_and_reason() {
             "not a BPMN file",
         ),
         (
-            "recursive call activity",
-            p(r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="ca" calledElement="P"/>"#),
-            Some("ca"),
-            "process 'P' calls itself (recursive call activities are not supported)",
-        ),
-        (
             "complex gateway",
             p(r#"<bpmn:startEvent id="s"/><bpmn:complexGateway id="cg"/>"#),
             Some("cg"),

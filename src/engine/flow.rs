@@ -145,8 +145,15 @@ impl<'m> Interpreter<'m> {
             ElementKind::SubProcess { start_events, io } => {
                 self.start_subprocess(guid, element, start_events, io.as_ref(), scope)
             }
+            ElementKind::Faulty { reason } => Err(ModelFailure::new(&element.id, reason.clone())),
             ElementKind::CallActivity { called_element } => {
-                Err(self.callee_missing(element, Callee::Process(called_element.clone())))
+                // a process of the model left as a call: a recursive call, copied in now
+                let callee = if self.model.processes.contains_key(called_element) {
+                    Callee::Recursion(element.id.clone())
+                } else {
+                    Callee::Process(called_element.clone())
+                };
+                Err(self.callee_missing(element, callee))
             }
             ElementKind::BusinessRuleTask { decision_id } => {
                 self.run_business_rule_task(guid, element, decision_id)

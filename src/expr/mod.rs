@@ -232,12 +232,10 @@ pub struct Expression {
 }
 
 impl Expression {
-    /// Refuses only an empty expression: Python syntax is the host's to judge.
+    /// Python syntax is the host's to judge (an empty expression too: SpiffWorkflow loads it
+    /// and fails when it is evaluated, as Python does here).
     pub fn compile(source: &str) -> Result<Expression, ExprError> {
         let trimmed = source.trim();
-        if trimmed.is_empty() {
-            return Err(ExprError::new("SyntaxError: empty expression"));
-        }
         Ok(Expression {
             source: source.to_owned(),
             fast: FastExpr::parse(trimmed),

@@ -417,12 +417,30 @@ async fn decision_files_that_cannot_run_are_refused_at_upload() {
     let app = spawn_app().await;
     upload_ok(&app, "bad/model", "p.bpmn", &deciding("p", &["syntax"])).await;
 
-    let cases: Vec<(String, &str, &str)> = vec![
+    // Python that does not compile is a warning (SpiffWorkflow fails when the rule runs)
+    for (xml, element, reason) in [
         (
             dmn(&[("syntax", "", &output("o"), &[("= 1", "1")])]),
             "syntax",
             "SyntaxError",
         ),
+        (
+            dmn(&[("bad_output", "", &output("o"), &[("1", "1 +")])]),
+            "bad_output",
+            "output 'o' of row 1",
+        ),
+    ] {
+        let (status, body) = upload(&app, "bad/model", "rules.dmn", &xml).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let warning = &body["warnings"][0];
+        assert_eq!(warning["file_name"], "rules.dmn", "{body}");
+        assert_eq!(warning["element_id"], element, "{body}");
+        assert!(
+            warning["reason"].as_str().unwrap().contains(reason),
+            "{body}"
+        );
+    }
+    let cases: Vec<(String, &str, &str)> = vec![
         (
             dmn(&[(
                 "policy",
@@ -432,11 +450,6 @@ async fn decision_files_that_cannot_run_are_refused_at_upload() {
             )]),
             "policy",
             "unknown hit policy",
-        ),
-        (
-            dmn(&[("bad_output", "", &output("o"), &[("1", "1 +")])]),
-            "bad_output",
-            "output 'o' of row 1",
         ),
         (
             "<definitions xmlns=\"urn:not-dmn\"/>".to_string(),

@@ -1,5 +1,6 @@
 //! Integration tests over HTTP: one binary (linked once), one module per area.
 
+mod accept;
 mod auth;
 mod calls;
 mod cli;

@@ -91,8 +91,10 @@ async fn a_datetime_survives_storage_between_scripts() {
     assert_eq!(done["task_data"]["later"], "01 Feb", "{done}");
 }
 
+/// SpiffWorkflow loads a script with a syntax error and SpiffArena fails when it runs: the
+/// upload warns with the element and the position, and the instance errs at the script.
 #[tokio::test]
-async fn a_syntax_error_is_refused_at_upload_with_element_and_position() {
+async fn a_syntax_error_is_a_warning_at_upload_with_element_and_position() {
     let app = app_with_limits(1, 2_000, 5_000).await;
     let (status, body) = upload(
         &app,
@@ -101,16 +103,19 @@ async fn a_syntax_error_is_refused_at_upload_with_element_and_position() {
         &script_model("bad", "x = = 1"),
     )
     .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error_code"], "invalid_process_model", "{body}");
-    assert_eq!(body["element_id"], "run", "{body}");
-    assert_eq!(body["file_name"], "bad.bpmn", "{body}");
-    let reason = body["reason"].as_str().unwrap_or_default();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let warning = &body["warnings"][0];
+    assert_eq!(warning["element_id"], "run", "{body}");
+    assert_eq!(warning["file_name"], "bad.bpmn", "{body}");
+    let reason = warning["reason"].as_str().unwrap_or_default();
     assert!(
         reason.starts_with("script: SyntaxError: invalid syntax (line 1, column 5)"),
         "{reason}"
     );
-    assert!(!reason.contains("invalid Python"), "{reason}");
+    let (_, body) = start(&app, "scripts/bad", &json!({})).await;
+    let instance = &body["process_instance"];
+    assert_eq!(instance["status"], "error", "{body}");
+    assert_eq!(instance["error"]["element_id"], "run", "{body}");
 }
 
 async fn instance_error(app: &TestApp, model: &str, source: &str) -> (Value, Duration) {

@@ -105,6 +105,20 @@ def model_file(name, run, task_name=TASK_NAME_V1):
     return text.replace("{RUN}", run).replace("{TASK_NAME}", task_name)
 
 
+# a script with a syntax error: SpiffWorkflow loads it and fails when it runs
+WARNED_MODEL = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="warned_defs">
+  <bpmn:process id="console_warned_{RUN}" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="broken" />
+    <bpmn:scriptTask id="broken"><bpmn:script>x = = 1</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="broken" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
 def seed(api, run):
     """Two models and the messages that give a completed, a rejected and a buffered send."""
     s = {
@@ -131,6 +145,17 @@ def seed(api, run):
             content_type="application/xml",
             expect=(200, 201),
         )
+    # a file named as SpiffArena names them, whose script does not compile: accepted, warned
+    s["warned_model"] = f"console-test-{run}/warned"
+    s["warned_file"] = "Draft (v2).bpmn"
+    _, answer = api.call(
+        "PUT",
+        f"/v1.0/process-models/{s['warned_model'].replace('/', ':')}/files/{urllib.parse.quote(s['warned_file'])}",
+        WARNED_MODEL.replace("{RUN}", run),
+        content_type="application/xml",
+        expect=(201,),
+    )
+    assert answer["warnings"][0]["element_id"] == "broken", answer
     # three orders: each starts an instance waiting at the manual task (a completed send)
     s["orders"] = []
     for n in range(1, 4):
@@ -412,6 +437,17 @@ class Run:
         assert f'id="console_orders_{s["run"]}"' in content, content[:300]
         self.screenshot(page, "model-detail.png")
         self.check("model page draws the diagram and downloads a file")
+
+        page.goto(self.url(f"/console/models/{s['warned_model'].replace('/', ':')}/"))
+        expect(page.locator("#model-warnings")).to_contain_text("broken")
+        expect(page.locator("#model-warnings")).to_contain_text("SyntaxError")
+        expect(page.locator(f'tr[data-file="{s["warned_file"]}"]')).to_be_visible()
+        with page.expect_download() as info:
+            page.get_by_role("button", name=f"Download {s['warned_file']}").click()
+        assert info.value.suggested_filename == s["warned_file"], info.value.suggested_filename
+        self.check("a model's warnings show on its page; a file named with spaces downloads by its name")
+        page.goto(self.url(f"/console/models/{s['orders_model'].replace('/', ':')}/"))
+        expect(page.locator(".wb-id")).to_have_text(s["orders_model"])
 
         page.locator("#upload-file").set_input_files(
             files=[{

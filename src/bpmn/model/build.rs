@@ -13,8 +13,10 @@ pub fn build_model(
     files: &[(String, String)],
     primary_process_id: Option<&str>,
 ) -> Result<ModelSpec, ModelError> {
+    // other files (.json form schemas) are kept with the model, not run
     let (dmn_files, bpmn_files): (Vec<_>, Vec<_>) = files
         .iter()
+        .filter(|(name, _)| name.ends_with(".dmn") || name.ends_with(".bpmn"))
         .cloned()
         .partition(|(name, _)| name.ends_with(".dmn"));
     let decisions = decisions_of(&dmn_files)?;
@@ -23,7 +25,7 @@ pub fn build_model(
     let correlation_properties = merge_correlation_properties(&definitions, &shared.messages)?;
     let correlation_keys = merge_correlation_keys(&definitions);
     let mut processes = resolve_processes(&definitions, &shared)?;
-    super::calls::inline_call_activities(&mut processes)?;
+    super::calls::inline_call_activities(&mut processes, &Default::default())?;
     let message_starts = message_starts(&processes)?;
     let timer_starts = triggered_starts(&processes, |kind| {
         matches!(kind, ElementKind::TimerStart(_))
@@ -55,6 +57,10 @@ pub fn build_model(
         uses_task_lookup: false,
         calls_elsewhere: false,
         unavailable_callees: Default::default(),
+        warnings: definitions
+            .iter()
+            .flat_map(|d| d.warnings.iter().cloned())
+            .collect(),
     };
     let sources = spec.python_sources();
     let needs_python = sources.iter().any(|s| s.needs_python);

@@ -5,22 +5,30 @@
 //! call activity's boundary events, and the task list shows which call each task belongs to.
 //! The child runs on a copy of the caller's task data, merged back when it ends
 //! (SpiffWorkflow's copy-in, merge-back rule without an ioSpecification; with one, only its
-//! inputs go in and its outputs come back). A callee that is not in the model is left as a call activity
-//! that fails when reached.
+//! inputs go in and its outputs come back). A callee that is not in the model is left as a
+//! call activity, linked when reached (or failing then). So is a recursive call (a process
+//! calling itself, directly or through others): it is copied in when an instance reaches it,
+//! at most `MAX_CALL_DEPTH` calls deep (the services check the depth, `call_depth`).
 
 use super::processes::Processes;
 use crate::bpmn::limits::{MAX_ELEMENTS_PER_FILE, MAX_NESTING_DEPTH};
 use crate::bpmn::*;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-/// Deeper than this, a call activity calls itself (directly or not).
-const MAX_NESTING: usize = 16;
-
-pub(super) fn inline_call_activities(processes: &mut Processes) -> Result<(), ModelError> {
+/// Copies the callee into every call activity whose callee is in `processes`, except a
+/// recursive call (one of a process it is already inside: itself, or a process that called
+/// it): that is copied in only when `unrolled` names it (the instance reached it, see
+/// `Callee::Recursion`), so a process calling itself is unrolled lazily, one level per call
+/// an instance makes, up to `MAX_CALL_DEPTH`.
+pub(super) fn inline_call_activities(
+    processes: &mut Processes,
+    unrolled: &BTreeSet<String>,
+) -> Result<(), ModelError> {
     let originals = processes.by_id.clone();
     for process in processes.by_id.values_mut() {
-        refuse_self_calls(process)?;
-        for _depth in 0..=MAX_NESTING {
+        // call activity copied in -> the process it calls
+        let mut callee_of: HashMap<String, String> = HashMap::new();
+        loop {
             let calls: Vec<(String, String)> = process
                 .elements
                 .values()
@@ -32,30 +40,42 @@ pub(super) fn inline_call_activities(processes: &mut Processes) -> Result<(), Mo
                     }
                     _ => None,
                 })
+                .filter(|(call, callee)| {
+                    !is_recursive(&process.id, &callee_of, call, callee) || unrolled.contains(call)
+                })
                 .collect();
             if calls.is_empty() {
                 break;
             }
-            if let Some((call, callee)) = calls
-                .iter()
-                .find(|(call, _)| call.matches('/').count() >= MAX_NESTING)
-            {
-                let own_id = call.rsplit('/').next().unwrap_or(call);
-                return Err(ModelError::new(
-                    &process.file,
-                    Some(own_id),
-                    format!(
-                        "call activities nest more than {MAX_NESTING} deep: '{callee}' calls itself through other processes (recursive calls are not supported)"
-                    ),
-                ));
-            }
             for (call, callee) in calls {
                 inline(process, &call, &originals[&callee])?;
+                callee_of.insert(call, callee);
             }
         }
         check_subprocess_nesting(process)?;
     }
     Ok(())
+}
+
+/// The call activity `call` (an id prefixed with the calls it was copied in for, `a/b/call`)
+/// calls a process it is already inside: the top-level process, or the callee of one of the
+/// calls around it.
+fn is_recursive(
+    process_id: &str,
+    callee_of: &HashMap<String, String>,
+    call: &str,
+    callee: &str,
+) -> bool {
+    callee == process_id
+        || call
+            .match_indices('/')
+            .any(|(end, _)| callee_of.get(&call[..end]).is_some_and(|c| c == callee))
+}
+
+/// How many call activities deep `call` is (`a/b/call`: 3): a recursive call deeper than
+/// `MAX_CALL_DEPTH` is not run.
+pub fn call_depth(call: &str) -> usize {
+    call.matches('/').count() + 1
 }
 
 /// Subprocesses, embedded or copied in for call activities, nest at most `MAX_NESTING_DEPTH`
@@ -97,25 +117,6 @@ fn check_subprocess_nesting(process: &ProcessSpec) -> Result<(), ModelError> {
                 ));
             }
             depths.insert(&current.id, depth);
-        }
-    }
-    Ok(())
-}
-
-/// A process that calls itself would be copied into itself for ever.
-fn refuse_self_calls(process: &ProcessSpec) -> Result<(), ModelError> {
-    for element in process.elements.values() {
-        if let ElementKind::CallActivity { called_element } = &element.kind {
-            if called_element == &process.id {
-                return Err(ModelError::new(
-                    &process.file,
-                    Some(&element.id),
-                    format!(
-                        "process '{}' calls itself (recursive call activities are not supported)",
-                        process.id
-                    ),
-                ));
-            }
         }
     }
     Ok(())
@@ -238,12 +239,26 @@ impl ModelSpec {
         callees: &[(Callee, &ModelSpec)],
         unavailable: BTreeMap<String, String>,
     ) -> Result<ModelSpec, ModelError> {
+        self.with_callees_unrolled(callees, unavailable, &BTreeSet::new())
+    }
+
+    /// `with_callees`, with the recursive call activities `unrolled` names (by element id)
+    /// copied in too.
+    pub fn with_callees_unrolled(
+        &self,
+        callees: &[(Callee, &ModelSpec)],
+        unavailable: BTreeMap<String, String>,
+        unrolled: &BTreeSet<String>,
+    ) -> Result<ModelSpec, ModelError> {
         let mut linked = self.clone();
         let mut processes = Processes {
             by_id: std::mem::take(&mut linked.processes),
             order: vec![],
         };
         for (what, callee) in callees {
+            if let Callee::Recursion(_) = what {
+                continue;
+            }
             if let Callee::Decision(id) = what {
                 if let Some(decision) = callee.decisions.get(id) {
                     linked
@@ -282,7 +297,7 @@ impl ModelSpec {
             linked.uses_initiator |= callee.uses_initiator;
             linked.uses_task_lookup |= callee.uses_task_lookup;
         }
-        inline_call_activities(&mut processes)?;
+        inline_call_activities(&mut processes, unrolled)?;
         linked.processes = processes.by_id;
         linked.unavailable_callees = unavailable;
         linked.calls_elsewhere = linked.has_unresolved_calls();

@@ -16,6 +16,7 @@ impl Parser<'_> {
             correlation_properties: vec![],
             correlation_keys: vec![],
             data_stores: vec![],
+            warnings: vec![],
         };
         for child in bpmn_children(root) {
             match child.tag_name().name() {
@@ -35,6 +36,7 @@ impl Parser<'_> {
                 _ => {} // itemDefinition, interface, ...: not executable
             }
         }
+        definitions.warnings = self.faults.take();
         Ok(definitions)
     }
 
@@ -147,16 +149,12 @@ impl Parser<'_> {
             ));
         };
         // Modelers write either form (messagePath is the standard one).
+        // an empty one is loaded by SpiffWorkflow, and fails when evaluated (as here)
         let source = node
             .children()
             .find(|c| is_bpmn(c, "messagePath") || is_bpmn(c, "formalExpression"))
-            .and_then(nonempty_text);
-        let Some(source) = source else {
-            return Err(self.err(
-                Some(property_id),
-                format!("the retrieval expression for message '{message_ref}' is empty"),
-            ));
-        };
+            .and_then(nonempty_text)
+            .unwrap_or_default();
         let what = format!("retrieval expression for message '{message_ref}'");
         let expression = self.expr(property_id, &what, &source)?;
         Ok((message_ref, expression))

@@ -23,7 +23,14 @@ impl Parser<'_> {
         let pre_script = self.opt_script(&id, "preScript", spiff_ext(node, "preScript").next())?;
         let post_script =
             self.opt_script(&id, "postScript", spiff_ext(node, "postScript").next())?;
-        let kind = self.kind(node, &id, &element_type)?;
+        let kind = match self.kind(node, &id, &element_type) {
+            Ok(kind) => kind,
+            // SpiffWorkflow loads it, SpiffArena fails when it runs: so does the engine
+            Err(fault) if self.is_fault(&fault) => ElementKind::Faulty {
+                reason: fault.reason,
+            },
+            Err(error) => return Err(error),
+        };
         Ok(ElementSpec {
             name: nonempty_attr(node, "name"),
             element_type,

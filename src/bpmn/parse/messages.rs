@@ -63,8 +63,13 @@ impl Parser<'_> {
     }
 
     fn message_ref(&self, definition: Node, id: &str) -> Result<String, ModelError> {
-        nonempty_attr(definition, "messageRef")
-            .ok_or_else(|| self.err(Some(id), "the message element has no messageRef"))
+        // SpiffWorkflow's parser loads it (a message without a name)
+        nonempty_attr(definition, "messageRef").ok_or_else(|| {
+            self.fault(
+                id,
+                "the message event has no messageRef: no message to wait for or send",
+            )
+        })
     }
 
     /// (property id, expression over task data). Each part is a child element, else an

@@ -27,9 +27,13 @@ mod tasks;
 use super::*;
 use nodes::{is_bpmn, nonempty_attr, nonempty_text};
 use roxmltree::Node;
+use std::cell::RefCell;
 
 pub fn parse_file(file_name: &str, xml: &str) -> Result<Definitions, ModelError> {
-    let parser = Parser { file: file_name };
+    let parser = Parser {
+        file: file_name,
+        faults: RefCell::new(vec![]),
+    };
     // depth and size are checked before the walk below recurses into subprocesses
     let doc = super::limits::parse_xml(file_name, xml)?;
     let root = doc.root_element();
@@ -49,11 +53,26 @@ pub fn parse_file(file_name: &str, xml: &str) -> Result<Definitions, ModelError>
 /// Reads one file; every error it makes names that file.
 struct Parser<'f> {
     file: &'f str,
+    /// What SpiffWorkflow's parser accepts and SpiffArena fails on only when the element
+    /// runs: each element is kept as `ElementKind::Faulty`, and the model is warned.
+    faults: RefCell<Vec<ModelError>>,
 }
 
 impl Parser<'_> {
     fn err(&self, id: Option<&str>, reason: impl Into<String>) -> ModelError {
         ModelError::new(self.file, id, reason)
+    }
+
+    /// An error of an element that makes it fail when it runs, not the model at load (see
+    /// `element`).
+    fn fault(&self, id: &str, reason: impl Into<String>) -> ModelError {
+        let fault = self.err(Some(id), reason);
+        self.faults.borrow_mut().push(fault.clone());
+        fault
+    }
+
+    fn is_fault(&self, error: &ModelError) -> bool {
+        self.faults.borrow().contains(error)
     }
 
     /// Compiles now so that a syntax error refuses the model at load, not at run time.

@@ -242,14 +242,20 @@ impl Parser<'_> {
     ) -> Result<(), ModelError> {
         let element = self.element(node, parent)?;
         let id = element.id.clone();
-        if matches!(
-            element.kind,
-            ElementKind::StartEvent { .. }
-                | ElementKind::EventSubProcessStart { .. }
-                | ElementKind::TimerStart(_)
-                | ElementKind::SignalStart(_)
-                | ElementKind::MultipleStart(_)
-        ) {
+        // a faulty start event (a message start without messageRef) is still where its
+        // process starts: an instance errs there
+        let faulty_start = matches!(element.kind, ElementKind::Faulty { .. })
+            && element.element_type == "startEvent";
+        if faulty_start
+            || matches!(
+                element.kind,
+                ElementKind::StartEvent { .. }
+                    | ElementKind::EventSubProcessStart { .. }
+                    | ElementKind::TimerStart(_)
+                    | ElementKind::SignalStart(_)
+                    | ElementKind::MultipleStart(_)
+            )
+        {
             contents
                 .starts
                 .entry(parent.map(str::to_string))

@@ -80,10 +80,11 @@ impl Parser<'_> {
     fn service_parameter(&self, node: Node, id: &str) -> Result<ServiceParameter, ModelError> {
         let parameter_id = nonempty_attr(node, "id")
             .ok_or_else(|| self.err(Some(id), "a spiffworkflow:parameter has no id"))?;
-        let value = match nonempty_attr(node, "value") {
+        // SpiffWorkflow evaluates a value given, even an empty one (which fails when it runs)
+        let value = match node.attribute("value") {
             Some(source) => {
                 let what = format!("parameter '{parameter_id}'");
-                Some(self.expr(id, &what, &source)?)
+                Some(self.expr(id, &what, source)?)
             }
             None => None,
         };

@@ -6,7 +6,7 @@ use crate::services::{Error, ErrorCode, Result};
 
 /// The longest process model identifier (bytes).
 pub const MAX_IDENTIFIER_BYTES: usize = 255;
-/// The longest segment of an identifier, and the longest file name (bytes).
+/// The longest segment of an identifier (bytes).
 pub const MAX_SEGMENT_BYTES: usize = 100;
 
 /// A segment of an identifier, or a file name's stem: a letter or digit, then letters, digits,
@@ -37,21 +37,37 @@ pub fn identifier_from_url(modified: &str) -> Result<ModelId> {
     Ok(ModelId::checked(identifier))
 }
 
-/// A model file name: a plain name (see [`is_plain_name`]) ending in `.bpmn` or `.dmn`.
+/// The longest model file name (bytes), as most file systems allow.
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// The kinds of file a model holds: BPMN diagrams, DMN decisions, and JSON files (form
+/// schemas and the like, kept with the model as SpiffArena keeps them, not run).
+const FILE_SUFFIXES: [&str; 3] = [".bpmn", ".dmn", ".json"];
+
+/// A model file name as SpiffArena allows them (`Sub process.bpmn`, `TC-1.0 - Send message
+/// (v2).bpmn`): anything but a path separator (`/`, `\`), a NUL or other control character,
+/// `..`, or more than [`MAX_FILE_NAME_BYTES`] bytes, with a name before its `.bpmn`, `.dmn` or
+/// `.json`.
 pub fn check_file_name(file_name: &str) -> Result<()> {
-    let valid = [".bpmn", ".dmn"].iter().any(|suffix| {
+    let has_suffix = FILE_SUFFIXES.iter().any(|suffix| {
         file_name
             .strip_suffix(suffix)
-            .is_some_and(|stem| !stem.is_empty() && is_plain_name(file_name))
+            .is_some_and(|stem| !stem.trim().is_empty())
     });
+    let valid = has_suffix
+        && file_name.len() <= MAX_FILE_NAME_BYTES
+        && !file_name.contains("..")
+        && !file_name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control());
     if valid {
         Ok(())
     } else {
         Err(Error::refused(
             ErrorCode::InvalidFileName,
             format!(
-                "'{}' is not a model file name: a letter or digit, then letters, digits, '-', \
-                 '_' and '.', ending in .bpmn or .dmn (at most {MAX_SEGMENT_BYTES} bytes)",
+                "'{}' is not a model file name: a name ending in .bpmn, .dmn or .json, without \
+                 '/', '\\', '..' or control characters (at most {MAX_FILE_NAME_BYTES} bytes)",
                 cut(file_name)
             ),
         ))
@@ -98,21 +114,37 @@ mod tests {
     }
 
     #[test]
-    fn file_names_are_plain() {
-        for good in ["a.bpmn", "Order-Flow_2.v1.bpmn", "rules.dmn"] {
+    fn file_names_are_as_spiffarena_allows_them() {
+        let longest = format!("{}.bpmn", "a".repeat(MAX_FILE_NAME_BYTES - 5));
+        for good in [
+            "a.bpmn",
+            "Order-Flow_2.v1.bpmn",
+            "rules.dmn",
+            "Sub process.bpmn",
+            "TC-1.0 - Send message (v2).bpmn",
+            "form schema.json",
+            ".hidden.bpmn",
+            "Übersicht, 'draft' & more!.bpmn",
+            &longest,
+        ] {
             assert!(check_file_name(good).is_ok(), "{good}");
         }
         for bad in [
             ".bpmn",
-            ".hidden.bpmn",
+            " .bpmn",
             "a\n.bpmn",
-            "a b.bpmn",
+            "a\0b.bpmn",
+            "a\tb.bpmn",
             "a.xml",
+            "a.bpmn.txt",
             ".dmn",
             "a/b.bpmn",
+            "a\\b.bpmn",
+            "..bpmn",
+            "a..b.bpmn",
+            &format!("a{longest}"),
         ] {
-            assert!(check_file_name(bad).is_err(), "{bad}");
+            assert!(check_file_name(bad).is_err(), "{bad:?}");
         }
-        assert!(check_file_name(&format!("{}.bpmn", "a".repeat(100))).is_err());
     }
 }

@@ -21,18 +21,25 @@ pub struct ModelMetadata {
     pub primary_process_id: Option<String>,
 }
 
-/// Builds, validates and stores a model from its complete set of files (one transaction).
+/// Builds, validates and stores a model from its complete set of files (one transaction),
+/// with the `python_warnings` the script host found in them besides the warnings of the build.
 pub(super) async fn save_model(
     conn: &mut sqlx::PgConnection,
     cache: &ModelCache,
     identifier: &str,
     metadata: &ModelMetadata,
     files: &[(String, String)],
+    python_warnings: Vec<ModelError>,
 ) -> Result<Arc<ModelSpec>> {
     let primary_process_id = primary_process_id(metadata, files);
-    let spec = build_off_async_threads(files.to_vec(), primary_process_id)
+    let mut spec = build_off_async_threads(files.to_vec(), primary_process_id)
         .await?
         .map_err(invalid_model)?;
+    spec.warnings.extend(python_warnings);
+    spec.warnings.sort_by(|a, b| {
+        (&a.file, &a.element_id, &a.reason).cmp(&(&b.file, &b.element_id, &b.reason))
+    });
+    spec.warnings.dedup();
     check_message_starts_are_free(conn, identifier, &spec).await?;
     check_process_ids_are_free(conn, identifier, &spec).await?;
     let sha = version_sha(&spec.primary_process_id, files);

@@ -2,7 +2,7 @@
 //! startup. The Python of the files is checked (on a blocking thread) before any transaction
 //! begins; the model is then saved in one.
 
-use super::save::{invalid_model, save_model, ModelMetadata};
+use super::save::{save_model, ModelMetadata};
 use super::{check_file_name, identifier_from_url, show, ModelDetail, ModelId};
 use crate::bpmn::ModelError;
 use crate::expr::{ErrorKind, ScriptHost};
@@ -30,9 +30,9 @@ pub async fn put_file(
             "the file contains a NUL character",
         ));
     }
-    // the other files were checked when they were uploaded
+    // the other files' warnings were found when they were uploaded
     let uploaded = vec![(file_name.to_string(), content.to_string())];
-    check_python(uploaded, cache.scripts()).await?;
+    let mut warnings = python_warnings(uploaded, cache.scripts()).await?;
     let mut tx = pool.begin().await?;
     store::models::lock_identifier(&mut tx, identifier).await?;
     let existing = store::models::find(&mut tx, identifier).await?;
@@ -44,13 +44,16 @@ pub async fn put_file(
         .collect();
     files.push((file_name.to_string(), content.to_string()));
     files.sort();
+    if let Some(model) = &existing {
+        warnings.extend(python_warnings_kept(&model.summary.0, file_name));
+    }
     let metadata = ModelMetadata {
         display_name: existing.as_ref().map(|m| m.display_name.clone()),
         primary_file_name: existing.as_ref().and_then(|m| m.primary_file_name.clone()),
         // derived again from the primary file (process_model.json) or the rule in build_model
         primary_process_id: None,
     };
-    save_model(&mut tx, cache, identifier, &metadata, &files).await?;
+    save_model(&mut tx, cache, identifier, &metadata, &files, warnings).await?;
     tx.commit().await?;
     Ok((existing.is_none(), show(pool, model).await?))
 }
@@ -129,66 +132,111 @@ async fn load_folder(
         }
     }
     files.sort();
-    check_python(files.clone(), cache.scripts()).await?;
+    let warnings = python_warnings(files.clone(), cache.scripts()).await?;
     let mut tx = pool.begin().await?;
     store::models::lock_identifier(&mut tx, identifier).await?;
-    save_model(&mut tx, cache, identifier, &metadata, &files).await?;
+    save_model(&mut tx, cache, identifier, &metadata, &files, warnings).await?;
     tx.commit().await?;
     Ok(())
 }
 
-/// Every expression and script of these files that the fast path cannot answer must compile
-/// as CPython compiles it (asked of the script host, on a blocking thread, before any database
-/// transaction begins: the files' own text is all it needs); the first that does not is the
-/// model's error, naming its file, element, what it is for, and the line and column. A file
-/// that does not parse is left to `build_model`, which says why.
-async fn check_python(files: Vec<(String, String)>, scripts: Arc<dyn ScriptHost>) -> Result<()> {
-    let refused = tokio::task::spawn_blocking(move || {
-        files.iter().find_map(|(name, xml)| {
+/// Every expression and script of these files that the fast path cannot answer, compiled as
+/// CPython compiles it (asked of the script host, on a blocking thread, before any database
+/// transaction begins: the files' own text is all it needs): each that does not compile is a
+/// warning of the model, naming its file, element, what it is for, and the line and column
+/// (SpiffWorkflow loads such a model, and SpiffArena fails when the element runs, as the
+/// engine does). A file that does not parse is left to `build_model`, which says why.
+async fn python_warnings(
+    files: Vec<(String, String)>,
+    scripts: Arc<dyn ScriptHost>,
+) -> Result<Vec<ModelError>> {
+    let checked = tokio::task::spawn_blocking(move || {
+        let mut found = vec![];
+        for (name, xml) in &files {
             if name.ends_with(".dmn") {
-                return refused_decision_python(name, xml, scripts.as_ref());
+                found.extend(decision_python_errors(name, xml, scripts.as_ref()));
+            } else if name.ends_with(".bpmn") {
+                found.extend(process_python_errors(name, xml, scripts.as_ref()));
             }
-            let definitions = crate::bpmn::parse_file(name, xml).ok()?;
-            definitions
-                .python_sources()
-                .iter()
-                .filter(|source| source.needs_python)
-                .find_map(|source| {
-                    let error = scripts.check(source.source, source.is_script).err()?;
-                    let reason = format!("{}: {}", source.what, error.message);
-                    let element = Some(source.element_id);
-                    Some((ModelError::new(source.file, element, reason), error.kind))
-                })
-        })
+        }
+        found
     })
     .await
     .map_err(|e| Error::Internal(anyhow!("the script check's thread failed: {e}")))?;
-    match refused {
-        None => Ok(()),
-        Some((error, ErrorKind::Python)) => Err(invalid_model(error)),
-        Some((error, _)) => Err(Error::ScriptsUnavailable(error.reason)),
+    let mut warnings = Vec::with_capacity(checked.len());
+    for (error, kind) in checked {
+        match kind {
+            ErrorKind::Python => warnings.push(error),
+            _ => return Err(Error::ScriptsUnavailable(error.reason)),
+        }
     }
+    Ok(warnings)
 }
 
-/// The first piece of Python in a `.dmn` file that CPython does not compile (each rule's
-/// tests, as SpiffWorkflow would run them, and its outputs).
-fn refused_decision_python(
+/// The warnings of a model's stored `summary` about files other than `replaced` (which are
+/// unchanged: `save_model` drops those `build_model` finds again).
+fn python_warnings_kept(summary: &serde_json::Value, replaced: &str) -> Vec<ModelError> {
+    let Some(warnings) = summary["warnings"].as_array() else {
+        return vec![];
+    };
+    warnings
+        .iter()
+        .filter_map(|warning| {
+            let file = warning["file_name"].as_str()?;
+            let reason = warning["reason"].as_str()?;
+            (file != replaced)
+                .then(|| ModelError::new(file, warning["element_id"].as_str(), reason))
+        })
+        .collect()
+}
+
+/// The Python of a `.bpmn` file that CPython does not compile (or that could not be checked).
+fn process_python_errors(
     name: &str,
     xml: &str,
     scripts: &dyn ScriptHost,
-) -> Option<(ModelError, ErrorKind)> {
-    let decisions = crate::dmn::parse_dmn_file(name, xml).ok()?;
-    decisions.iter().find_map(|decision| {
-        decision
-            .python_sources()
-            .into_iter()
-            .find_map(|(what, source)| {
-                let error = scripts.check(source, false).err()?;
-                let reason = format!("{what}: {}", error.message);
-                Some((
-                    ModelError::new(name, Some(&decision.id), reason),
-                    error.kind,
-                ))
-            })
-    })
+) -> Vec<(ModelError, ErrorKind)> {
+    let Ok(definitions) = crate::bpmn::parse_file(name, xml) else {
+        return vec![];
+    };
+    definitions
+        .python_sources()
+        .iter()
+        .filter(|source| source.needs_python)
+        .filter_map(|source| {
+            let error = scripts.check(source.source, source.is_script).err()?;
+            let reason = format!("{}: {}", source.what, error.message);
+            let element = Some(source.element_id);
+            Some((ModelError::new(source.file, element, reason), error.kind))
+        })
+        .collect()
+}
+
+/// The Python of a `.dmn` file that CPython does not compile (each rule's tests, as
+/// SpiffWorkflow would run them, and its outputs).
+fn decision_python_errors(
+    name: &str,
+    xml: &str,
+    scripts: &dyn ScriptHost,
+) -> Vec<(ModelError, ErrorKind)> {
+    let Ok(decisions) = crate::dmn::parse_dmn_file(name, xml) else {
+        return vec![];
+    };
+    decisions
+        .iter()
+        .flat_map(|decision| {
+            decision
+                .python_sources()
+                .into_iter()
+                .filter_map(|(what, source)| {
+                    let error = scripts.check(source, false).err()?;
+                    let reason = format!("{what}: {}", error.message);
+                    Some((
+                        ModelError::new(name, Some(&decision.id), reason),
+                        error.kind,
+                    ))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }

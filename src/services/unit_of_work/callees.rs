@@ -9,12 +9,12 @@
 
 use super::super::{ModelCache, Result};
 use super::UnitOfWork;
-use crate::bpmn::{Callee, ModelSpec};
+use crate::bpmn::{call_depth, Callee, ModelSpec, MAX_CALL_DEPTH};
 use crate::store;
 use anyhow::anyhow;
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// More callee lookups than this for one step means something is wrong with the models.
@@ -89,9 +89,14 @@ pub(super) async fn linked_spec(
         }
     }
     let mut specs = Vec::with_capacity(callees.pins.len());
+    let mut unrolled = BTreeSet::new();
     for (key, pin) in &callees.pins {
-        let spec = cache.spec(conn, &pin.model, &pin.version).await?;
-        specs.push((Callee::from_key(key), spec));
+        match Callee::from_key(key) {
+            Callee::Recursion(call) => {
+                unrolled.insert(call);
+            }
+            callee => specs.push((callee, cache.spec(conn, &pin.model, &pin.version).await?)),
+        }
     }
     // copying the callees in takes time in proportion to them: off the async threads
     let unavailable = callees.unavailable.clone();
@@ -100,7 +105,7 @@ pub(super) async fn linked_spec(
             .iter()
             .map(|(callee, spec)| (callee.clone(), spec.as_ref()))
             .collect();
-        base.with_callees(&specs, unavailable)
+        base.with_callees_unrolled(&specs, unavailable, &unrolled)
     })
     .await
     .map_err(|e| anyhow!("linking a model's callees failed: {e}"))?
@@ -123,7 +128,7 @@ impl<'c> UnitOfWork<'c> {
         callee: &Callee,
     ) -> Result<Arc<ModelSpec>> {
         let key = callee.key();
-        match self.definer(callee).await? {
+        match self.definer(callee, identifier, version).await? {
             Definer::Missing(reason) => {
                 callees.unavailable.insert(key.clone(), reason);
             }
@@ -149,8 +154,14 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// The model (and its current version) that defines `callee`, or why there is none.
-    async fn definer(&mut self, callee: &Callee) -> Result<Definer> {
+    async fn definer(
+        &mut self,
+        callee: &Callee,
+        identifier: &str,
+        version: &str,
+    ) -> Result<Definer> {
         let found = match callee {
+            Callee::Recursion(call) => return Ok(recursion(call, identifier, version)),
             Callee::Process(id) => match store::models::process_definer(&mut self.tx, id).await? {
                 Some(definer) => definer,
                 None => {
@@ -178,6 +189,21 @@ impl<'c> UnitOfWork<'c> {
         };
         let (model, version) = found;
         Ok(Definer::Model { model, version })
+    }
+}
+
+/// A recursive call is copied in from the processes the instance already has (pinned under
+/// the instance's own model), unless it is deeper than `MAX_CALL_DEPTH`.
+fn recursion(call: &str, identifier: &str, version: &str) -> Definer {
+    let depth = call_depth(call);
+    if depth > MAX_CALL_DEPTH {
+        return Definer::Missing(format!(
+            "The call activity would run {depth} calls deep: a process calling itself runs at most {MAX_CALL_DEPTH} calls deep (the limit)"
+        ));
+    }
+    Definer::Model {
+        model: identifier.to_string(),
+        version: version.to_string(),
     }
 }
 
