@@ -99,7 +99,13 @@ timedelta = _datetime_module.timedelta
 #   cache) is restored after each request (`SharedState`), or the worker is replaced.
 
 # RestrictedPython's list (generator, coroutine, frame, traceback and code attributes)
-INSPECT_NAMES = frozenset(INSPECT_ATTRIBUTES) | {"f_trace_lines", "f_trace_opcodes", "tb_lasti"}
+# (RestrictedPython 8.1's, as SpiffArena pins it), with what later versions added (the async
+# generators' `ag_*`) and a few it never listed: the set does not depend on the version installed
+INSPECT_NAMES = frozenset(INSPECT_ATTRIBUTES) | {
+    "ag_await", "ag_code", "ag_frame", "ag_running", "f_lasti", "f_lineno", "f_trace_lines",
+    "f_trace_opcodes", "gi_running", "gi_suspended", "cr_running", "cr_suspended", "tb_lasti",
+    "tb_lineno",
+}
 MUTABLE_CONTAINERS = (list, dict, set, bytearray)
 FORMAT_METHODS = frozenset(("format", "format_map"))
 # private names of a global module that are its point (SpiffArena scripts call them)
