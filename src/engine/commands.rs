@@ -39,6 +39,13 @@ pub fn start(
         return Err(EngineError::Invalid("start needs an Event::Start".into()));
     };
     let process = process_of(model, process_id)?;
+    // SpiffWorkflow refuses to run it ("Process X is not executable."), so SpiffArena does
+    if !process.is_executable {
+        return Err(EngineError::Invalid(format!(
+            "process '{}' is not executable (isExecutable=\"false\")",
+            process.id
+        )));
+    }
     let starts = match (&start_event_id, &message) {
         (Some(id), _) => vec![named_start_event(process, id, message.as_ref())?],
         (None, Some((name, _))) => vec![message_start_event(process, name)?],

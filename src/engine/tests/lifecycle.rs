@@ -146,3 +146,21 @@ fn retry_of_a_failed_service_task_calls_the_connector_again() {
     assert_eq!(st.status, InstanceStatus::Waiting);
     assert_eq!(task(&st, "svc").state, TaskState::Ready);
 }
+
+/// As SpiffWorkflow ("Process X is not executable."): a process marked
+/// `isExecutable="false"` loads but does not start.
+#[test]
+fn a_process_that_is_not_executable_does_not_start() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:endEvent id="end"/>{}"#,
+        chain(&["s", "end"])
+    ));
+    let mut not_executable = m.clone();
+    not_executable.processes.get_mut("P").unwrap().is_executable = false;
+    assert!(start(&m, "P", start_event(json!({}))).is_ok());
+    let refused = start(&not_executable, "P", start_event(json!({}))).unwrap_err();
+    assert!(
+        refused.to_string().contains("is not executable"),
+        "{refused}"
+    );
+}
