@@ -1,28 +1,51 @@
 // BPMN diagrams with the vendored bpmn-js navigated viewer (console/vendor/bpmn-js): loaded
-// on first use, since only the instance and model pages draw diagrams.
+// on first use, since only the instance and model pages draw diagrams. A file without layout
+// (no bpmndi:BPMNDiagram: written by hand or generated) is laid out first by the vendored
+// bpmn-auto-layout (console/vendor/bpmn-auto-layout), also loaded on first use.
 
 import { h } from "./ui.js";
 
 const VIEWER_URL = "/console/vendor/bpmn-js/bpmn-navigated-viewer.production.min.js";
-let viewerLoading = null;
+const LAYOUT_URL = "/console/vendor/bpmn-auto-layout/bpmn-auto-layout.min.js";
+const loading = new Map();
 
-function loadViewer() {
-  if (window.BpmnJS) return Promise.resolve(window.BpmnJS);
-  if (!viewerLoading) {
-    viewerLoading = new Promise((resolve, reject) => {
+/** Load a vendored UMD/IIFE bundle once; answers the global `name` it defines. */
+function loadBundle(url, name, what) {
+  if (window[name]) return Promise.resolve(window[name]);
+  if (!loading.has(url)) {
+    loading.set(url, new Promise((resolve, reject) => {
       const script = document.createElement("script");
-      script.src = VIEWER_URL;
+      script.src = url;
       script.onload = () =>
-        window.BpmnJS ? resolve(window.BpmnJS) : reject(new Error("The diagram viewer did not load."));
+        window[name] ? resolve(window[name]) : reject(new Error(`The ${what} did not load.`));
       script.onerror = () => {
-        viewerLoading = null;
+        loading.delete(url);
         script.remove();
-        reject(new Error("The diagram viewer (bpmn-js) could not be loaded from the service."));
+        reject(new Error(`The ${what} could not be loaded from the service.`));
       };
       document.head.append(script);
-    });
+    }));
   }
-  return viewerLoading;
+  return loading.get(url);
+}
+
+const loadViewer = () => loadBundle(VIEWER_URL, "BpmnJS", "diagram viewer (bpmn-js)");
+const loadLayout = () => loadBundle(LAYOUT_URL, "BpmnAutoLayout", "automatic layout (bpmn-auto-layout)");
+
+/** Whether bpmn-js refused `error` because the file has no bpmndi:BPMNDiagram at all. */
+const isWithoutLayout = (error) => /no diagram to display/i.test(String((error && error.message) || error));
+
+/** The file with a generated bpmndi:BPMNDiagram (element ids kept, so markers still apply). */
+async function laidOut(xml) {
+  const { layoutProcess } = await loadLayout();
+  try {
+    return await layoutProcess(withFlowReferences(xml));
+  } catch (error) {
+    throw new Error(
+      "This file has no diagram layout (bpmndi:BPMNDiagram) and the automatic layout failed: " +
+        String((error && error.message) || error),
+    );
+  }
 }
 
 /** The markers: `wb-current` waiting, `wb-completed` done, `wb-error` failed. */
@@ -34,22 +57,32 @@ export const LEGEND = [
 
 /**
  * Draw `xml` into `container` (emptied first) and mark elements: `markers` is a Map from element
- * id to a marker class. Answers `{viewer, warnings}` (what could not be drawn, in words), or
- * throws an Error in words.
+ * id to a marker class. A file without layout is drawn with an automatic one. Answers
+ * `{viewer, warnings, autoLayout}` (`warnings`: what could not be drawn, in words; `autoLayout`:
+ * whether the layout was generated), or throws an Error in words.
  */
 export async function drawDiagram(container, xml, markers = new Map()) {
   const BpmnJS = await loadViewer();
-  container.replaceChildren();
-  const viewer = new BpmnJS({ container });
+  let viewer = null;
   let warnings = [];
+  let autoLayout = false;
   try {
-    ({ warnings = [] } = await quietImport(viewer, xml));
-  } catch (error) {
-    viewer.destroy();
-    const text = String((error && error.message) || error);
-    if (/no diagram to display/i.test(text)) {
-      throw new Error("This file has no diagram layout (bpmndi:BPMNDiagram), so there is nothing to draw.");
+    try {
+      viewer = newViewer(BpmnJS, container);
+      ({ warnings = [] } = await quietImport(viewer, xml));
+    } catch (error) {
+      if (!isWithoutLayout(error)) throw error;
+      viewer.destroy();
+      viewer = null;
+      const generated = await laidOut(xml);
+      autoLayout = true;
+      viewer = newViewer(BpmnJS, container);
+      ({ warnings = [] } = await quietImport(viewer, generated));
     }
+  } catch (error) {
+    if (viewer) viewer.destroy();
+    const text = String((error && error.message) || error);
+    if (text.startsWith("This file has no diagram layout")) throw error;
     throw new Error(`The diagram could not be drawn: ${text}`);
   }
   const canvas = viewer.get("canvas");
@@ -58,7 +91,67 @@ export async function drawDiagram(container, xml, markers = new Map()) {
     if (registry.get(elementId)) canvas.addMarker(elementId, marker);
   }
   fit(canvas);
-  return { viewer, warnings: warnings.map((w) => String(w.message || w)) };
+  return { viewer, warnings: warnings.map((w) => String(w.message || w)), autoLayout };
+}
+
+const BPMN_MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL";
+// what may precede bpmn:incoming and bpmn:outgoing inside a flow node (BPMN's schema order)
+const BEFORE_FLOW_REFERENCES = new Set(["documentation", "extensionElements", "incoming", "outgoing"]);
+
+/**
+ * bpmn-auto-layout follows a node's `bpmn:incoming`/`bpmn:outgoing` children, which the schema
+ * makes optional and files written by hand often leave out (the engine reads sourceRef and
+ * targetRef only); without them every node lands on its own row and no flow is drawn. Adds the
+ * missing ones from each sequence flow's sourceRef and targetRef; anything else is unchanged.
+ */
+function withFlowReferences(xml) {
+  const doc = new DOMParser().parseFromString(xml, "application/xml");
+  if (doc.getElementsByTagName("parsererror").length) return xml; // the layout says why
+  const byId = new Map();
+  for (const element of doc.getElementsByTagNameNS(BPMN_MODEL, "*")) {
+    const id = element.getAttribute("id");
+    if (id) byId.set(id, element);
+  }
+  for (const flow of doc.getElementsByTagNameNS(BPMN_MODEL, "sequenceFlow")) {
+    const id = flow.getAttribute("id");
+    if (!id) continue;
+    addReference(byId.get(flow.getAttribute("sourceRef")), "outgoing", id);
+    addReference(byId.get(flow.getAttribute("targetRef")), "incoming", id);
+  }
+  return new XMLSerializer().serializeToString(doc);
+}
+
+function addReference(node, name, flowId) {
+  if (!node) return;
+  const children = [...node.children];
+  const known = children.some(
+    (child) => child.namespaceURI === BPMN_MODEL && child.localName === name && child.textContent.trim() === flowId,
+  );
+  if (known) return;
+  const reference = node.ownerDocument.createElementNS(BPMN_MODEL, node.prefix ? `${node.prefix}:${name}` : name);
+  reference.textContent = flowId;
+  // incoming ones come before outgoing ones
+  const after = children.find(
+    (child) =>
+      !(child.namespaceURI === BPMN_MODEL && BEFORE_FLOW_REFERENCES.has(child.localName)) ||
+      (name === "incoming" && child.namespaceURI === BPMN_MODEL && child.localName === "outgoing"),
+  );
+  node.insertBefore(reference, after || null);
+}
+
+function newViewer(BpmnJS, container) {
+  container.replaceChildren();
+  return new BpmnJS({ container });
+}
+
+/** A line under a diagram drawn with a generated layout, saying so. */
+export function autoLayoutNote(autoLayout) {
+  if (!autoLayout) return null;
+  return h(
+    "p",
+    { class: "wb-help wb-diagram-auto-layout" },
+    "This file has no diagram layout (bpmndi:BPMNDiagram): it is drawn with an automatic layout.",
+  );
 }
 
 /**

@@ -4,7 +4,7 @@
 // terminate, retry).
 
 import { api, instanceModels, modelSeg, query, seg } from "./api.js";
-import { LEGEND, drawDiagram, warningsNote, zoomControls } from "./diagram.js";
+import { LEGEND, autoLayoutNote, drawDiagram, warningsNote, zoomControls } from "./diagram.js";
 import { messagesTable } from "./messages.js";
 import {
   add, confirmDialog, empty, facts, field, h, json, label, loading, messageOf, muted, notice, pagination, problem, put, relative, section, shortSha, table, when,
@@ -271,6 +271,7 @@ export async function instanceDetailPage(view, ctx) {
         put(
           diagramNote,
           "File ", h("code", {}, file), " at version ", shortSha(version), ". Drag to pan, scroll to zoom.",
+          autoLayoutNote(drawn.autoLayout),
           warningsNote(drawn.warnings),
         );
       })

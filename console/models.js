@@ -2,7 +2,7 @@
 // files (download, upload), the versions its instances run on and its diagram.
 
 import { api, modelSeg, query, seg } from "./api.js";
-import { drawDiagram, warningsNote, zoomControls } from "./diagram.js";
+import { autoLayoutNote, drawDiagram, warningsNote, zoomControls } from "./diagram.js";
 import {
   add, confirmDialog, empty, facts, field, h, loading, messageOf, muted, notice, pagination, problem, put, replaceLast, saveBlob, section, shortSha, table, when,
 } from "./ui.js";
@@ -223,7 +223,7 @@ export async function modelDetailPage(view, ctx) {
         return;
       }
       viewer = drawn.viewer;
-      put(diagramError, warningsNote(drawn.warnings));
+      put(diagramError, autoLayoutNote(drawn.autoLayout), warningsNote(drawn.warnings));
     } catch (error) {
       if (error.handled || ours !== drawing || !ctx.current()) return;
       put(diagramBox, h("p", { class: "wb-empty" }, messageOf(error)));

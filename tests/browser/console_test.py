@@ -119,6 +119,20 @@ WARNED_MODEL = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+# written by hand: no bpmndi:BPMNDiagram, so the console lays it out itself
+UNLAID_MODEL = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="unlaid_defs">
+  <bpmn:process id="console_unlaid_{RUN}" isExecutable="true">
+    <bpmn:startEvent id="unlaid_start" />
+    <bpmn:sequenceFlow id="u1" sourceRef="unlaid_start" targetRef="check_stock" />
+    <bpmn:manualTask id="check_stock" name="Check the stock" />
+    <bpmn:sequenceFlow id="u2" sourceRef="check_stock" targetRef="unlaid_end" />
+    <bpmn:endEvent id="unlaid_end" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
 def seed(api, run):
     """Two models and the messages that give a completed, a rejected and a buffered send."""
     s = {
@@ -156,6 +170,17 @@ def seed(api, run):
         expect=(201,),
     )
     assert answer["warnings"][0]["element_id"] == "broken", answer
+    # a model without layout and an instance of it, waiting at its manual task
+    s["unlaid_model"] = f"console-test-{run}/unlaid"
+    api.call(
+        "PUT",
+        f"/v1.0/process-models/{s['unlaid_model'].replace('/', ':')}/files/unlaid.bpmn",
+        UNLAID_MODEL.replace("{RUN}", run),
+        content_type="application/xml",
+        expect=(201,),
+    )
+    _, answer = api.call("POST", f"/v1.0/process-instances/{s['unlaid_model'].replace('/', ':')}", {}, expect=(200, 201))
+    s["unlaid"] = answer["process_instance"]["id"]
     # three orders: each starts an instance waiting at the manual task (a completed send)
     s["orders"] = []
     for n in range(1, 4):
@@ -254,7 +279,7 @@ class Run:
         run = secrets.token_hex(4)
         print(f"seeding run {run} on {self.base}", flush=True)
         s = seed(api, run)
-        self.check(f"seeded 3 models (console-test-{run}/...), 6 instances and 10 messages")
+        self.check(f"seeded 5 models (console-test-{run}/...), 7 instances and 10 messages")
 
         with sync_playwright() as p:
             browser = p.chromium.launch(
@@ -446,6 +471,19 @@ class Run:
             page.get_by_role("button", name=f"Download {s['warned_file']}").click()
         assert info.value.suggested_filename == s["warned_file"], info.value.suggested_filename
         self.check("a model's warnings show on its page; a file named with spaces downloads by its name")
+        # a file without bpmndi:BPMNDiagram: drawn with an automatic layout, markers as usual
+        page.goto(self.url(f"/console/models/{s['unlaid_model'].replace('/', ':')}/"))
+        expect(page.locator('#model-diagram g.djs-element[data-element-id="check_stock"]')).to_be_visible()
+        expect(page.locator(".wb-diagram-auto-layout")).to_be_visible()
+        page.goto(self.url(f"/console/instances/{s['unlaid']}"))
+        expect(page.locator('#instance-diagram g.djs-element[data-element-id="check_stock"].wb-current')).to_be_visible()
+        expect(page.locator('#instance-diagram g.djs-element[data-element-id="unlaid_start"].wb-completed')).to_be_visible()
+        # the flows are drawn too, though the file lists no bpmn:incoming/outgoing
+        expect(page.locator('#instance-diagram g.djs-connection[data-element-id="u2"]')).to_have_count(1)
+        expect(page.locator("#instance-diagram")).to_contain_text("Check the stock")
+        expect(page.locator(".wb-diagram-auto-layout")).to_be_visible()
+        self.screenshot(page, "instance-auto-layout.png")
+        self.check("a file without layout is drawn with an automatic layout, the waiting task marked wb-current")
         page.goto(self.url(f"/console/models/{s['orders_model'].replace('/', ':')}/"))
         expect(page.locator(".wb-id")).to_have_text(s["orders_model"])
 
