@@ -17,7 +17,7 @@ Usage: python differential.py SERVER_URL TOKEN CORPUS CONNECTOR_URL ALLOWLIST RE
 Exit status 1 when a model's outcomes differ and the allowlist does not name it.
 """
 
-import copy
+import datetime as datetime_module
 import json
 import re
 import signal
@@ -26,25 +26,20 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
-import _strptime
-import calendar
-import datetime as datetime_module
-import decimal
-import random
-import uuid
-from datetime import datetime, timedelta
-
-import dateparser
 import pytz
 from lxml import etree
-from RestrictedPython import safe_globals
 from SpiffWorkflow.bpmn.script_engine import PythonScriptEngine, TaskDataEnvironment
 from SpiffWorkflow.bpmn.specs.event_definitions.timer import TimerEventDefinition
 from SpiffWorkflow.bpmn.workflow import BpmnWorkflow
 from SpiffWorkflow.spiff.parser.process import SpiffBpmnParser
 from SpiffWorkflow.util.task import TaskState
+
+# SpiffArena's script environment, shared with the generator of tests/scripts/cases.json
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from spiffarena_env import spiffarena_globals  # noqa: E402
 
 MODEL_TIME_LIMIT = 20  # seconds a side may spend on one model (a loop that never waits)
 TIMER_WINDOW = 3.0  # seconds: timers due within this long after the start fire
@@ -62,55 +57,11 @@ ENV_IDENTIFIER = "local"  # what get_env() answers: the service's default
 # ---------------------------------------------------------------------------------------------
 
 
-def restricted_import(name, globals_, *args):
-    """SpiffArena's `__import__`: a module a script may import is one of its globals."""
-    if name not in globals_:
-        raise ImportError(f"Import not allowed: {name}", name=name)
-    return globals_[name]
-
-
 def sanitize_for_md(value):
     """SpiffArena's Jinja helper (also a script global): markdown specials escaped, no newlines."""
     specials = r"_*[]()~`#+-=|{}!"
     escaped = re.sub(f"([{re.escape(specials)}])", r"\\\1", value)
     return escaped.replace("\n", "").replace("\r", "")
-
-
-def spiffarena_globals():
-    """The globals SpiffArena's CustomBpmnScriptEngine gives every script and expression: a set
-    of modules and builtins, its Jinja helper, then RestrictedPython's safe globals, whose
-    builtins' `__import__` only hands out those globals."""
-    names = {
-        "_strptime": _strptime,
-        "all": all,
-        "any": any,
-        "calendar": calendar,
-        "dateparser": dateparser,
-        "datetime": datetime,
-        "decimal": decimal,
-        "dict": dict,
-        "enumerate": enumerate,
-        "filter": filter,
-        "format": format,
-        "json": json,
-        "list": list,
-        "map": map,
-        "max": max,
-        "min": min,
-        "pytz": pytz,
-        "random": random,
-        "re": re,
-        "set": set,
-        "sum": sum,
-        "time": time,
-        "timedelta": timedelta,
-        "uuid": uuid,
-        "sanitize_for_md": sanitize_for_md,
-    }
-    restricted = copy.deepcopy(safe_globals)
-    restricted["__builtins__"]["__import__"] = restricted_import
-    names.update(restricted)
-    return names
 
 
 class SpiffArenaScriptEngine(PythonScriptEngine):
@@ -119,7 +70,7 @@ class SpiffArenaScriptEngine(PythonScriptEngine):
     tasks sent to a connector proxy."""
 
     def __init__(self, connector_url):
-        super().__init__(environment=TaskDataEnvironment(spiffarena_globals()))
+        super().__init__(environment=TaskDataEnvironment(spiffarena_globals(sanitize_for_md=sanitize_for_md)))
         self.connector_url = connector_url
 
     def functions(self, task):

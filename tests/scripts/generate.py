@@ -24,12 +24,9 @@ import time
 os.environ["TZ"] = "UTC"  # before dateparser/tzlocal/pytz look at the local zone
 time.tzset()
 
-import _strptime  # noqa: E402
-import calendar  # noqa: E402
 import decimal  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import random  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 import uuid  # noqa: E402
@@ -37,14 +34,12 @@ from datetime import date, datetime, timedelta  # noqa: E402
 from datetime import time as dtime  # noqa: E402
 from importlib import metadata  # noqa: E402
 
-import dateparser  # noqa: E402
-import pytz  # noqa: E402
-from RestrictedPython import safe_globals  # noqa: E402
 from SpiffWorkflow.bpmn.exceptions import WorkflowTaskException  # noqa: E402
 from SpiffWorkflow.bpmn.script_engine import PythonScriptEngine, TaskDataEnvironment  # noqa: E402
 from SpiffWorkflow.bpmn.workflow import BpmnWorkflow  # noqa: E402
 from SpiffWorkflow.exceptions import SpiffWorkflowException, WorkflowException  # noqa: E402
 from SpiffWorkflow.spiff.parser.process import SpiffBpmnParser  # noqa: E402
+from spiffarena_env import spiffarena_globals  # noqa: E402  (beside this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "cases.src.json")
@@ -57,44 +52,6 @@ REQUIREMENTS = os.path.join(HERE, "requirements-generator.txt")
 # (spiffworkflow-backend services/process_instance_script_engine.py), less the
 # JinjaHelpers and the augmented script functions (get_current_user, ...).
 # ---------------------------------------------------------------------------
-
-def _import(name, glbls, *args):
-    if name not in glbls:
-        raise ImportError(f"Import not allowed: {name}", name=name)
-    return glbls[name]
-
-
-def arena_globals():
-    default_globals = {
-        "_strptime": _strptime,
-        "all": all,
-        "any": any,
-        "calendar": calendar,
-        "dateparser": dateparser,
-        "datetime": datetime,
-        "decimal": decimal,
-        "dict": dict,
-        "enumerate": enumerate,
-        "filter": filter,
-        "format": format,
-        "json": json,
-        "list": list,
-        "map": map,
-        "max": max,
-        "min": min,
-        "pytz": pytz,
-        "random": random,
-        "re": re,
-        "set": set,
-        "sum": sum,
-        "time": time,
-        "timedelta": timedelta,
-        "uuid": uuid,
-    }
-    default_globals.update(safe_globals)  # RestrictedPython: {'__builtins__': safe_builtins}
-    default_globals["__builtins__"]["__import__"] = _import  # mutates safe_builtins, as SpiffArena does
-    return default_globals
-
 
 class ArenaTaskDataEnvironment(TaskDataEnvironment):
     """SpiffArena's TaskDataBasedScriptEngineEnvironment: TaskDataEnvironment, then drop __annotations__."""
@@ -321,7 +278,7 @@ def generate():
     with open(SRC, encoding="utf-8") as f:
         src = json.load(f)
     validate_src(src)
-    engine = ArenaScriptEngine(environment=ArenaTaskDataEnvironment(arena_globals()))
+    engine = ArenaScriptEngine(environment=ArenaTaskDataEnvironment(spiffarena_globals()))
     spec = host_spec()
     out_cases = []
     for case in src["cases"]:
