@@ -96,6 +96,19 @@ fn bare_command(program: &Path) -> Command {
     command
 }
 
+/// What an interpreter is: asked once per process (asking starts a Python), as every pool of
+/// the process (tests start many) runs the same one.
+fn interpreter_of(program: &Path) -> Result<(PathBuf, Vec<PathBuf>), PoolError> {
+    static KNOWN: Mutex<BTreeMap<PathBuf, (PathBuf, Vec<PathBuf>)>> = Mutex::new(BTreeMap::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = known.get(program) {
+        return Ok(found.clone());
+    }
+    let found = inspect_interpreter(program)?;
+    known.insert(program.to_path_buf(), found.clone());
+    Ok(found)
+}
+
 /// The interpreter's own executable (not a wrapper such as a pyenv shim) and its import path.
 fn inspect_interpreter(program: &Path) -> Result<(PathBuf, Vec<PathBuf>), PoolError> {
     let out = bare_command(program)
@@ -129,7 +142,7 @@ struct Launcher {
 
 impl Launcher {
     fn new(settings: PoolSettings) -> Result<Launcher, PoolError> {
-        let (program, mut readable) = inspect_interpreter(&resolve_program(&settings.python))?;
+        let (program, mut readable) = interpreter_of(&resolve_program(&settings.python))?;
         readable.push(PathBuf::from(&settings.packages));
         let wall = match settings.os_wall {
             OsWallMode::Required => {
