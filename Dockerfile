@@ -1,5 +1,5 @@
 # Build: the toolchain this crate is tested with; pip installs the script worker's pinned
-# packages (python/requirements.txt) into target/python-packages during the build.
+# packages (python/requirements.txt) and the worker into target/release/python-packages.
 FROM rust:1.95-bookworm AS builder
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-pip \
@@ -11,20 +11,20 @@ WORKDIR /src
 # loadgen example the manifest names); build.rs runs here too, so pip installs the packages
 # in this layer.
 COPY Cargo.toml Cargo.lock build.rs ./
-COPY python/requirements.txt python/requirements.txt
+COPY python/requirements.txt python/script_worker.py python/
 RUN mkdir -p src bench migrations \
     && echo 'fn main() {}' > src/main.rs \
     && echo 'fn main() {}' > bench/loadgen.rs \
     && touch src/lib.rs \
     && cargo build --release --locked --bin workflow-backend \
-    && test -f target/python-packages/.requirements
+    && test -f target/release/python-packages/.requirements
 
 # The real sources: touched so that cargo sees them as newer than the stub build and compiles
 # the crate again (the dependencies stay as built above).
 COPY . .
 RUN touch src/main.rs src/lib.rs \
     && cargo build --release --locked --bin workflow-backend \
-    && test -f target/python-packages/.requirements
+    && test -f target/release/python-packages/.requirements
 
 # Run: a slim image with CA certificates (TLS to Postgres and connector proxies) and the
 # CPython 3.11 that runs scripts, with the packages built above.
@@ -34,7 +34,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 workflow
 COPY --from=builder /src/target/release/workflow-backend /usr/local/bin/workflow-backend
-COPY --from=builder /src/target/python-packages /usr/local/lib/workflow-backend/python-packages
+COPY --from=builder /src/target/release/python-packages /usr/local/lib/workflow-backend/python-packages
 USER workflow
 ENV WORKFLOW_BACKEND_BIND=0.0.0.0:7000 \
     WORKFLOW_BACKEND_LOG_FORMAT=json \

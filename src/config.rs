@@ -39,7 +39,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("BODY_READ_TIMEOUT_MS", "30000"),
     ("LOG_FORMAT", "text"),
     ("PYTHON", "python3"),
-    ("PYTHON_PACKAGES", "<target dir>/python-packages"),
+    ("PYTHON_PACKAGES", "python-packages beside the executable"),
     ("SCRIPT_WORKERS", "number of cores"),
     ("SCRIPT_TIME_LIMIT_MS", "1000"),
     ("SCRIPT_MEMORY_LIMIT_MB", "64"),
@@ -505,8 +505,7 @@ impl Settings {
             traces: trace_settings(&otel)?,
             scripts: ScriptSettings {
                 python: get("PYTHON").unwrap_or_else(|| "python3".into()),
-                packages: get("PYTHON_PACKAGES")
-                    .unwrap_or_else(|| crate::python::DEFAULT_PACKAGES.into()),
+                packages: get("PYTHON_PACKAGES").unwrap_or_else(crate::python::default_packages),
                 workers: usize::try_from(positive(
                     "SCRIPT_WORKERS",
                     get("SCRIPT_WORKERS"),

@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use workflow_backend::python::{OsWallMode, PoolSettings, WorkerPool, DEFAULT_PACKAGES};
+use workflow_backend::python::{default_packages, OsWallMode, PoolSettings, WorkerPool};
 
 fn pool(os_wall: OsWallMode, unguarded: bool) -> WorkerPool {
     WorkerPool::start(PoolSettings {
         python: "python3".into(),
-        packages: DEFAULT_PACKAGES.into(),
+        packages: default_packages(),
         workers: 1,
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,

@@ -15,8 +15,33 @@ pub use wall::OsWallMode;
 use crate::expr::{Context, ErrorKind, ExprError, Map, ScriptHost};
 use serde_json::{json, Value};
 
-/// Where the pinned Python packages are installed by the build (see build.rs).
-pub const DEFAULT_PACKAGES: &str = env!("WORKFLOW_BACKEND_PYTHON_PACKAGES");
+/// The name of the folder the build fills with the script worker and its pinned packages,
+/// beside the binary (see build.rs).
+const PACKAGES_FOLDER: &str = "python-packages";
+
+/// Where the script worker's folder is when no setting names it: `python-packages` beside the
+/// executable, or one level up (where the build puts it for test binaries in `deps/`). Found
+/// at run time, so a copied binary with its folder beside it runs scripts; when neither
+/// exists, the first (the folder the pool then reports missing).
+pub fn default_packages() -> String {
+    let executable = std::env::current_exe().ok();
+    let beside = executable.as_deref().and_then(std::path::Path::parent);
+    let candidates: Vec<_> = beside
+        .into_iter()
+        .flat_map(|dir| {
+            [
+                dir.join(PACKAGES_FOLDER),
+                dir.join("..").join(PACKAGES_FOLDER),
+            ]
+        })
+        .collect();
+    let found = candidates
+        .iter()
+        .find_map(|folder| std::fs::canonicalize(folder).ok())
+        .or_else(|| candidates.first().cloned())
+        .unwrap_or_else(|| PACKAGES_FOLDER.into());
+    found.to_string_lossy().into_owned()
+}
 
 /// Task data a script or expression may leave unless told otherwise (as compact JSON): 4 MiB.
 pub const DEFAULT_MAX_DATA_BYTES: usize = 4 * 1024 * 1024;
@@ -208,7 +233,7 @@ pub(crate) fn test_host() -> std::sync::Arc<dyn ScriptHost> {
         std::env::set_var("TZ", "UTC");
         let host = PythonHost::start(PoolSettings {
             python: "python3".into(),
-            packages: DEFAULT_PACKAGES.into(),
+            packages: default_packages(),
             workers: 2,
             time_limit: std::time::Duration::from_secs(5),
             memory_limit_mb: 128,

@@ -24,8 +24,10 @@ use std::time::{Duration, Instant};
 
 use super::wall::{OsWall, OsWallMode};
 
-/// The worker's source, passed with `python3 -c` (nothing to install beside the binary).
+/// The worker this binary was built with: the worker run is the file of this name in the
+/// packages folder (build.rs copies it there), and must be this one.
 const WORKER_SOURCE: &str = include_str!("../../python/script_worker.py");
+const WORKER_FILE: &str = "script_worker.py";
 
 #[derive(Clone, Debug)]
 pub struct PoolSettings {
@@ -138,10 +140,13 @@ struct Launcher {
     program: PathBuf,
     settings: PoolSettings,
     wall: OsWall,
+    /// The worker's file, in the packages folder.
+    worker: PathBuf,
 }
 
 impl Launcher {
     fn new(settings: PoolSettings) -> Result<Launcher, PoolError> {
+        let worker = worker_file(Path::new(&settings.packages))?;
         let (program, mut readable) = interpreter_of(&resolve_program(&settings.python))?;
         readable.push(PathBuf::from(&settings.packages));
         let wall = match settings.os_wall {
@@ -154,16 +159,19 @@ impl Launcher {
             program,
             settings,
             wall,
+            worker,
         })
     }
 
     /// The worker's command line: `-I` no environment or user site; `-S` no site module
     /// (nothing but the stdlib and our packages folder, and no start-up cost from site .pth
-    /// files); `-X utf8`: the pipes are UTF-8 whatever the locale.
+    /// files); `-X utf8`: the pipes are UTF-8 whatever the locale. The worker runs from its
+    /// file, so that `ps` shows a path, not the source.
     fn command(&self) -> Command {
         let mut command = bare_command(&self.program);
         command
-            .args(["-I", "-S", "-u", "-X", "utf8", "-c", WORKER_SOURCE])
+            .args(["-I", "-S", "-u", "-X", "utf8"])
+            .arg(&self.worker)
             .arg(&self.settings.packages)
             .arg(self.settings.memory_limit_mb.to_string());
         if self.settings.unguarded_for_tests {
@@ -206,6 +214,25 @@ impl Launcher {
             },
             Err(_) => Err(PoolError::Broken(worker.stop_and_explain())),
         }
+    }
+}
+
+/// The worker file in `packages`, checked to be the one this binary was built with: a folder
+/// of another build would run a worker that speaks another protocol.
+fn worker_file(packages: &Path) -> Result<PathBuf, PoolError> {
+    let file = packages.join(WORKER_FILE);
+    match std::fs::read_to_string(&file) {
+        Ok(source) if source == WORKER_SOURCE => Ok(file),
+        Ok(_) => Err(PoolError::Broken(format!(
+            "{} is not the script worker of this build: use the python-packages folder built \
+             with this binary",
+            file.display()
+        ))),
+        Err(e) => Err(PoolError::Broken(format!(
+            "no script worker at {} ({e}): put the python-packages folder built with this \
+             binary beside it, or name it with WORKFLOW_BACKEND_PYTHON_PACKAGES",
+            file.display()
+        ))),
     }
 }
 
@@ -572,7 +599,7 @@ mod tests {
     fn settings() -> PoolSettings {
         PoolSettings {
             python: interpreter(),
-            packages: crate::python::DEFAULT_PACKAGES.into(),
+            packages: crate::python::default_packages(),
             workers: 1,
             time_limit: Duration::from_secs(5),
             memory_limit_mb: 64,
@@ -604,6 +631,51 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(names, expected);
         worker.kill();
+    }
+
+    /// The worker runs from its file in the packages folder: its command line names the
+    /// file, not the worker's source (which `ps` would show to anyone on the machine).
+    #[test]
+    fn the_worker_runs_from_its_file() {
+        let worker = Launcher::new(settings())
+            .and_then(|launcher| launcher.start())
+            .expect("the worker starts");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", worker.child.id())).unwrap();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect();
+        let file = Path::new(&settings().packages).join(WORKER_FILE);
+        assert!(
+            args.contains(&file.to_string_lossy().into_owned()),
+            "{args:?}"
+        );
+        assert!(args.iter().all(|arg| arg.len() < 4096), "{args:?}");
+        worker.kill();
+    }
+
+    /// A packages folder without the worker, or with another build's, is refused at start
+    /// with what to do, rather than running a worker that speaks another protocol.
+    #[test]
+    fn a_packages_folder_of_another_build_is_refused() {
+        let folder = std::env::temp_dir().join(format!("wb-packages-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let with = |packages: &Path| PoolSettings {
+            packages: packages.to_string_lossy().into_owned(),
+            ..settings()
+        };
+        let missing = Launcher::new(with(&folder)).err().expect("refused");
+        assert!(
+            format!("{missing:?}").contains("no script worker at"),
+            "{missing:?}"
+        );
+        std::fs::write(folder.join(WORKER_FILE), "print('another build')\n").unwrap();
+        let other = Launcher::new(with(&folder)).err().expect("refused");
+        assert!(
+            format!("{other:?}").contains("not the script worker of this build"),
+            "{other:?}"
+        );
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 
     /// One model's runaways hold both workers and two more wait: another model's one-line

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
-use workflow_backend::python::{OsWallMode, PoolSettings, WorkerPool, DEFAULT_PACKAGES};
+use workflow_backend::python::{default_packages, OsWallMode, PoolSettings, WorkerPool};
 
 /// A secret every request carries (as `get_secret('API_KEY')` would see it).
 pub const SECRET: &str = "s3cr3t-escape-canary-7f1c";
@@ -27,7 +27,7 @@ pub fn canary_path() -> &'static str {
 pub fn settings(workers: usize) -> PoolSettings {
     PoolSettings {
         python: "python3".into(),
-        packages: DEFAULT_PACKAGES.into(),
+        packages: default_packages(),
         workers,
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,
