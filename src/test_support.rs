@@ -1,16 +1,35 @@
 //! What unit tests across the core share.
 
-/// A file of SpiffWorkflow's test suite (`../shared/conformance/spiffworkflow-tests`), as
+#[path = "../tests/support/conformance.rs"]
+mod conformance;
+
+pub(crate) use conformance::conformance_dir;
+
+/// The conformance corpus folder (see `tests/support/conformance.rs`), or a return from the
+/// calling test, after a line saying it is skipped, when it is not set.
+macro_rules! conformance_or_skip {
+    () => {{
+        fn here() {}
+        let name = std::any::type_name_of_val(&here);
+        match $crate::test_support::conformance_dir(name.trim_end_matches("::here")) {
+            Some(dir) => dir,
+            None => return,
+        }
+    }};
+}
+pub(crate) use conformance_or_skip;
+
+/// The corpus folder, for helpers of tests that began with [`conformance_or_skip!`].
+pub(crate) fn conformance_root() -> std::path::PathBuf {
+    conformance_dir("a test")
+        .expect("a test that reads the conformance corpus starts with conformance_or_skip!()")
+}
+
+/// A file of SpiffWorkflow's test suite (`spiffworkflow-tests/` in the corpus), as
 /// (path, text).
 pub(crate) fn conformance_file(path: &str) -> (String, String) {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffworkflow-tests")
-        .join(path);
-    let xml = std::fs::read_to_string(&file).unwrap_or_else(|e| {
-        panic!(
-            "{} is missing ({e}): ../shared must be beside the checkout",
-            file.display()
-        )
-    });
+    let file = conformance_root().join("spiffworkflow-tests").join(path);
+    let xml = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{} is missing ({e})", file.display()));
     (path.to_string(), xml)
 }

@@ -6,10 +6,13 @@
 //! The few deliberate differences are listed in `DEVIATIONS` with their reason, and must still
 //! differ (so the list cannot go stale).
 
+#[path = "support/conformance.rs"]
+mod conformance;
+
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use workflow_backend::python::{OsWallMode, PoolSettings, WorkerPool, DEFAULT_PACKAGES};
+use workflow_backend::python::{default_packages, OsWallMode, PoolSettings, WorkerPool};
 
 /// Cases where we answer differently from SpiffArena on purpose.
 const DUNDER: &str = "dunder attributes are refused before the code runs (SpiffArena runs \
@@ -32,7 +35,7 @@ fn pool() -> WorkerPool {
     std::env::set_var("TZ", "UTC");
     WorkerPool::start(PoolSettings {
         python: "python3".into(),
-        packages: DEFAULT_PACKAGES.into(),
+        packages: default_packages(),
         workers: 2,
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,
@@ -139,14 +142,17 @@ fn every_case_answers_as_spiffworkflow_does() {
     assert_eq!(deviations_seen.len(), DEVIATIONS.len());
 }
 
-/// Every BPMN file under `../shared/conformance` (SpiffWorkflow's test models and SpiffArena's
+/// Every BPMN file of the conformance corpus (SpiffWorkflow's test models and SpiffArena's
 /// fixtures), loaded alone: no refusal may be about Python any more (the parser no longer
 /// compiles it), and every script and expression of the models that load must compile as
 /// CPython compiles it, as an upload checks.
 #[test]
 fn conformance_models_are_never_refused_for_their_python() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
-    assert!(root.is_dir(), "{} is missing", root.display());
+    let Some(root) =
+        conformance::conformance_dir("conformance_models_are_never_refused_for_their_python")
+    else {
+        return;
+    };
     let mut files = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(dir) = stack.pop() {
@@ -202,7 +208,7 @@ fn one_worker() -> WorkerPool {
     std::env::set_var("TZ", "UTC");
     WorkerPool::start(PoolSettings {
         python: "python3".into(),
-        packages: DEFAULT_PACKAGES.into(),
+        packages: default_packages(),
         workers: 1,
         time_limit: Duration::from_secs(10),
         memory_limit_mb: 256,

