@@ -1,4 +1,4 @@
-//! workflow-backend: the engine side of a BPMN workflow system (see DESIGN.md).
+//! workflow-backend: the engine side of a BPMN workflow system (see docs/architecture.md).
 
 pub mod api;
 pub mod bpmn;

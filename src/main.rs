@@ -13,7 +13,8 @@ use workflow_backend::telemetry;
 use workflow_backend::tokens::JwtKeys;
 
 /// workflow-backend: the engine side of a BPMN workflow system. Configuration comes from
-/// WORKFLOW_BACKEND_* environment variables (and a .env file, if present); see README.md.
+/// WORKFLOW_BACKEND_* environment variables (and a .env file, if present); see
+/// docs/configuration.md.
 #[derive(Parser)]
 #[command(name = "workflow-backend", version)]
 struct Cli {

@@ -1,7 +1,7 @@
 //! How large and how deep a model may be. Files are read with these limits checked before
 //! anything walks their elements, so that a hostile upload is refused with a reason instead
 //! of exhausting the stack (the walks recurse into subprocesses) or the memory; the limits
-//! are far above what real models use (README, "Process models").
+//! are far above what real models use (docs/bpmn.md, "What the service accepts").
 use super::ModelError;
 use roxmltree::{Document, ParsingOptions};
 

@@ -1,4 +1,4 @@
-//! Client of the connector proxy (`shared/spec/connector-proxy-protocol.md`).
+//! Client of the connector proxy (`docs/connector-protocol.md`).
 //!
 //! * [`envelope`]: pure rules — [`classify`] an execution response into an [`Outcome`],
 //!   [`parse_callback`] a callback body, [`result_with_operator`], [`merge_commands`],

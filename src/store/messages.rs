@@ -416,9 +416,10 @@ pub async fn resume_receives_of_instance(
     .await
 }
 
-/// Serialises the two paths that can miss each other (DESIGN.md, Correlation): a send about
-/// to be buffered takes the lock exclusively, a receive about to wait takes it shared. Receives
-/// don't block each other; a buffering send sees every receive committed before it.
+/// Serialises the two paths that can miss each other (docs/architecture.md, the buffered-message
+/// race): a send about to be buffered takes the lock exclusively, a receive about to wait takes
+/// it shared. Receives don't block each other; a buffering send sees every receive committed
+/// before it.
 pub async fn lock_name(conn: &mut PgConnection, name: &str, exclusive: bool) -> sqlx::Result<()> {
     let sql = if exclusive {
         "SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))"

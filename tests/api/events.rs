@@ -292,7 +292,7 @@ async fn a_cycle_reminds_without_interrupting_and_a_deadline_interrupts() {
     let reminded = shown["tasks"].as_array().unwrap().iter();
     let reminded = reminded.filter(|t| t["element_id"] == "reminded").count();
     assert_eq!(reminded, 3, "{shown}");
-    // each reminder's path works on its own copy of the data (README, boundary events):
+    // each reminder's path works on its own copy of the data (docs/bpmn.md, boundary events):
     // none of them is the instance's until the process ends
     assert!(shown["data"].get("reminders").is_none(), "{shown}");
     let timers = pending_timers(&shown);

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// The documented limits (README, "Process models").
+/// The documented limits (docs/bpmn.md, "What the service accepts").
 const MAX_NESTING_DEPTH: usize = 64;
 const MAX_ELEMENTS_PER_FILE: usize = 100_000;
 

@@ -5,7 +5,9 @@ Usage:
     python3 extract_models.py [MODELS_DIR]            # print the snippets as JSON
     python3 extract_models.py [MODELS_DIR] --check    # check cases.src.json covers them all
 
-MODELS_DIR defaults to /work/shared/conformance. Standard library only.
+MODELS_DIR is the conformance corpus folder (the one holding spiffworkflow-tests/ and
+spiffarena-fixtures/); without the argument, WORKFLOW_BACKEND_CONFORMANCE_DIR names it, and
+with neither the script stops with its usage line. Standard library only.
 
 A snippet is Python that SpiffWorkflow/SpiffArena hands to the script engine:
   script      bpmn:script (scriptTask), spiffworkflow:preScript, spiffworkflow:postScript
@@ -157,7 +159,14 @@ def check(found, src_path):
 
 def main(argv):
     args = [a for a in argv if not a.startswith("--")]
-    models_dir = args[0] if args else "/work/shared/conformance"
+    models_dir = args[0] if args else os.environ.get("WORKFLOW_BACKEND_CONFORMANCE_DIR", "")
+    if not models_dir:
+        print(
+            "usage: extract_models.py MODELS_DIR [--check] "
+            "(or set WORKFLOW_BACKEND_CONFORMANCE_DIR to the conformance corpus folder)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     found = extract(models_dir)
     if "--check" in argv:
         here = os.path.dirname(os.path.abspath(__file__))

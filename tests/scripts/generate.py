@@ -5,12 +5,12 @@ The expected values come from SpiffWorkflow itself (its PythonScriptEngine and
 TaskDataEnvironment classes, set up with SpiffArena's globals), never from
 workflow-backend's runtime. See README.md in this folder for the contract.
 
-Rerun (from the repository root; the venv lives outside the repository):
+Rerun (from the repository root; the venv is .venv-spiff, which git ignores):
 
-    python3 -m venv /work/venv-spiff
-    /work/venv-spiff/bin/pip install -r tests/scripts/requirements-generator.txt
-    /work/venv-spiff/bin/python tests/scripts/generate.py            # writes cases.json
-    /work/venv-spiff/bin/python tests/scripts/generate.py --check    # fails if cases.json is stale
+    python3 -m venv .venv-spiff
+    .venv-spiff/bin/pip install -r tests/scripts/requirements-generator.txt
+    .venv-spiff/bin/python tests/scripts/generate.py            # writes cases.json
+    .venv-spiff/bin/python tests/scripts/generate.py --check    # fails if cases.json is stale
 
 Input: cases.src.json beside this file. Output: cases.json beside this file,
 deterministic (sorted keys, no timestamps): the same inputs and the pinned

@@ -176,7 +176,8 @@ fn prepared_call(
         "wf__callback_url".into(),
         json!(callback_url(ctx.public_url, id, job.task_guid)),
     );
-    // the worker's own credential for this one task (README: protocol extension)
+    // the worker's own credential for this one task (docs/connector-protocol.md, the protocol
+    // extension)
     let subject = format!("task:{}", job.task_guid);
     let scope = callback_scope(id, job.task_guid);
     if let Ok(token) = ctx.signer.mint(&subject, &scope, ctx.callback_token_ttl) {
