@@ -1,5 +1,5 @@
 -- Process models, instances, tasks, messages, the connector outbox and its logs.
--- DESIGN.md "Data model": the constraints are the point.
+-- The constraints are the point (docs/architecture.md, "Data model").
 
 CREATE TABLE process_models (
     identifier          text PRIMARY KEY,

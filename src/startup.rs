@@ -477,12 +477,43 @@ async fn ensure_database(options: &PgConnectOptions, name: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// Migrations whose comments were reworded after they were released, with the checksum
+/// (SHA-384) of their released text: sqlx refuses to start on a database that applied a
+/// migration whose file changed since, so the stored checksum is moved to the new text.
+/// Only comments may ever change this way; the SQL of a released migration never does.
+const REWORDED_MIGRATIONS: &[(i64, &str)] = &[(
+    20261125000100,
+    "ab10a6d7f9d3b7a154591f4808ed70ff3e3589ddc36cf48c771119094637fc18997fcd425e08bd0b34e0871539d72597",
+)];
+
 /// Applies the migrations in `migrations/` (concurrent runs are serialised by sqlx's lock).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    sqlx::migrate!("./migrations")
+    let migrator = sqlx::migrate!("./migrations");
+    accept_reworded_migrations(pool, &migrator)
+        .await
+        .context("accepting reworded migrations")?;
+    migrator
         .run(pool)
         .await
         .context("running the database migrations")
+}
+
+/// Moves the stored checksum of each of [`REWORDED_MIGRATIONS`] from its released text to
+/// its current one, where a database applied the released text.
+async fn accept_reworded_migrations(
+    pool: &PgPool,
+    migrator: &sqlx::migrate::Migrator,
+) -> sqlx::Result<()> {
+    for (version, released) in REWORDED_MIGRATIONS {
+        let released = hex::decode(released).expect("a hex checksum");
+        let current = migrator
+            .iter()
+            .find(|migration| migration.version == *version)
+            .map(|migration| migration.checksum.to_vec())
+            .expect("a reworded migration is one of the migrations");
+        crate::store::migrations::move_checksum(pool, *version, &released, &current).await?;
+    }
+    Ok(())
 }
 
 /// The script worker pool; one worker starts now, so a missing interpreter or package stops

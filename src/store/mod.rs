@@ -7,6 +7,7 @@ pub mod data_stores;
 pub mod instances;
 pub mod jobs;
 pub mod messages;
+pub mod migrations;
 pub mod models;
 pub mod primary;
 pub mod secrets;

@@ -159,6 +159,50 @@ async fn migrate_creates_and_migrates_the_database() {
     .await;
 }
 
+/// A database that applied a migration before its comments were reworded (its stored checksum
+/// is the released text's) still migrates and starts; the checksum moves to the current text.
+#[tokio::test]
+async fn a_migration_reworded_after_release_does_not_stop_an_existing_database() {
+    let settings = test_settings();
+    let env = [(
+        "WORKFLOW_BACKEND_DATABASE_URL",
+        settings.database_url.as_str(),
+    )];
+    let output = run(&["migrate"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let released = hex::decode(
+        "ab10a6d7f9d3b7a154591f4808ed70ff3e3589ddc36cf48c771119094637fc18997fcd425e08bd0b34e0871539d72597",
+    )
+    .unwrap();
+    let mut conn = PgConnection::connect(&settings.database_url).await.unwrap();
+    sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 20261125000100")
+        .bind(&released)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    let output = run(&["migrate"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored: Vec<u8> =
+        sqlx::query_scalar("SELECT checksum FROM _sqlx_migrations WHERE version = 20261125000100")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    let current = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/migrations/20261125000100_domain.sql"
+    ))
+    .unwrap();
+    use sha2::Digest;
+    assert_eq!(stored, sha2::Sha384::digest(&current).to_vec());
+    conn.close().await.unwrap();
+    drop_database(
+        &settings.with_database_name("postgres"),
+        &settings.database_name(),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn sigterm_stops_the_server_gracefully() {
     let settings = test_settings();
@@ -246,4 +290,90 @@ fn help_lists_the_environment_each_command_reads() {
     let output = run(&["openapi", "--help"], &[]);
     let help = String::from_utf8(output.stdout).unwrap();
     assert!(help.contains("Reads no environment variable"), "{help}");
+}
+
+/// An installation is the binary with its `python-packages` folder beside it, anywhere: a copy
+/// of both runs scripts (the examples' decision model: a DMN table, then a script); a copy of
+/// the binary alone refuses to start, naming the folder it needs.
+#[tokio::test]
+async fn a_copied_binary_runs_scripts_from_the_packages_folder_beside_it() {
+    let settings = test_settings();
+    let installed = std::env::temp_dir().join(format!("wb-installed-{}", std::process::id()));
+    std::fs::create_dir_all(&installed).unwrap();
+    let copy = installed.join("workflow-backend");
+    std::fs::copy(env!("CARGO_BIN_EXE_workflow-backend"), &copy).unwrap();
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let serve = || {
+        Command::new(&copy)
+            .env_clear()
+            .current_dir(&installed)
+            .env("WORKFLOW_BACKEND_DATABASE_URL", &settings.database_url)
+            .env("WORKFLOW_BACKEND_BIND", &bind)
+            .env("WORKFLOW_BACKEND_JWT_SECRET", TEST_JWT_SECRET)
+            .env("WORKFLOW_BACKEND_PROCESS_MODELS_DIR", examples)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    let alone = serve().wait_with_output().unwrap();
+    assert!(!alone.status.success());
+    let why = stderr(&alone);
+    assert!(why.contains("python-packages"), "{why}");
+
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(workflow_backend::python::default_packages())
+        .arg(installed.join("python-packages"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let mut server = serve();
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    while client
+        .get(format!("http://{bind}/v1.0/status"))
+        .send()
+        .await
+        .is_err()
+    {
+        assert!(server.try_wait().unwrap().is_none(), "the copy exited");
+        assert!(started.elapsed() < Duration::from_secs(60), "no answer");
+        // poll interval of a condition (the child answers) bounded by the deadline above
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let token = JwtKeys::from_settings(&JwtSettings {
+        secret: Some(TEST_JWT_SECRET.into()),
+        ..JwtSettings::default()
+    })
+    .unwrap()
+        .mint("me", "admin", Duration::from_secs(60))
+        .unwrap();
+    let answer: serde_json::Value = client
+        .post(format!("http://{bind}/v1.0/process-instances/decision"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"country": "DE", "order_total": 30}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    std::fs::remove_dir_all(&installed).unwrap();
+    drop_database(
+        &settings.with_database_name("postgres"),
+        &settings.database_name(),
+    )
+    .await;
+    assert_eq!(answer["process_instance"]["status"], "complete", "{answer}");
+    assert_eq!(answer["task_data"]["total"], 34.9, "{answer}");
 }
