@@ -84,7 +84,7 @@ def script(path, outdir):
     out = []
     for part in parts:
         number, start, body = part[:3]
-        out.append(f"echo {shell_quote(f'--- {path}:{start}')}")
+        out.append(f"printf '\\n%s\\n' {shell_quote(f'--- {path}:{start}')}")
         if len(part) == 3:
             out.append(body)
             continue
@@ -160,7 +160,7 @@ def expect(kind, expected_path, actual_path):
     if kind == "text":
         if text_matches(normalised_lines(expected), normalised_lines(actual)):
             return 0
-        print("the output differs from the expected text:\n" + expected, file=sys.stderr)
+        print("\nthe output differs from the expected text:\n" + expected, file=sys.stderr)
         return 1
     try:
         wanted = json_values(expected)
@@ -178,7 +178,7 @@ def expect(kind, expected_path, actual_path):
     for e, a in zip(wanted, got):
         why = contained(e, a)
         if why:
-            print(f"the output differs from the expected JSON at {why}", file=sys.stderr)
+            print(f"\nthe output differs from the expected JSON at {why}", file=sys.stderr)
             return 1
     return 0
 
