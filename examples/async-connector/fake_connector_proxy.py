@@ -2,7 +2,9 @@
 
 POST /v1/do/credit/CheckScore answers 202 at once, then a thread PUTs the result to the
 request's wf__callback_url with the task's own token, wf__callback_token. A task whose data
-holds "sync": true gets the result in a 200 answer instead. GET /v1/commands lists the command.
+holds "sync": true gets the result in a 200 answer instead; one whose data holds
+"callback": false gets the 202 and no callback (a worker, you, calls back). GET /v1/commands
+lists the command.
 Listens on $PORT (default 7200); calls back after $CALLBACK_DELAY_SECONDS (default 2).
 """
 import json, os, threading, time, urllib.error, urllib.request
@@ -51,6 +53,8 @@ class Proxy(BaseHTTPRequestHandler):
         print("request", json.dumps({k: v for k, v in request.items() if k != "wf__callback_token"}), flush=True)
         if request.get("wf__task_data", {}).get("sync"):
             return self.answer(200, envelope(score(request["customer_id"]), 200, ["scored synchronously"]))
+        if request.get("wf__task_data", {}).get("callback") is False:
+            return self.answer(202, envelope({"job_id": request["wf__task_id"]}, 202, ["accepted, left to a worker"]))
         threading.Thread(target=call_back, args=(request,), daemon=True).start()
         self.answer(202, envelope({"job_id": request["wf__task_id"]}, 202, [f"accepted, calling back in {DELAY:g} s"]))
 
