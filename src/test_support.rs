@@ -11,7 +11,10 @@ macro_rules! conformance_or_skip {
     () => {{
         fn here() {}
         let name = std::any::type_name_of_val(&here);
-        match $crate::test_support::conformance_dir(name.trim_end_matches("::here")) {
+        match $crate::test_support::conformance_dir(
+            name.trim_end_matches("::here")
+                .trim_end_matches("::{{closure}}"),
+        ) {
             Some(dir) => dir,
             None => return,
         }

@@ -1,0 +1,149 @@
+//! The repository stands alone (no database, no build of the crate needed): a clone is all a
+//! newcomer has, so nothing in it may point outside it.
+//!
+//! - no file names a path of one machine (`/work/...`, `/home/...`, `/root/...`) or the team's
+//!   files beside the checkout (`../shared`, `DESIGN.md`), except CI's own scripts (`.ci/`),
+//!   which are where the conformance corpus is found;
+//! - every relative link of a Markdown file leads to a file or folder of the repository;
+//! - the README stays a front page (at most ~10 KB); the rest is the book in `docs/`.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+/// Folders that are not ours to check: build output, git, vendored third-party files, local
+/// virtual environments, and CI's scripts (which run with the team's folder beside the clone).
+const SKIPPED: &[&str] = &["target", ".git", "vendor", "node_modules", ".ci"];
+
+const README_LIMIT_BYTES: u64 = 10 * 1024;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file of the repository worth reading as text, relative to its root.
+fn files() -> Vec<PathBuf> {
+    let mut found = vec![];
+    let mut folders = vec![PathBuf::new()];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(root().join(&folder)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = folder.join(&name);
+            if entry.file_type().unwrap().is_dir() {
+                let hidden_venv = name.starts_with(".venv");
+                if !SKIPPED.contains(&name.as_str()) && !hidden_venv {
+                    folders.push(path);
+                }
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn text_of(path: &Path) -> Option<String> {
+    fs::read_to_string(root().join(path)).ok()
+}
+
+#[test]
+fn nothing_points_outside_the_repository() {
+    let forbidden = ["/work/", "/home/", "/root/", "../shared", "DESIGN.md"];
+    let mut found = vec![];
+    for path in files() {
+        if path == Path::new("tests/repository.rs") {
+            continue;
+        }
+        let Some(text) = text_of(&path) else {
+            continue; // not text
+        };
+        for (number, line) in text.lines().enumerate() {
+            for needle in forbidden.iter().filter(|needle| line.contains(*needle)) {
+                found.push(format!("{}:{}: {needle}", path.display(), number + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The targets of `[text](target)` links in Markdown, without anchors; web and mail links
+/// and pure anchors are left out.
+fn relative_links(markdown: &str) -> Vec<String> {
+    let mut links = vec![];
+    let mut rest = markdown;
+    while let Some(start) = rest.find("](") {
+        rest = &rest[start + 2..];
+        let Some(end) = rest.find(')') else { break };
+        let target = rest[..end].split_whitespace().next().unwrap_or("");
+        let target = target.split('#').next().unwrap_or("");
+        let external = target.contains("://") || target.starts_with("mailto:");
+        if !target.is_empty() && !external {
+            links.push(target.to_string());
+        }
+        rest = &rest[end..];
+    }
+    links
+}
+
+/// `base/link` with `.` and `..` resolved, or `None` when it climbs out of the repository.
+fn resolve(base: &Path, link: &str) -> Option<PathBuf> {
+    let mut resolved = PathBuf::new();
+    for component in base.join(link).components() {
+        match component {
+            Component::ParentDir => {
+                if !resolved.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => resolved.push(other),
+        }
+    }
+    Some(resolved)
+}
+
+#[test]
+fn markdown_links_lead_to_files_of_the_repository() {
+    let mut broken = vec![];
+    for path in files() {
+        if path.extension().is_none_or(|extension| extension != "md") {
+            continue;
+        }
+        let text = text_of(&path).unwrap();
+        let base = path.parent().unwrap_or(Path::new(""));
+        for link in relative_links(&text) {
+            match resolve(base, &link) {
+                Some(target) if root().join(&target).exists() => {}
+                Some(_) => broken.push(format!("{}: {link} does not exist", path.display())),
+                None => broken.push(format!("{}: {link} is outside", path.display())),
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn the_readme_is_a_front_page() {
+    let size = fs::metadata(root().join("README.md")).unwrap().len();
+    assert!(
+        size <= README_LIMIT_BYTES,
+        "README.md is {size} bytes; keep it under {README_LIMIT_BYTES} and move detail to docs/"
+    );
+}
+
+#[test]
+fn links_are_found_and_resolved() {
+    assert_eq!(
+        relative_links("[a](docs/x.md#y) [b](https://e.org) [c](#top) [d](../up.md)"),
+        ["docs/x.md", "../up.md"]
+    );
+    assert_eq!(
+        resolve(Path::new("docs"), "../README.md"),
+        Some("README.md".into())
+    );
+    assert_eq!(
+        resolve(Path::new("examples/a"), "../../../shared/x.md"),
+        None
+    );
+}
