@@ -354,8 +354,8 @@ async fn a_copied_binary_runs_scripts_from_the_packages_folder_beside_it() {
         ..JwtSettings::default()
     })
     .unwrap()
-        .mint("me", "admin", Duration::from_secs(60))
-        .unwrap();
+    .mint("me", "admin", Duration::from_secs(60))
+    .unwrap();
     let answer: serde_json::Value = client
         .post(format!("http://{bind}/v1.0/process-instances/decision"))
         .bearer_auth(token)
