@@ -206,12 +206,7 @@ async fn a_migration_reworded_after_release_does_not_stop_an_existing_database()
 #[tokio::test]
 async fn sigterm_stops_the_server_gracefully() {
     let settings = test_settings();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
+    let bind = crate::helpers::free_local_address();
     let mut child = binary(
         &[],
         &[
@@ -303,12 +298,7 @@ async fn a_copied_binary_runs_scripts_from_the_packages_folder_beside_it() {
     let copy = installed.join("workflow-backend");
     std::fs::copy(env!("CARGO_BIN_EXE_workflow-backend"), &copy).unwrap();
     let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
+    let bind = crate::helpers::free_local_address();
     let serve = || {
         Command::new(&copy)
             .env_clear()

@@ -269,3 +269,9 @@ async fn boom() -> Result<HttpResponse, ApiError> {
         "connection to secret-host:5432 refused (password=hunter2)",
     ))
 }
+
+/// An address on 127.0.0.1 no one listens on now, for a server the test starts as a process.
+pub fn free_local_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", listener.local_addr().unwrap().port())
+}

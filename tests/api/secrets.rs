@@ -506,12 +506,7 @@ async fn the_secret_command_reads_the_value_from_stdin_and_never_prints_one() {
 #[tokio::test]
 async fn secret_values_never_reach_the_server_log() {
     let settings = test_settings();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
+    let bind = crate::helpers::free_local_address();
     let mut child = binary(
         &["serve"],
         &[
