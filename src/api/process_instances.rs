@@ -348,8 +348,7 @@ pub(super) fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
         (status = 200, description = "The instance", body = ProcessInstanceDetail),
         (status = 400, description = "`invalid_path`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`: no such instance of that model, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance of that model, or one the caller may not see (it needs `instances:read:<model>`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -577,6 +576,7 @@ pub async fn migrate_instance(
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>` (and may read the instance)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see; `process_model_version_not_found` when the version it ran on was deleted", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large` (with `limit_bytes`, the limit, when the request says the length of its body)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
     ),
