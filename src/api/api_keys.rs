@@ -90,7 +90,7 @@ pub struct NewApiKeyBody {
     post,
     path = "/v1.0/api-keys",
     tag = "api keys",
-    request_body(content = NewApiKeyBody, content_type = "application/json"),
+    request_body(content = NewApiKeyBody, content_type = "application/json", example = json!({"name": "order-service", "scope": "messages:send instances:read:*", "expires_in_days": 90})),
     responses(
         (status = 201, description = "Created; `key` is shown this once", body = CreatedApiKey),
         (status = 400, description = "`invalid_api_key_name`, `invalid_scope`, `invalid_expiry`, `invalid_json`", body = Problem, content_type = "application/problem+json"),

@@ -267,7 +267,7 @@ pub struct ProcessInstanceList {
     path = "/v1.0/process-instances/{modified_process_model_identifier}",
     tag = "process instances",
     params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
-    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json", example = json!({"customer_id": "C-42"})),
+    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json", example = json!({"customer_id": "C-42", "amount": 120})),
     responses(
         (status = 201, description = "Started; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`invalid_payload`, `invalid_json`, `invalid_process_model_identifier`, `process_instance_cannot_start` (the model has no start event a plain start can use)", body = Problem, content_type = "application/problem+json"),
