@@ -90,7 +90,7 @@ pub struct NewApiKeyBody {
     post,
     path = "/v1.0/api-keys",
     tag = "api keys",
-    request_body(content = NewApiKeyBody, content_type = "application/json"),
+    request_body(content = NewApiKeyBody, content_type = "application/json", example = json!({"name": "order-service", "scope": "messages:send instances:read:*", "expires_in_days": 90})),
     responses(
         (status = 201, description = "Created; `key` is shown this once", body = CreatedApiKey),
         (status = 400, description = "`invalid_api_key_name`, `invalid_scope`, `invalid_expiry`, `invalid_json`", body = Problem, content_type = "application/problem+json"),
@@ -98,7 +98,7 @@ pub struct NewApiKeyBody {
         (status = 403, description = "`not_authorized`: needs `api-keys:write`, and every scope given to the key", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`api_key_name_conflict`: an active key has this name", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large` (with `limit_bytes`, the limit, when the request says the length of its body)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`: not application/json", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),

@@ -137,6 +137,7 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
         (status = 409, description = "`process_instance_suspended`: the task still waits; send the callback again after the instance is resumed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: the caller may not update the instance (nor the task); also for an unknown instance when the caller's scopes are limited to some models", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large` (with `limit_bytes`, the limit, when the request says the length of its body)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
     ),
@@ -264,9 +265,8 @@ pub async fn authentications(
     responses(
         (status = 200, description = "A page of the instance's connector log lines, oldest first", body = ConnectorLogList),
         (status = 400, description = "`invalid_path`, `invalid_query`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see (it needs `instances:read:<model>`)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -204,7 +204,7 @@ pub struct ShowQuery {
     params(KindQuery),
     responses(
         (status = 200, description = "The stores", body = DataStoreList),
-        (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_query` (`kind` is not a kind of store: with `parameter` and `allowed`)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `data-stores:read` or `data-stores:write`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),

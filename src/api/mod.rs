@@ -3,6 +3,7 @@
 //! Routes are registered one resource (or one `web::scope`) per family, never a catch-all
 //! `web::scope("/v1.0")`: such a scope would swallow `/v1.0/ui/` and `/v1.0/openapi.json`.
 
+pub mod answer_examples;
 pub mod api_keys;
 pub mod auth;
 pub mod callbacks;
@@ -128,12 +129,14 @@ impl Modify for SecuritySchemes {
 }
 
 /// The document as served and as committed: pretty JSON with a trailing newline; each error
-/// response with its own example (see [`openapi_examples`]).
+/// response with its own example (see [`openapi_examples`]), each success with a real answer
+/// (see [`answer_examples`]).
 pub fn openapi_document() -> String {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
     document_token_alternatives(&mut doc);
     document_body_limits(&mut doc);
     openapi_examples::add_error_examples(&mut doc);
+    answer_examples::add_answer_examples(&mut doc);
     let mut json = serde_json::to_string_pretty(&doc).expect("the OpenAPI document serialises");
     json.push('\n');
     json

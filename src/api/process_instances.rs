@@ -267,7 +267,7 @@ pub struct ProcessInstanceList {
     path = "/v1.0/process-instances/{modified_process_model_identifier}",
     tag = "process instances",
     params(("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model`")),
-    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json", example = json!({"customer_id": "C-42"})),
+    request_body(content = Option<Object>, description = "Optional initial task data (a JSON object; `null` or no body: none)", content_type = "application/json", example = json!({"customer_id": "C-42", "amount": 120})),
     responses(
         (status = 201, description = "Started; the instance after it ran on", body = InstanceAnswer),
         (status = 400, description = "`invalid_payload`, `invalid_json`, `invalid_process_model_identifier`, `process_instance_cannot_start` (the model has no start event a plain start can use)", body = Problem, content_type = "application/problem+json"),
@@ -348,8 +348,7 @@ pub(super) fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
         (status = 200, description = "The instance", body = ProcessInstanceDetail),
         (status = 400, description = "`invalid_path`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`: needs `instances:read:<model>`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`process_instance_not_found`: no such instance of that model, or one the caller may not see", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`process_instance_not_found`: no such instance of that model, or one the caller may not see (it needs `instances:read:<model>`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -577,6 +576,7 @@ pub async fn migrate_instance(
         (status = 403, description = "`not_authorized`: needs `instances:update:<model>` (and may read the instance)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`process_instance_not_found`: no such instance, or one the caller may not see; `process_model_version_not_found` when the version it ran on was deleted", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large` (with `limit_bytes`, the limit, when the request says the length of its body)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),
     ),

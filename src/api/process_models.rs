@@ -186,7 +186,7 @@ pub struct ModelList {
         ("modified_process_model_identifier" = String, Path, max_length = 255, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(:[A-Za-z0-9][A-Za-z0-9._-]{0,99})*$", description = "`group:sub:model` (the model's path with `/` written `:`)"),
         ("file_name" = String, Path, max_length = 255, pattern = "^[^/\\\\\\x00-\\x1f\\x7f]+\\.(bpmn|dmn|json)$", description = "NAME.bpmn, NAME.dmn (DMN decision tables) or NAME.json (kept with the model, not run), percent-encoded: any name without `/`, `\\`, `..` or control characters, at most 255 bytes (`Sub process.bpmn` is `Sub%20process.bpmn`)"),
     ),
-    request_body(content = String, description = "BPMN 2.0 XML (or DMN for a `.dmn` file)", content_type = "application/xml", example = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<bpmn:definitions xmlns:bpmn=\"http://www.omg.org/spec/BPMN/20100524/MODEL\" id=\"defs\">\n  <bpmn:message id=\"m_placed\" name=\"order placed\"/>\n  <bpmn:process id=\"orders\" isExecutable=\"true\">\n    <bpmn:startEvent id=\"placed\"><bpmn:messageEventDefinition messageRef=\"m_placed\"/></bpmn:startEvent>\n    <bpmn:sequenceFlow id=\"f1\" sourceRef=\"placed\" targetRef=\"done\"/>\n    <bpmn:endEvent id=\"done\"/>\n  </bpmn:process>\n</bpmn:definitions>\n"),
+    request_body(content = String, description = "BPMN 2.0 XML (or DMN for a `.dmn` file)", content_type = "application/xml", example = json!(super::answer_examples::ORDERS_BPMN)),
     responses(
         (status = 201, description = "Model created", body = ModelDetailAnswer),
         (status = 200, description = "Model updated", body = ModelDetailAnswer),

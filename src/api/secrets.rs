@@ -105,7 +105,7 @@ fn value_of(body: Value) -> Result<String, ApiError> {
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `secrets:manage`", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large` (with `limit_bytes`, the limit, when the request says the length of its body)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`: not application/json", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ),

@@ -43,7 +43,7 @@ pub struct SignalAnswer {
         (status = 200, description = "The instances the signal reached", body = SignalAnswer),
         (status = 400, description = "`invalid_signal_name`, `invalid_path`, `invalid_json`, `invalid_payload` (a NUL character, nested deeper than 64 levels, a number that cannot be stored)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`not_authorized`: needs `signals:send` or `signals:send:<name>`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`not_authorized`: needs `signals:send:<name>`, the name with `%` and whitespace percent-encoded (`signals:send` grants every name)", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "`request_timeout`: the body did not arrive in time", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable`, or `scripts_unavailable` when every script worker stayed busy (both with `Retry-After`; nothing was done)", body = Problem, content_type = "application/problem+json"),

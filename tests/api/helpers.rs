@@ -87,8 +87,14 @@ pub async fn spawn_app_with(customise: impl FnOnce(&mut Settings)) -> TestApp {
 
 /// The application with a pool to a database that does not answer (port 1).
 pub async fn spawn_app_without_database() -> TestApp {
+    spawn_app_without_database_with(|_| {}).await
+}
+
+/// As `spawn_app_without_database`, with settings changed first.
+pub async fn spawn_app_without_database_with(customise: impl FnOnce(&mut Settings)) -> TestApp {
     init_tracing();
     let mut settings = test_settings();
+    customise(&mut settings);
     settings.database_url = "postgres://postgres@127.0.0.1:1/unreachable".into();
     let options: PgConnectOptions = settings.database_url.parse().unwrap();
     let pool = PgPoolOptions::new()

@@ -45,6 +45,7 @@ mod lifecycle;
 mod messages;
 mod models;
 mod openapi;
+mod openapi_examples;
 mod plans;
 mod races;
 mod script_output;
