@@ -1,28 +1,31 @@
 # Build: the toolchain this crate is tested with; pip installs the script worker's pinned
-# packages (python/requirements.txt) and the worker into target/release/python-packages.
+# packages (crates/scripts/python/requirements.txt) and the worker into target/release/python-packages.
 FROM rust:1.95-bookworm AS builder
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-pip \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 
-# Dependencies, in a layer of their own: rebuilt only when the manifest, the lock file, build.rs
-# or the Python requirements change. Stubs stand in for the crate's code (and for the
-# loadgen example the manifest names); build.rs runs here too, so pip installs the packages
-# in this layer.
+# Dependencies, in a layer of their own: rebuilt only when a manifest, the lock file, a build
+# script or the Python requirements change. Stubs stand in for the crates' code (and for the
+# loadgen example the manifest names); the script workers' build script runs here too, so pip
+# installs the packages in this layer.
 COPY Cargo.toml Cargo.lock build.rs ./
-COPY python/requirements.txt python/script_worker.py python/
-RUN mkdir -p src bench migrations \
+COPY crates/core/Cargo.toml crates/core/Cargo.toml
+COPY crates/script-port/Cargo.toml crates/script-port/Cargo.toml
+COPY crates/scripts/Cargo.toml crates/scripts/build.rs crates/scripts/
+COPY crates/scripts/python/requirements.txt crates/scripts/python/script_worker.py crates/scripts/python/
+RUN mkdir -p src bench migrations crates/core/src crates/script-port/src crates/scripts/src \
     && echo 'fn main() {}' > src/main.rs \
     && echo 'fn main() {}' > bench/loadgen.rs \
-    && touch src/lib.rs \
+    && touch src/lib.rs crates/core/src/lib.rs crates/script-port/src/lib.rs crates/scripts/src/lib.rs \
     && cargo build --release --locked --bin workflow-backend \
     && test -f target/release/python-packages/.requirements
 
 # The real sources: touched so that cargo sees them as newer than the stub build and compiles
 # the crate again (the dependencies stay as built above).
 COPY . .
-RUN touch src/main.rs src/lib.rs \
+RUN touch src/main.rs src/lib.rs crates/*/src/lib.rs \
     && cargo build --release --locked --bin workflow-backend \
     && test -f target/release/python-packages/.requirements
 

@@ -1,20 +1,17 @@
 //! workflow-backend: the engine side of a BPMN workflow system (see docs/architecture.md).
+//! The pure core is the crate `workflow-core` (its modules are named here as they always were);
+//! the script workers are `workflow-scripts`.
+
+pub use workflow_core::{bpmn, correlation, dmn, engine, expr};
 
 pub mod api;
-pub mod bpmn;
 pub mod config;
 pub mod connector;
-pub mod correlation;
-pub mod dmn;
-pub mod engine;
-pub mod expr;
 pub mod ids;
 pub mod python;
 pub mod services;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
-#[cfg(test)]
-mod test_support;
 pub mod tokens;
 pub mod workers;

@@ -521,7 +521,7 @@ async fn accept_reworded_migrations(
 fn start_script_workers(
     settings: &crate::config::ScriptSettings,
 ) -> anyhow::Result<Arc<dyn crate::expr::ScriptHost>> {
-    let host = crate::python::PythonHost::start(crate::python::PoolSettings {
+    let workers = crate::python::WorkerPool::start(crate::python::PoolSettings {
         python: settings.python.clone(),
         packages: settings.packages.clone(),
         workers: settings.workers,
@@ -531,8 +531,9 @@ fn start_script_workers(
         os_wall: settings.os_wall,
         unguarded_for_tests: false,
     })
-    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?
-    .with_max_data_bytes(settings.max_task_data_bytes);
+    .map_err(|e| anyhow::anyhow!("cannot start the script workers: {e:?}"))?;
+    let host =
+        crate::python::PythonHost::new(workers).with_max_data_bytes(settings.max_task_data_bytes);
     Ok(Arc::new(host))
 }
 

@@ -1,7 +1,9 @@
-//! The layering rules, checked by reading `src/` (no database, no build of the crate needed):
+//! The layering rules the compiler cannot hold, checked by reading the sources (no database,
+//! no build of the crate needed). The pure core is its own crate (`crates/core`) and the
+//! script workers theirs (`crates/scripts`): the compiler keeps them from reaching the service,
+//! and their manifests are checked here to name no IO crate (core) and nothing of the core
+//! (scripts). Within the service's crate (`src/`):
 //!
-//! - the pure core (`bpmn/ expr/ engine/ correlation/ dmn/`) does no IO: it names neither
-//!   `sqlx`, `tokio`, `reqwest` nor an `actix*` crate, nor the layers that do IO for it;
 //! - `api/` (HTTP) does not reach `store/` (SQL): it talks to `services/`;
 //! - `services/` (use cases) does not reach `api/`, nor `startup` which assembles it;
 //! - `store/` (all SQL) is the bottom layer: it reaches neither `services/` nor `api/`;
@@ -30,20 +32,6 @@ struct Rule {
 }
 
 const RULES: &[Rule] = &[
-    Rule {
-        layers: &["bpmn", "expr", "engine", "correlation", "dmn"],
-        forbidden_crates: &["sqlx", "tokio", "reqwest", "actix", "actix_"],
-        forbidden_modules: &[
-            "api",
-            "services",
-            "store",
-            "workers",
-            "startup",
-            "connector",
-            "python",
-        ],
-        why: "the pure core does no IO (its Python comes in a ScriptHost)",
-    },
     Rule {
         layers: &["api"],
         forbidden_crates: &[],
@@ -133,8 +121,7 @@ fn layer_files(src: &Path, layer: &str) -> Vec<PathBuf> {
     }
 }
 
-/// Unit tests (`tests.rs`, `tests/`) may use what their layer may not: the core's tests run
-/// real Python through `crate::python`.
+/// Unit tests (`tests.rs`, `tests/`) may use what their layer may not.
 fn is_test_module(file: &Path) -> bool {
     file.file_name().is_some_and(|name| name == "tests.rs")
         || file.components().any(|part| part.as_os_str() == "tests")
@@ -559,7 +546,12 @@ fn comments_strings_chars_and_lifetimes_are_not_paths() {
 
 #[test]
 fn rules_match_crates_by_name_and_prefix() {
-    let core = &RULES[0];
+    let core = &Rule {
+        layers: &[],
+        forbidden_crates: &["sqlx", "tokio", "reqwest", "actix", "actix_"],
+        forbidden_modules: &["store"],
+        why: "an example",
+    };
     let path = |p: &str| p.split("::").map(str::to_string).collect::<Vec<_>>();
     for forbidden in [
         "actix_web::web",
@@ -577,5 +569,63 @@ fn rules_match_crates_by_name_and_prefix() {
         "monty::MontyRun",
     ] {
         assert!(!breaks(core, &path(allowed)), "{allowed}");
+    }
+}
+
+/// The `[dependencies]` of a workspace crate's manifest, by name.
+fn dependencies_of(manifest: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(manifest);
+    let text = fs::read_to_string(&path).expect("a crate manifest");
+    let mut names = vec![];
+    let mut in_dependencies = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+        } else if in_dependencies && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', ' ']).next().unwrap_or_default();
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// The core does no IO: only these crates may it depend on (its tests may use more). A new
+/// dependency is a decision about the core, made here on purpose.
+#[test]
+fn the_core_depends_on_no_io_crate() {
+    let allowed = [
+        "workflow-script-port",
+        "serde",
+        "serde_json",
+        "chrono",
+        "uuid",
+        "roxmltree",
+    ];
+    let dependencies = dependencies_of("crates/core/Cargo.toml");
+    assert!(!dependencies.is_empty(), "no [dependencies] read");
+    let surprises: Vec<_> = dependencies
+        .iter()
+        .filter(|name| !allowed.contains(&name.as_str()))
+        .collect();
+    assert!(surprises.is_empty(), "crates/core depends on {surprises:?}");
+}
+
+/// The script workers know nothing of the core or the service: they answer the port's JSON.
+#[test]
+fn the_script_workers_know_nothing_of_the_service() {
+    let dependencies = dependencies_of("crates/scripts/Cargo.toml");
+    assert!(dependencies.contains(&"workflow-script-port".to_string()));
+    for forbidden in [
+        "workflow-core",
+        "workflow-backend",
+        "sqlx",
+        "tokio",
+        "actix-web",
+        "reqwest",
+    ] {
+        assert!(
+            !dependencies.iter().any(|name| name == forbidden),
+            "crates/scripts depends on {forbidden}"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! The OS wall alone (Landlock and seccomp, src/python/wall.rs): scripts run by a worker's
+//! The OS wall alone (Landlock and seccomp, crates/scripts/src/wall.rs): scripts run by a worker's
 //! test-only `exec_unguarded` request, with every builtin and no Python guard, as a script
 //! that escaped the guards would run. Each must fail with the kernel's refusal; the same
 //! scripts in a worker without the wall succeed, so the refusals are the wall's.

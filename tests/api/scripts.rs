@@ -430,7 +430,7 @@ async fn a_script_that_reaches_for_os_through_a_module_errs_saying_so() {
 
 /// Every way to the environment the audit found gives a script nothing: the modules that
 /// hold `os` are refused (through `_getattr_` too), and the worker's environment is empty
-/// anyway (src/python/pool.rs tests that).
+/// anyway (crates/scripts/src/pool.rs tests that).
 #[tokio::test]
 async fn a_script_that_reads_the_environment_gets_nothing() {
     let app = app_with_limits(1, 2_000, 5_000).await;

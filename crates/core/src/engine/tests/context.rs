@@ -7,7 +7,7 @@ fn context_at(now: &str, seed: u128) -> StepContext {
     StepContext::new(
         chrono::DateTime::parse_from_rfc3339(now).unwrap().into(),
         TaskIds::from_seed(Uuid::from_u128(seed)),
-        crate::python::test_host(),
+        crate::test_support::script_host(),
     )
 }
 

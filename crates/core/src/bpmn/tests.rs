@@ -21,7 +21,10 @@ pub(crate) fn process(body: &str, extra: &str) -> String {
 
 /// Evaluations in these tests read no clock.
 fn cx() -> crate::expr::Context {
-    crate::expr::Context::new(chrono::DateTime::UNIX_EPOCH, crate::python::test_host())
+    crate::expr::Context::new(
+        chrono::DateTime::UNIX_EPOCH,
+        crate::test_support::script_host(),
+    )
 }
 
 fn model(xml: &str) -> ModelSpec {
@@ -856,7 +859,7 @@ fn syntax_errors_are_found_in_the_python_sources_by_the_host() {
             "retrieval expression for message 'm': SyntaxError",
         ),
     ];
-    let host = crate::python::test_host();
+    let host = crate::test_support::script_host();
     for (name, xml, element, reason) in cases {
         let model = build_model(&[("bad.bpmn".to_string(), xml)], None)
             .unwrap_or_else(|e| panic!("{name}: refused at load: {e}"));

@@ -44,7 +44,7 @@ fn next_context() -> StepContext {
     StepContext::new(
         now(),
         TaskIds::from_seed(Uuid::from_u128(u128::from(n) << 96)),
-        crate::python::test_host(),
+        crate::test_support::script_host(),
     )
 }
 

@@ -25,7 +25,7 @@ fn cx() -> Context {
         chrono::DateTime::parse_from_rfc3339("2026-11-26T09:30:15.250Z")
             .unwrap()
             .into(),
-        crate::python::test_host(),
+        crate::test_support::script_host(),
     )
 }
 
@@ -101,7 +101,7 @@ fn fast_path_forms_match_cpython() {
             err("TypeError: 'bool' object is not subscriptable"),
         ),
     ];
-    let host = crate::python::test_host();
+    let host = crate::test_support::script_host();
     for (source, expected) in cases {
         let expr = Expression::compile(source).unwrap();
         assert!(!expr.needs_python(), "{source} should take the fast path");
@@ -179,7 +179,7 @@ fn truthiness_follows_python_also_for_tagged_values() {
 
 #[test]
 fn syntax_is_the_hosts_to_judge_even_of_an_empty_expression() {
-    let host = crate::python::test_host();
+    let host = crate::test_support::script_host();
     for source in ["", "   "] {
         let expression = Expression::compile(source).unwrap();
         assert!(expression.needs_python(), "{source:?}");

@@ -140,7 +140,7 @@ const REFUSED_DECISIONS: &[(&str, &str)] = &[
 #[test]
 fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
     crate::test_support::conformance_or_skip!();
-    let host = crate::python::test_host();
+    let host = crate::test_support::script_host();
     check_suite("dmn", 40, REFUSED_DECISIONS, |name, xml| {
         let decisions = crate::dmn::parse_dmn_file(name, &xml).map_err(|e| e.to_string())?;
         decisions.iter().try_for_each(|decision| {

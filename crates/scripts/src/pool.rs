@@ -22,11 +22,12 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::wall::{OsWall, OsWallMode};
+use crate::wall::{OsWall, OsWallMode};
+pub use workflow_script_port::PoolError;
 
 /// The worker this binary was built with: the worker run is the file of this name in the
 /// packages folder (build.rs copies it there), and must be this one.
-const WORKER_SOURCE: &str = include_str!("../../python/script_worker.py");
+const WORKER_SOURCE: &str = include_str!("../python/script_worker.py");
 const WORKER_FILE: &str = "script_worker.py";
 
 #[derive(Clone, Debug)]
@@ -47,20 +48,6 @@ pub struct PoolSettings {
     /// reaches it.
     #[doc(hidden)]
     pub unguarded_for_tests: bool,
-}
-
-/// Why a request got no answer from Python.
-#[derive(Debug, PartialEq)]
-pub enum PoolError {
-    /// The script ran past the time limit; its worker was killed.
-    TimeLimit,
-    /// Every worker stayed busy for the queue timeout.
-    Busy,
-    /// A worker could not be started, or was gone before it took the request.
-    Broken(String),
-    /// The worker ended while it ran the request, without answering: what the script did
-    /// killed it (no memory left to write its answer, stopped by the OS).
-    Died,
 }
 
 struct Worker {
@@ -599,7 +586,7 @@ mod tests {
     fn settings() -> PoolSettings {
         PoolSettings {
             python: interpreter(),
-            packages: crate::python::default_packages(),
+            packages: crate::default_packages(),
             workers: 1,
             time_limit: Duration::from_secs(5),
             memory_limit_mb: 64,

@@ -36,7 +36,7 @@ pub struct ModelError {
 }
 
 impl ModelError {
-    pub(crate) fn new(file: &str, element_id: Option<&str>, reason: impl Into<String>) -> Self {
+    pub fn new(file: &str, element_id: Option<&str>, reason: impl Into<String>) -> Self {
         ModelError {
             file: file.to_string(),
             element_id: element_id.map(str::to_string),

@@ -1,6 +1,6 @@
 //! Python expressions and scripts over JSON task data, in SpiffArena's dialect. The core does
 //! not run Python itself: a [`ScriptHost`] given in the [`Context`] does (in the service, a
-//! pool of CPython worker processes, see `crate::python`). What the core keeps is a pure-Rust
+//! pool of CPython worker processes, through [`python`]). What the core keeps is a pure-Rust
 //! fast path for the hot forms (names, literals, `name["key"]` chains), which never leaves
 //! the thread.
 //!
@@ -8,8 +8,10 @@
 //! (datetime, Decimal, ...) travel tagged, `{"__type__": "datetime", "value": "..."}`.
 mod convert;
 mod fast;
+pub mod python;
 mod redact;
 mod scan;
+pub mod storable;
 #[cfg(test)]
 mod tests;
 

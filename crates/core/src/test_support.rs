@@ -1,6 +1,6 @@
 //! What unit tests across the core share.
 
-#[path = "../tests/support/conformance.rs"]
+#[path = "../../../tests/support/conformance.rs"]
 mod conformance;
 
 pub(crate) use conformance::conformance_dir;
@@ -35,4 +35,29 @@ pub(crate) fn conformance_file(path: &str) -> (String, String) {
     let xml = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("{} is missing ({e})", file.display()));
     (path.to_string(), xml)
+}
+
+/// One pool of script workers per test process, for unit tests that run Python (started on
+/// first use, in UTC as SpiffArena's servers run).
+pub(crate) fn script_host() -> std::sync::Arc<dyn crate::expr::ScriptHost> {
+    use crate::expr::python::PythonHost;
+    use std::sync::{Arc, OnceLock};
+    use workflow_scripts::{default_packages, OsWallMode, PoolSettings, WorkerPool};
+    static HOST: OnceLock<Arc<PythonHost>> = OnceLock::new();
+    HOST.get_or_init(|| {
+        std::env::set_var("TZ", "UTC");
+        let workers = WorkerPool::start(PoolSettings {
+            python: "python3".into(),
+            packages: default_packages(),
+            workers: 2,
+            time_limit: std::time::Duration::from_secs(5),
+            memory_limit_mb: 128,
+            queue_timeout: std::time::Duration::from_secs(60),
+            os_wall: OsWallMode::Required,
+            unguarded_for_tests: false,
+        })
+        .expect("the script worker starts (python3 and the packages the build installs)");
+        Arc::new(PythonHost::new(workers))
+    })
+    .clone()
 }

@@ -7,7 +7,7 @@ use crate::test_support::conformance_file;
 use serde_json::{json, Value};
 
 fn context() -> Context {
-    Context::new(chrono::Utc::now(), crate::python::test_host())
+    Context::new(chrono::Utc::now(), crate::test_support::script_host())
 }
 
 fn decision_in(path: &str) -> Decision {
