@@ -1,12 +1,12 @@
 //! The layering rules the compiler cannot hold, checked by reading the sources (no database,
-//! no build of the crate needed). The pure core is its own crate (`crates/core`) and the
-//! script workers theirs (`crates/scripts`): the compiler keeps them from reaching the service,
-//! and their manifests are checked here to name no IO crate (core) and nothing of the core
-//! (scripts). Within the service's crate (`src/`):
+//! no build of the crate needed). The pure core (`crates/core`), the script workers
+//! (`crates/scripts`) and the SQL (`crates/store`) are crates of their own: the compiler keeps
+//! them from reaching the service, and their manifests are checked here (the core names no IO
+//! crate, the workers nothing of the core, the store nothing of ours). Within the service's
+//! crate (`src/`):
 //!
-//! - `api/` (HTTP) does not reach `store/` (SQL): it talks to `services/`;
+//! - `api/` (HTTP) does not reach the store (SQL): it talks to `services/`;
 //! - `services/` (use cases) does not reach `api/`, nor `startup` which assembles it;
-//! - `store/` (all SQL) is the bottom layer: it reaches neither `services/` nor `api/`;
 //! - `tokens` (JWT keys, verification, minting) sits below both `api/` and `services/`.
 //!
 //! Every path is checked, not only `use` lines: `use crate::{store::Page}` is expanded, and
@@ -34,7 +34,7 @@ struct Rule {
 const RULES: &[Rule] = &[
     Rule {
         layers: &["api"],
-        forbidden_crates: &[],
+        forbidden_crates: &["workflow_store"],
         forbidden_modules: &["store"],
         why: "api/ talks to services/, never to store/",
     },
@@ -43,12 +43,6 @@ const RULES: &[Rule] = &[
         forbidden_crates: &[],
         forbidden_modules: &["api", "startup"],
         why: "services/ knows nothing of HTTP",
-    },
-    Rule {
-        layers: &["store"],
-        forbidden_crates: &[],
-        forbidden_modules: &["api", "services", "startup"],
-        why: "store/ is the bottom layer",
     },
     Rule {
         layers: &["tokens"],
@@ -608,6 +602,18 @@ fn the_core_depends_on_no_io_crate() {
         .filter(|name| !allowed.contains(&name.as_str()))
         .collect();
     assert!(surprises.is_empty(), "crates/core depends on {surprises:?}");
+}
+
+/// The store is the bottom layer: SQL, and nothing of the service or its core above it.
+#[test]
+fn the_store_depends_on_nothing_of_the_service() {
+    let dependencies = dependencies_of("crates/store/Cargo.toml");
+    assert!(dependencies.contains(&"sqlx".to_string()));
+    let ours: Vec<_> = dependencies
+        .iter()
+        .filter(|name| name.starts_with("workflow"))
+        .collect();
+    assert!(ours.is_empty(), "crates/store depends on {ours:?}");
 }
 
 /// The script workers know nothing of the core or the service: they answer the port's JSON.

@@ -1,4 +1,4 @@
-//! sqlx queries, one module per table group. Functions take a connection so the caller
+//! workflow-store: the sqlx queries of workflow-backend, one module per table group. Functions take a connection so the caller
 //! decides the transaction; nothing here knows HTTP.
 
 pub mod api_keys;
