@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
 use actix_web::middleware::{from_fn, ErrorHandlers, Next};
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, HttpServer};
 use actix_web_prom::PrometheusMetricsBuilder;
 use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -21,81 +21,18 @@ use crate::api::error::{
 };
 use crate::config::Settings;
 use crate::connector::{ConnectorClient, ProxyConfig};
-use crate::services::service_tasks::ServiceTaskContext;
 use crate::services::{ModelCache, ScriptSite};
 use crate::store::primary::Primary;
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope, Traces};
 use crate::tokens::JwtKeys;
 use crate::workers;
-
-/// Shared by every handler and worker, as `web::Data<AppState>`.
-pub struct AppState {
-    pub pool: PgPool,
-    pub settings: Arc<Settings>,
-    /// Token verification, and minting of per-task callback tokens.
-    pub keys: web::Data<JwtKeys>,
-    /// Compiled process models, keyed by version.
-    pub models: ModelCache,
-    /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
-    pub connector: Option<ConnectorClient>,
-    /// Woken when a message is buffered: the expiry sweeper then knows its next deadline.
-    pub message_buffered: Arc<tokio::sync::Notify>,
-    /// The connector dispatcher's backlog, as `/metrics` and readiness show it.
-    pub connector_jobs: ConnectorJobGauges,
-    /// The span exporter, when traces are configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
-    pub traces: Option<Arc<Traces>>,
-    /// The watch that keeps the pool on the writable host, when the database URL names several.
-    pub database_primary: Option<Arc<Primary>>,
-}
-
-/// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), and
-/// calls under way (free slots are `MAX_IN_FLIGHT` minus these).
-#[derive(Clone)]
-pub struct ConnectorJobGauges {
-    pub waiting: prometheus::IntGauge,
-    pub in_flight: prometheus::IntGauge,
-}
-
-impl ConnectorJobGauges {
-    fn registered_in(registry: &prometheus::Registry) -> anyhow::Result<ConnectorJobGauges> {
-        let gauge = |name: &str, help: &str| -> anyhow::Result<prometheus::IntGauge> {
-            let gauge = prometheus::IntGauge::new(name, help)?;
-            registry.register(Box::new(gauge.clone()))?;
-            Ok(gauge)
-        };
-        Ok(ConnectorJobGauges {
-            waiting: gauge(
-                "workflow_backend_connector_jobs_waiting",
-                "Connector calls that are due and wait for a dispatcher slot (the backlog)",
-            )?,
-            in_flight: gauge(
-                "workflow_backend_connector_jobs_in_flight",
-                "Connector calls this replica is making",
-            )?,
-        })
-    }
-}
-
-impl AppState {
-    /// What the connector dispatcher and the callback endpoint work with.
-    pub fn service_tasks(&self) -> ServiceTaskContext<'_> {
-        ServiceTaskContext {
-            pool: &self.pool,
-            cache: &self.models,
-            client: self.connector.as_ref(),
-            public_url: &self.settings.public_url,
-            signer: &self.keys,
-            callback_token_ttl: Duration::from_secs(self.settings.callback_token_ttl_seconds),
-            traces: self.traces.as_deref(),
-        }
-    }
-}
+use crate::{App, ConnectorJobGauges};
 
 /// A bound, not yet running server.
 pub struct Application {
     port: u16,
     server: Server,
-    state: web::Data<AppState>,
+    state: Arc<App>,
 }
 
 impl Application {
@@ -173,7 +110,7 @@ impl Application {
                 max_redirects: 5,
             })
         });
-        let keys = web::Data::new(keys);
+        let keys = Arc::new(keys);
         let scripts = start_script_workers(&settings.scripts)?;
         let site = ScriptSite {
             frontend_url: settings.public_url.clone(),
@@ -184,7 +121,7 @@ impl Application {
             None => None,
         };
         let registry = prometheus::Registry::new();
-        let state = web::Data::new(AppState {
+        let state = Arc::new(App {
             pool,
             settings: Arc::new(settings),
             keys: keys.clone(),
@@ -206,14 +143,14 @@ impl Application {
 
         let app_state = state.clone();
         let server = HttpServer::new(move || {
-            App::new()
+            actix_web::App::new()
                 .wrap(from_fn(api::guard::guard_requests))
                 .wrap(ErrorHandlers::new().default_handler(problem_fallback))
                 .wrap(from_fn(log_request))
                 .wrap(from_fn(trace_request))
                 .wrap(metrics.clone())
-                .app_data(app_state.clone())
-                .app_data(keys.clone())
+                .app_data(web::Data::from(app_state.clone()))
+                .app_data(web::Data::from(keys.clone()))
                 .app_data(body_read_timeout)
                 .app_data(json_config(max_body_bytes))
                 .app_data(payload_config(max_body_bytes))
@@ -240,7 +177,7 @@ impl Application {
     }
 
     /// What handlers and workers share (tests drive the workers' one-shot functions with it).
-    pub fn state(&self) -> web::Data<AppState> {
+    pub fn state(&self) -> Arc<App> {
         self.state.clone()
     }
 
@@ -327,7 +264,7 @@ async fn trace_request(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let traces = req
-        .app_data::<web::Data<AppState>>()
+        .app_data::<web::Data<App>>()
         .and_then(|state| state.traces.clone());
     let Some(traces) = traces else {
         return next.call(req).await;

@@ -1,12 +1,11 @@
 //! The layering rules the compiler cannot hold, checked by reading the sources (no database,
 //! no build of the crate needed). The pure core (`crates/core`), the script workers
-//! (`crates/scripts`) and the SQL (`crates/store`) are crates of their own: the compiler keeps
-//! them from reaching the service, and their manifests are checked here (the core names no IO
-//! crate, the workers nothing of the core, the store nothing of ours). Within the service's
-//! crate (`src/`):
+//! (`crates/scripts`), the SQL (`crates/store`) and the service without HTTP (`crates/app`) are
+//! crates of their own: the compiler keeps each from reaching the layers above it, and their
+//! manifests are checked here (the core names no IO crate, the workers nothing of the core,
+//! the store nothing of ours, the app no HTTP crate). Within a crate:
 //!
-//! - `api/` (HTTP) does not reach the store (SQL): it talks to `services/`;
-//! - `services/` (use cases) does not reach `api/`, nor `startup` which assembles it;
+//! - `api/` (HTTP, `src/`) does not reach the store (SQL): it talks to `services/`;
 //! - `tokens` (JWT keys, verification, minting) sits below both `api/` and `services/`.
 //!
 //! Every path is checked, not only `use` lines: `use crate::{store::Page}` is expanded, and
@@ -20,8 +19,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// One rule: code under `layers` must not name the crates or crate modules listed.
+/// One rule: code under `layers` (modules of the crate whose sources are in `sources`) must
+/// not name the crates or crate modules listed.
 struct Rule {
+    sources: &'static str,
     layers: &'static [&'static str],
     /// External crates by name; an entry ending in `_` is a prefix (`actix_` covers
     /// `actix_web` and `actix_web_prom`).
@@ -33,30 +34,26 @@ struct Rule {
 
 const RULES: &[Rule] = &[
     Rule {
+        sources: "src",
         layers: &["api"],
         forbidden_crates: &["workflow_store"],
         forbidden_modules: &["store"],
-        why: "api/ talks to services/, never to store/",
+        why: "api/ talks to services/, never to the store",
     },
     Rule {
-        layers: &["services"],
-        forbidden_crates: &[],
-        forbidden_modules: &["api", "startup"],
-        why: "services/ knows nothing of HTTP",
-    },
-    Rule {
+        sources: "crates/app/src",
         layers: &["tokens"],
-        forbidden_crates: &[],
-        forbidden_modules: &["api", "services", "store", "startup"],
+        forbidden_crates: &["workflow_store"],
+        forbidden_modules: &["services", "store", "workers"],
         why: "token keys sit below api/ and services/, which both use them",
     },
 ];
 
 #[test]
 fn layers_only_reach_down() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut violations = Vec::new();
     for rule in RULES {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(rule.sources);
         for layer in rule.layers {
             let files = layer_files(&src, layer);
             // a renamed or moved layer must not make the rule pass on nothing
@@ -541,6 +538,7 @@ fn comments_strings_chars_and_lifetimes_are_not_paths() {
 #[test]
 fn rules_match_crates_by_name_and_prefix() {
     let core = &Rule {
+        sources: "",
         layers: &[],
         forbidden_crates: &["sqlx", "tokio", "reqwest", "actix", "actix_"],
         forbidden_modules: &["store"],
@@ -602,6 +600,26 @@ fn the_core_depends_on_no_io_crate() {
         .filter(|name| !allowed.contains(&name.as_str()))
         .collect();
     assert!(surprises.is_empty(), "crates/core depends on {surprises:?}");
+}
+
+/// The service without its HTTP layer: no HTTP server or OpenAPI crate in the app's manifest,
+/// so its use cases and workers cannot reach for actix (handlers receive the `App` from it).
+#[test]
+fn the_app_knows_nothing_of_http() {
+    let dependencies = dependencies_of("crates/app/Cargo.toml");
+    assert!(dependencies.contains(&"workflow-core".to_string()));
+    for forbidden in [
+        "actix-web",
+        "actix-web-prom",
+        "utoipa",
+        "utoipa-swagger-ui",
+        "workflow-backend",
+    ] {
+        assert!(
+            !dependencies.iter().any(|name| name == forbidden),
+            "crates/app depends on {forbidden}"
+        );
+    }
 }
 
 /// The store is the bottom layer: SQL, and nothing of the service or its core above it.

@@ -6,7 +6,7 @@
 use super::auth::{scope_contains, Principal};
 use super::error::{ApiError, Problem};
 use crate::services::api_keys::{self, ApiKey};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -106,7 +106,7 @@ pub struct NewApiKeyBody {
 )]
 pub async fn create_api_key(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     body: web::Json<NewApiKeyBody>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require(WRITE_SCOPE)?;
@@ -151,7 +151,7 @@ pub async fn create_api_key(
 )]
 pub async fn list_api_keys(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require(READ_SCOPE)?;
     let results = api_keys::list(&state.pool)
@@ -180,7 +180,7 @@ pub async fn list_api_keys(
 )]
 pub async fn revoke_api_key(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require(WRITE_SCOPE)?;

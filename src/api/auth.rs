@@ -3,7 +3,7 @@
 //! [`crate::services::api_keys`]).
 //!
 //! A handler takes a [`Principal`] argument (the credential is verified by the extractor, with
-//! the [`JwtKeys`] and the [`AppState`] registered as app data) and states what it needs in one
+//! the [`JwtKeys`] and the [`App`] registered as app data) and states what it needs in one
 //! line: `principal.require("instances:create:group/model")?;`.
 //!
 //! Credentials: `Authorization: Bearer <JWT>`, `Authorization: Bearer wbk_...` (an API key), or
@@ -22,7 +22,7 @@
 //! scopes by spaces: the message `order paid` needs `messages:send:order%20paid`.
 
 use crate::services::{api_keys, ErrorCode};
-use crate::startup::AppState;
+use crate::App;
 use futures_util::future::LocalBoxFuture;
 
 use actix_web::dev::Payload;
@@ -260,7 +260,7 @@ fn credential(req: &HttpRequest) -> Result<Credential, ApiError> {
 async fn verify(
     credential: Credential,
     keys: Option<web::Data<JwtKeys>>,
-    state: Option<web::Data<AppState>>,
+    state: Option<web::Data<App>>,
 ) -> Result<Principal, ApiError> {
     match credential {
         Credential::Jwt(token) => {
@@ -269,8 +269,8 @@ async fn verify(
             Ok(keys.verify(&token).await.map(Principal::from)?)
         }
         Credential::ApiKey(key) => {
-            let state = state
-                .ok_or_else(|| ApiError::internal("AppState is not registered as app data"))?;
+            let state =
+                state.ok_or_else(|| ApiError::internal("App is not registered as app data"))?;
             match api_keys::authenticate(&state.pool, &key).await? {
                 Some((name, scopes)) => Ok(Principal {
                     subject: format!("api-key:{name}"),
@@ -291,7 +291,7 @@ impl FromRequest for Principal {
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         let credential = credential(req);
         let keys = req.app_data::<web::Data<JwtKeys>>().cloned();
-        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let state = req.app_data::<web::Data<App>>().cloned();
         let path = req.path().to_string();
         Box::pin(async move {
             let result = match credential {

@@ -9,7 +9,7 @@ use crate::connector;
 use crate::services::instances::{InstanceId, TaskGuid};
 use crate::services::service_tasks::{CallbackDone, ConnectorLogLine};
 use crate::services::{self, service_tasks};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -145,7 +145,7 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
 )]
 pub async fn callback(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, String)>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
@@ -179,7 +179,7 @@ pub async fn callback(
 /// exist, 400 `process_instance_cannot_be_found`.
 async fn authorize_callback(
     principal: &Principal,
-    state: &AppState,
+    state: &App,
     instance: &str,
     task_guid: Option<Uuid>,
 ) -> Result<InstanceId, ApiError> {
@@ -221,7 +221,7 @@ async fn authorize_callback(
 )]
 pub async fn service_tasks(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
     let proxy = match &state.connector {
@@ -246,7 +246,7 @@ pub async fn service_tasks(
 )]
 pub async fn authentications(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
     let auths = match &state.connector {
@@ -273,7 +273,7 @@ pub async fn authentications(
 )]
 pub async fn connector_logs(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
     query: web::Query<ConnectorLogPageQuery>,
 ) -> Result<HttpResponse, ApiError> {

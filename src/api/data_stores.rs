@@ -9,7 +9,7 @@ use crate::services::{
     self,
     data_stores::{StoreChange, StoreContent, StoreDetail, StoreKey, StoreSummary},
 };
-use crate::startup::AppState;
+use crate::App;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -213,7 +213,7 @@ pub struct ShowQuery {
 )]
 pub async fn list_data_stores(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     query: web::Query<KindQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(READ)?;
@@ -249,7 +249,7 @@ pub async fn list_data_stores(
 )]
 pub async fn show_data_store(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, String)>,
     query: web::Query<ShowQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -286,7 +286,7 @@ pub async fn show_data_store(
 )]
 pub async fn put_data_store(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -339,7 +339,7 @@ pub async fn put_data_store(
 )]
 pub async fn delete_data_store(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, String)>,
     query: web::Query<LocationQuery>,
 ) -> Result<HttpResponse, ApiError> {

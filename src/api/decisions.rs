@@ -6,7 +6,7 @@ use super::error::{ApiError, Problem};
 use crate::dmn::{Decision, Evaluation};
 use crate::services::ErrorCode;
 use crate::services::{self, decisions::FoundDecision, input};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -133,7 +133,7 @@ pub struct DecisionQuery {
 )]
 pub async fn show_decision(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
     query: web::Query<DecisionQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -165,7 +165,7 @@ pub async fn show_decision(
 )]
 pub async fn evaluate_decision(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::api::error::{ApiError, Problem};
-use crate::startup::AppState;
+use crate::App;
 
 /// How long readiness waits for the database before answering 503.
 const READINESS_TIMEOUT: Duration = Duration::from_secs(3);
@@ -52,7 +52,7 @@ pub async fn status() -> web::Json<StatusBody> {
          body = Problem, content_type = "application/problem+json")
     )
 )]
-pub async fn ready(state: web::Data<AppState>) -> Result<web::Json<ReadyBody>, ApiError> {
+pub async fn ready(state: web::Data<App>) -> Result<web::Json<ReadyBody>, ApiError> {
     // Every connection open and in use: the database answers, the service is only busy.
     // Waiting for a free connection would report saturation as an outage.
     let pool = &state.pool;

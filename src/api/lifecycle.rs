@@ -7,7 +7,7 @@ use super::process_instances::{authorize, optional_json, InstanceAnswer};
 use crate::services::instances::InstanceId;
 use crate::services::lifecycle::{self, Command};
 use crate::services::{input, ErrorCode};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -41,7 +41,7 @@ use utoipa::ToSchema;
 )]
 pub async fn suspend(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
 ) -> Result<HttpResponse, ApiError> {
     command(principal, state, id.into_inner(), Command::Suspend).await
@@ -68,7 +68,7 @@ pub async fn suspend(
 )]
 pub async fn resume(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
 ) -> Result<HttpResponse, ApiError> {
     command(principal, state, id.into_inner(), Command::Resume).await
@@ -95,7 +95,7 @@ pub async fn resume(
 )]
 pub async fn terminate(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
 ) -> Result<HttpResponse, ApiError> {
     command(principal, state, id.into_inner(), Command::Terminate).await
@@ -140,7 +140,7 @@ pub struct RetryRequest {
 )]
 pub async fn retry(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -167,7 +167,7 @@ pub async fn retry(
 
 async fn command(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: InstanceId,
     command: Command,
 ) -> Result<HttpResponse, ApiError> {

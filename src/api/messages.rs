@@ -6,8 +6,8 @@ use super::error::{ApiError, Problem};
 use super::process_instances::InstanceAnswer;
 use crate::services::ErrorCode;
 use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
-use crate::startup::AppState;
 use crate::telemetry::traces::{self, KeyValue};
+use crate::App;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -256,7 +256,7 @@ pub struct Object(#[allow(dead_code)] Value);
 )]
 pub async fn send_message(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
     query: web::Query<SendQuery>,
     payload: web::Json<Value>,
@@ -366,7 +366,7 @@ pub struct MessageListQuery {
 )]
 pub async fn list_messages(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     query: web::Query<MessageListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
@@ -420,7 +420,7 @@ pub async fn list_messages(
 )]
 pub async fn show_message(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<services::messages::MessageId>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;

@@ -8,7 +8,7 @@ use crate::services::instances::InstanceOutcome;
 use crate::services::instances::{Instance, InstanceDetail, InstanceId, StoredTask, TaskGuid};
 use crate::services::ErrorCode;
 use crate::services::{self, input};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -280,7 +280,7 @@ pub struct ProcessInstanceList {
 )]
 pub async fn start_instance(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -355,7 +355,7 @@ pub(super) fn optional_json(body: &[u8]) -> Result<Option<Value>, ApiError> {
 )]
 pub async fn show_instance(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, InstanceId)>,
 ) -> Result<HttpResponse, ApiError> {
     let (modified, id) = path.into_inner();
@@ -372,7 +372,7 @@ pub async fn show_instance(
 /// only in their parameter's name would be one path to OpenAPI).
 pub async fn show_instance_by_id(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
@@ -380,7 +380,7 @@ pub async fn show_instance_by_id(
     instance_detail(&state, id).await
 }
 
-async fn instance_detail(state: &AppState, id: InstanceId) -> Result<HttpResponse, ApiError> {
+async fn instance_detail(state: &App, id: InstanceId) -> Result<HttpResponse, ApiError> {
     let detail = services::instances::show(&state.pool, &state.models, id).await?;
     super::json_off_thread(StatusCode::OK, ProcessInstanceDetail::from(detail)).await
 }
@@ -391,7 +391,7 @@ async fn instance_detail(state: &AppState, id: InstanceId) -> Result<HttpRespons
 /// nothing about another's instances; 403 only when it may read but not `action` it.
 pub(crate) async fn authorize(
     principal: &Principal,
-    state: &AppState,
+    state: &App,
     id: InstanceId,
     action: &str,
     alternative: Option<&str>,
@@ -450,7 +450,7 @@ pub struct InstanceListQuery {
 )]
 pub async fn list_instances(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     query: web::Query<InstanceListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let model = match super::filter(&query.process_model_identifier) {
@@ -526,7 +526,7 @@ pub struct MigrateRequest {
 )]
 pub async fn migrate_instance(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     id: web::Path<InstanceId>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -584,7 +584,7 @@ pub async fn migrate_instance(
 )]
 pub async fn complete_task(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(InstanceId, TaskGuid)>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {

@@ -5,7 +5,7 @@ use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
 use crate::services::ErrorCode;
 use crate::services::{self, models::Model, models::ModelDetail};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::http::header::{
     Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue,
 };
@@ -200,7 +200,7 @@ pub struct ModelList {
 )]
 pub async fn put_file(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, String)>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -251,7 +251,7 @@ pub struct PageQuery {
 )]
 pub async fn list_models(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
@@ -282,7 +282,7 @@ pub async fn list_models(
 )]
 pub async fn show_model(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_any(&["models:read", "models:write"])?;
@@ -322,7 +322,7 @@ pub struct FileQuery {
 )]
 pub async fn get_file(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<(String, String)>,
     query: web::Query<FileQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -393,7 +393,7 @@ fn attachment(file_name: &str) -> ContentDisposition {
 )]
 pub async fn delete_model(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("models:write")?;

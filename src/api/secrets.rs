@@ -7,7 +7,7 @@ use super::error::{ApiError, Problem};
 use super::process_models::PageQuery;
 use crate::services::ErrorCode;
 use crate::services::{self, secrets::Secret};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -113,7 +113,7 @@ fn value_of(body: Value) -> Result<String, ApiError> {
 )]
 pub async fn put_secret(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     name: web::Path<String>,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
@@ -146,7 +146,7 @@ pub async fn put_secret(
 )]
 pub async fn list_secrets(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require(SCOPE)?;
@@ -176,7 +176,7 @@ pub async fn list_secrets(
 )]
 pub async fn delete_secret(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require(SCOPE)?;

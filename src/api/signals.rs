@@ -4,7 +4,7 @@ use super::auth::Principal;
 use super::error::{ApiError, Problem};
 use crate::services::ErrorCode;
 use crate::services::{self, input};
-use crate::startup::AppState;
+use crate::App;
 use actix_web::{web, HttpResponse};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -52,7 +52,7 @@ pub struct SignalAnswer {
 )]
 pub async fn send_signal(
     principal: Principal,
-    state: web::Data<AppState>,
+    state: web::Data<App>,
     path: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {

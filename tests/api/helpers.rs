@@ -16,8 +16,9 @@ use uuid::Uuid;
 use workflow_backend::api::auth::Principal;
 use workflow_backend::api::error::ApiError;
 use workflow_backend::config::Settings;
-use workflow_backend::startup::{AppState, Application};
+use workflow_backend::startup::Application;
 use workflow_backend::tokens::JwtKeys;
+use workflow_backend::App;
 
 pub const TEST_JWT_SECRET: &str = "test-secret-not-for-production";
 
@@ -32,7 +33,7 @@ pub struct TestApp {
     pub db_name: String,
     /// What the server's handlers and workers share: drive the workers' one-shot functions
     /// with it (spawn with `run_workers = false` so that no background loop races them).
-    pub state: actix_web::web::Data<AppState>,
+    pub state: std::sync::Arc<App>,
 }
 
 static TRACING: Once = Once::new();

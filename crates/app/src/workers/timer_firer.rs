@@ -5,10 +5,10 @@
 //! drive with the `now` they need.
 
 use crate::services::timers::{self, FireRound};
-use crate::startup::AppState;
 use crate::store::timers::{next_due, TIMERS_CHANNEL};
-use actix_web::web;
+use crate::App;
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -17,7 +17,7 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(5);
 /// Timers one round takes; a full round is followed by another at once.
 pub const BATCH: i64 = 100;
 
-pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
     let mut listener = super::listen(&state, TIMERS_CHANNEL, "timer worker").await;
     let mut listened_at = std::time::Instant::now();
     loop {
@@ -69,7 +69,7 @@ pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>
 ///
 /// It is the round the worker loop ([`run`]) repeats with the wall clock; tests spawn the
 /// server with `run_workers = false` and call it with a `now` past the timers they wait for.
-pub async fn fire_due_once(state: &web::Data<AppState>, now: DateTime<Utc>) -> FireRound {
+pub async fn fire_due_once(state: &Arc<App>, now: DateTime<Utc>) -> FireRound {
     match timers::fire_due(
         &state.pool,
         &state.models,

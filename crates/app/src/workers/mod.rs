@@ -20,21 +20,18 @@ pub mod connector_dispatcher;
 pub mod message_expiry;
 pub mod timer_firer;
 
-use actix_web::web;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::startup::AppState;
+use crate::App;
+use std::sync::Arc;
 
 /// Starts every worker, each under [`supervise`]. `run_until_stopped` sends `true` on shutdown
 /// and awaits the handles.
-pub fn spawn_all(
-    state: web::Data<AppState>,
-    shutdown: watch::Receiver<bool>,
-) -> Vec<JoinHandle<()>> {
+pub fn spawn_all(state: Arc<App>, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
     let mut workers = Vec::new();
     {
         let (pool, buffered, stop) = (
@@ -132,7 +129,7 @@ pub async fn supervise<F, Fut>(
 /// A `LISTEN` on `channel`, on a connection of its own: `PgListener` keeps the connection it
 /// listens on for its whole life, and taking it from the request pool would leave requests one
 /// short. `None` (the worker then polls) when it cannot be set up.
-pub async fn listen(state: &AppState, channel: &str, worker: &str) -> Option<PgListener> {
+pub async fn listen(state: &App, channel: &str, worker: &str) -> Option<PgListener> {
     let options = state.pool.connect_options().as_ref().clone();
     let own = PgPoolOptions::new()
         .max_connections(1)
@@ -160,7 +157,7 @@ pub const RELISTEN_EVERY: Duration = Duration::from_secs(5);
 /// pool's current host: after a database failover, the new primary (the old one, now a
 /// standby, refuses `LISTEN`). Meanwhile the worker polls.
 pub async fn relisten(
-    state: &AppState,
+    state: &App,
     listener: &mut Option<PgListener>,
     last_try: &mut Instant,
     channel: &str,

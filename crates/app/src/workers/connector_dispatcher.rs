@@ -13,11 +13,11 @@
 //! for tests to drive.
 
 use crate::services::service_tasks;
-use crate::startup::AppState;
 use crate::store::jobs::{Job, JOBS_CHANNEL};
-use actix_web::web;
+use crate::App;
 use chrono::Utc;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -42,7 +42,7 @@ pub struct Round {
     pub panicked: usize,
 }
 
-pub async fn run(state: web::Data<AppState>, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
     let mut listener = super::listen(&state, JOBS_CHANNEL, "connector dispatcher").await;
     let mut listened_at = Instant::now();
     let mut running: JoinSet<JobEnd> = JoinSet::new();
@@ -118,7 +118,7 @@ enum JobEnd {
 /// known: logged with the job, the job given back (its lease still counts towards
 /// [`service_tasks::MAX_LEASES`]). The worker loop and [`dispatch_due_once_with`] both run jobs
 /// through here.
-async fn run_caught<Fut>(state: web::Data<AppState>, job: Job, run: Fut) -> JobEnd
+async fn run_caught<Fut>(state: Arc<App>, job: Job, run: Fut) -> JobEnd
 where
     Fut: Future<Output = crate::services::Result<()>> + Send + 'static,
 {
@@ -140,7 +140,7 @@ where
 
 /// The job runner of the service: prepare, call, apply.
 fn run_job(
-    state: &web::Data<AppState>,
+    state: &Arc<App>,
     job: Job,
 ) -> impl Future<Output = crate::services::Result<()>> + Send + 'static {
     let state = state.clone();
@@ -148,11 +148,7 @@ fn run_job(
 }
 
 /// Claims up to `limit` due jobs and starts each in `running`; how many it claimed.
-async fn claim_into(
-    state: &web::Data<AppState>,
-    running: &mut JoinSet<JobEnd>,
-    limit: i64,
-) -> usize {
+async fn claim_into(state: &Arc<App>, running: &mut JoinSet<JobEnd>, limit: i64) -> usize {
     let jobs = match crate::store::jobs::claim_due(&state.pool, limit, LEASE).await {
         Ok(jobs) => jobs,
         Err(e) => {
@@ -175,7 +171,7 @@ fn report(done: Result<JobEnd, tokio::task::JoinError>) {
 
 /// How long to sleep when nothing wakes the worker: until the next scheduled job, at most
 /// [`SAFETY_POLL`].
-async fn until_next_due(state: &AppState) -> Duration {
+async fn until_next_due(state: &App) -> Duration {
     match crate::store::jobs::next_due(&state.pool).await {
         Ok(Some(at)) => (at - Utc::now())
             .to_std()
@@ -191,7 +187,7 @@ async fn until_next_due(state: &AppState) -> Duration {
 
 /// Updates the backlog gauge: due jobs waiting for a slot (counted up to 100,000). The worker
 /// runs it at most every second; tests call it directly.
-pub async fn refresh_backlog(state: &AppState) {
+pub async fn refresh_backlog(state: &App) {
     match crate::store::jobs::count_waiting(&state.pool, 100_000).await {
         Ok(waiting) => state.connector_jobs.waiting.set(waiting),
         Err(e) => tracing::debug!(error = %e, "connector dispatcher: cannot count the backlog"),
@@ -203,14 +199,14 @@ pub async fn refresh_backlog(state: &AppState) {
 ///
 /// It is the round the worker loop ([`run`]) repeats; tests spawn the server with
 /// `run_workers = false` and call it directly instead of waiting for the loop.
-pub async fn dispatch_due_once(state: &web::Data<AppState>) -> Round {
+pub async fn dispatch_due_once(state: &Arc<App>) -> Round {
     let runner_state = state.clone();
     dispatch_due_once_with(state, move |job| run_job(&runner_state, job)).await
 }
 
 /// [`dispatch_due_once`] with another way to run a job: the same one-shot round, for tests that
 /// inject a failing or panicking job runner.
-pub async fn dispatch_due_once_with<F, Fut>(state: &web::Data<AppState>, run_job: F) -> Round
+pub async fn dispatch_due_once_with<F, Fut>(state: &Arc<App>, run_job: F) -> Round
 where
     F: Fn(Job) -> Fut,
     Fut: Future<Output = crate::services::Result<()>> + Send + 'static,

@@ -499,7 +499,7 @@ mod tests {
             public_key_file: Some(
                 concat!(
                     env!("CARGO_MANIFEST_DIR"),
-                    "/tests/fixtures/es256-public.pem"
+                    "/../../tests/fixtures/es256-public.pem"
                 )
                 .into(),
             ),

@@ -391,7 +391,8 @@ mod tests {
     #[test]
     fn only_signing_keys_are_taken_with_the_algorithms_they_allow() {
         let rsa: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/rs256.jwk.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../tests/fixtures/rs256.jwk.json"))
+                .unwrap();
         assert_eq!(jwk(rsa.clone()).unwrap().len(), 6);
         let mut named = rsa.clone();
         named["alg"] = "PS256".into();
@@ -403,7 +404,8 @@ mod tests {
         encryption["use"] = "enc".into();
         assert_eq!(jwk(encryption), None);
         let ec: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/es256.jwk.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../tests/fixtures/es256.jwk.json"))
+                .unwrap();
         assert_eq!(jwk(ec).unwrap(), [Algorithm::ES256]);
         // a shared secret from a URL would let anyone who can read the set sign tokens
         assert_eq!(
