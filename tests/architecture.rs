@@ -1,11 +1,12 @@
 //! The layering rules the compiler cannot hold, checked by reading the sources (no database,
 //! no build of the crate needed). The pure core (`crates/core`), the script workers
-//! (`crates/scripts`), the SQL (`crates/store`) and the service without HTTP (`crates/app`) are
-//! crates of their own: the compiler keeps each from reaching the layers above it, and their
-//! manifests are checked here (the core names no IO crate, the workers nothing of the core,
-//! the store nothing of ours, the app no HTTP crate). Within a crate:
+//! (`crates/scripts`), the SQL (`crates/store`), the service without HTTP (`crates/app`) and
+//! the HTTP layer (`crates/http`) are crates of their own: the compiler keeps each from
+//! reaching the layers above it, and their manifests are checked here (the core names no IO
+//! crate, the workers nothing of the core, the store nothing of ours, the app no HTTP crate).
+//! Within a crate:
 //!
-//! - `api/` (HTTP, `src/`) does not reach the store (SQL): it talks to `services/`;
+//! - `api/` (HTTP, `crates/http`) does not reach the store (SQL): it talks to `services/`;
 //! - `tokens` (JWT keys, verification, minting) sits below both `api/` and `services/`.
 //!
 //! Every path is checked, not only `use` lines: `use crate::{store::Page}` is expanded, and
@@ -34,7 +35,7 @@ struct Rule {
 
 const RULES: &[Rule] = &[
     Rule {
-        sources: "src",
+        sources: "crates/http/src",
         layers: &["api"],
         forbidden_crates: &["workflow_store"],
         forbidden_modules: &["store"],
