@@ -29,6 +29,9 @@ fn files() -> Vec<PathBuf> {
             let entry = entry.unwrap();
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = folder.join(&name);
+            if name == ".git" {
+                continue; // a folder, or in a worktree a file naming where git keeps it
+            }
             if entry.file_type().unwrap().is_dir() {
                 let hidden_venv = name.starts_with(".venv");
                 if !SKIPPED.contains(&name.as_str()) && !hidden_venv {
