@@ -11,14 +11,20 @@ WORKDIR /src
 # loadgen example the manifest names); the script workers' build script runs here too, so pip
 # installs the packages in this layer.
 COPY Cargo.toml Cargo.lock build.rs ./
+COPY crates/app/Cargo.toml crates/app/Cargo.toml
 COPY crates/core/Cargo.toml crates/core/Cargo.toml
+COPY crates/http/Cargo.toml crates/http/build.rs crates/http/
 COPY crates/script-port/Cargo.toml crates/script-port/Cargo.toml
 COPY crates/scripts/Cargo.toml crates/scripts/build.rs crates/scripts/
 COPY crates/scripts/python/requirements.txt crates/scripts/python/script_worker.py crates/scripts/python/
-RUN mkdir -p src bench migrations crates/core/src crates/script-port/src crates/scripts/src \
+COPY crates/store/Cargo.toml crates/store/Cargo.toml
+RUN mkdir -p src bench migrations \
+    && for crate in app core http script-port scripts store; do \
+         mkdir -p "crates/$crate/src" && touch "crates/$crate/src/lib.rs"; \
+       done \
     && echo 'fn main() {}' > src/main.rs \
     && echo 'fn main() {}' > bench/loadgen.rs \
-    && touch src/lib.rs crates/core/src/lib.rs crates/script-port/src/lib.rs crates/scripts/src/lib.rs \
+    && touch src/lib.rs \
     && cargo build --release --locked --bin workflow-backend \
     && test -f target/release/python-packages/.requirements
 
