@@ -10,9 +10,10 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-/// Folders that are not ours to check: build output, git, vendored third-party files, local
-/// virtual environments, and CI's scripts (which run with the team's folder beside the clone).
-const SKIPPED: &[&str] = &["target", ".git", "vendor", "node_modules", ".ci"];
+/// Folders that are not ours to check: build output and vendored third-party files. Hidden
+/// folders are skipped too: git, tools' state, and CI's scripts (`.ci/`, which run with the
+/// team's folder beside the clone).
+const SKIPPED: &[&str] = &["target", "vendor", "node_modules"];
 
 const README_LIMIT_BYTES: u64 = 10 * 1024;
 
@@ -33,8 +34,9 @@ fn files() -> Vec<PathBuf> {
                 continue; // a folder, or in a worktree a file naming where git keeps it
             }
             if entry.file_type().unwrap().is_dir() {
-                let hidden_venv = name.starts_with(".venv");
-                if !SKIPPED.contains(&name.as_str()) && !hidden_venv {
+                // hidden folders hold tools' state (venvs, caches such as .hypothesis), not ours
+                let hidden = name.starts_with('.');
+                if !SKIPPED.contains(&name.as_str()) && !hidden {
                     folders.push(path);
                 }
             } else {
