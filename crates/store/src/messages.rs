@@ -1,17 +1,103 @@
 //! message_instances: sends (API or engine) and receives (waiting catch elements).
 
 use super::instances::LockedInstance;
+use super::labels::text_enum;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
 use uuid::Uuid;
 
+text_enum! {
+    /// A message sent (API or engine) or a receive waiting at a catch element.
+    pub enum MessageType {
+        Send = "send",
+        Receive = "receive",
+    }
+}
+
+text_enum! {
+    /// A message's stored status: `ready` (a send buffered, or a receive waiting), `running` (a
+    /// send being routed), `completed` (correlated or started an instance), `failed`,
+    /// `cancelled` (expired, or its wait ended without it), `not_accepted` (refused),
+    /// `suspended` (a receive of a suspended instance).
+    pub enum MessageStatus {
+        Ready = "ready",
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        NotAccepted = "not_accepted",
+        Suspended = "suspended",
+    }
+}
+
+text_enum! {
+    /// Why a send was not taken.
+    pub enum FailureReason {
+        NoReceiver = "no_receiver",
+        CorrelationMismatch = "correlation_mismatch",
+        Expired = "expired",
+    }
+}
+
+text_enum! {
+    /// What the messages list labels a message with, from its type and status
+    /// ([`MessageState::of`]).
+    pub enum MessageState {
+        Accepted = "accepted",
+        Buffered = "buffered",
+        Completed = "completed",
+        Rejected = "rejected",
+        Waiting = "waiting",
+        Cancelled = "cancelled",
+    }
+}
+
+impl MessageState {
+    /// A send is `accepted` (delivery under way), `buffered`, `completed` or `rejected` (not
+    /// accepted, failed, or expired); a receive is `waiting` (also while its instance is
+    /// suspended), `completed` or `cancelled`. The list's filter follows from this rule
+    /// ([`state_sql`]).
+    pub fn of(message_type: MessageType, status: MessageStatus) -> MessageState {
+        use MessageStatus::*;
+        match (message_type, status) {
+            (_, Completed) => MessageState::Completed,
+            (MessageType::Send, Running) => MessageState::Accepted,
+            (MessageType::Send, Ready) => MessageState::Buffered,
+            (MessageType::Send, Failed | Cancelled | NotAccepted | Suspended) => {
+                MessageState::Rejected
+            }
+            (MessageType::Receive, Ready | Running | Suspended) => MessageState::Waiting,
+            (MessageType::Receive, Failed | Cancelled | NotAccepted) => MessageState::Cancelled,
+        }
+    }
+}
+
+/// [`MessageState::of`] in SQL, over `m`: written from the rule, not beside it.
+fn state_sql() -> String {
+    let mut sql = String::from("CASE");
+    for state in MessageState::ALL {
+        let pairs: Vec<String> = MessageType::ALL
+            .iter()
+            .flat_map(|t| MessageStatus::ALL.iter().map(move |s| (*t, *s)))
+            .filter(|(t, s)| MessageState::of(*t, *s) == *state)
+            .map(|(t, s)| format!("('{t}', '{s}')"))
+            .collect();
+        sql.push_str(&format!(
+            " WHEN (m.message_type, m.status) IN ({}) THEN '{state}'",
+            pairs.join(", ")
+        ));
+    }
+    sql.push_str(" END");
+    sql
+}
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MessageRow {
     pub id: i64,
     pub name: String,
-    pub message_type: String,
-    pub status: String,
+    pub message_type: MessageType,
+    pub status: MessageStatus,
     pub payload: Option<Json<Value>>,
     pub correlation_keys: Json<Value>,
     pub correlation_key: String,
@@ -22,8 +108,7 @@ pub struct MessageRow {
     pub expires_at: Option<DateTime<Utc>>,
     pub counterpart_id: Option<i64>,
     pub failure_cause: Option<String>,
-    /// `no_receiver`, `correlation_mismatch` or `expired`.
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<FailureReason>,
     pub created_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -31,8 +116,8 @@ pub struct MessageRow {
 
 pub struct NewMessage<'a> {
     pub name: &'a str,
-    pub message_type: &'a str,
-    pub status: &'a str,
+    pub message_type: MessageType,
+    pub status: MessageStatus,
     pub payload: Option<&'a Value>,
     pub correlation_keys: &'a Value,
     pub correlation_key: &'a str,
@@ -75,7 +160,7 @@ pub struct SendRecord<'a> {
     pub id: Option<i64>,
     pub name: &'a str,
     pub payload: &'a Value,
-    pub status: &'a str,
+    pub status: MessageStatus,
     pub correlation_keys: &'a Value,
     pub correlation_key: &'a str,
     /// The sender (engine-thrown), else the instance it started or was delivered to.
@@ -84,7 +169,7 @@ pub struct SendRecord<'a> {
     /// The receive it completed: both rows then point at each other.
     pub receive_id: Option<i64>,
     pub failure_cause: Option<&'a str>,
-    pub failure_reason: Option<&'a str>,
+    pub failure_reason: Option<FailureReason>,
     pub ttl_seconds: Option<i64>,
     pub created_by: Option<&'a str>,
     /// A buffered send's lookup keys (see [`claim_buffered_send`]); empty otherwise.
@@ -485,37 +570,6 @@ pub struct MessageSummary {
 
 pub const SUMMARY_TEXT_CHARS: i32 = 1000;
 
-/// What a message's state label is, from its type and status (the same mapping as
-/// [`STATE_SQL`]): a send is `accepted` (delivery under way), `buffered`, `completed` or
-/// `rejected` (not accepted, failed, or expired); a receive is `waiting` (also while its
-/// instance is suspended), `completed` or `cancelled`.
-pub fn state_of(message_type: &str, status: &str) -> &'static str {
-    match (message_type, status) {
-        ("send", "running") => "accepted",
-        ("send", "ready") => "buffered",
-        (_, "completed") => "completed",
-        ("send", _) => "rejected",
-        (_, "ready" | "running" | "suspended") => "waiting",
-        _ => "cancelled",
-    }
-}
-
-/// Every state label.
-pub const STATES: &[&str] = &[
-    "accepted",
-    "buffered",
-    "completed",
-    "rejected",
-    "waiting",
-    "cancelled",
-];
-
-/// [`state_of`] in SQL, over `m`.
-const STATE_SQL: &str = "CASE WHEN m.status = 'completed' THEN 'completed' \
-     WHEN m.message_type = 'send' THEN CASE m.status WHEN 'running' THEN 'accepted' \
-         WHEN 'ready' THEN 'buffered' ELSE 'rejected' END \
-     WHEN m.status IN ('ready', 'running', 'suspended') THEN 'waiting' ELSE 'cancelled' END";
-
 /// The messages a list shows: `$1` process instance, `$2` name, `$3` status, `$4` message
 /// type, `$5` state label, each ignored when NULL.
 fn list_where() -> &'static str {
@@ -525,7 +579,8 @@ fn list_where() -> &'static str {
             " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
              AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
              AND ($4::text IS NULL OR m.message_type = $4) \
-             AND ($5::text IS NULL OR ({STATE_SQL}) = $5)"
+             AND ($5::text IS NULL OR ({}) = $5)",
+            state_sql()
         )
     })
 }
@@ -633,4 +688,46 @@ pub async fn next_expiry(conn: &mut PgConnection) -> sqlx::Result<Option<DateTim
     )
     .fetch_optional(conn)
     .await
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn every_label_reads_back_as_its_value() {
+        for status in MessageStatus::ALL {
+            assert_eq!(MessageStatus::parse(status.as_str()), Some(*status));
+        }
+        for state in MessageState::ALL {
+            assert_eq!(MessageState::parse(state.as_str()), Some(*state));
+        }
+        assert_eq!(MessageStatus::parse("Ready"), None, "labels are exact");
+    }
+
+    #[test]
+    fn the_state_of_each_type_and_status() {
+        use MessageStatus::*;
+        let expected = [
+            (MessageType::Send, Running, "accepted"),
+            (MessageType::Send, Ready, "buffered"),
+            (MessageType::Send, Completed, "completed"),
+            (MessageType::Send, NotAccepted, "rejected"),
+            (MessageType::Send, Failed, "rejected"),
+            (MessageType::Send, Cancelled, "rejected"),
+            (MessageType::Receive, Ready, "waiting"),
+            (MessageType::Receive, Suspended, "waiting"),
+            (MessageType::Receive, Completed, "completed"),
+            (MessageType::Receive, Cancelled, "cancelled"),
+        ];
+        for (message_type, status, state) in expected {
+            assert_eq!(MessageState::of(message_type, status).as_str(), state);
+        }
+        // the SQL names every state once, each with the pairs the rule gives it
+        let sql = state_sql();
+        for state in MessageState::ALL {
+            assert_eq!(sql.matches(&format!("THEN '{state}'")).count(), 1, "{sql}");
+        }
+        assert!(sql.contains("('send', 'ready')) THEN 'buffered'"), "{sql}");
+    }
 }

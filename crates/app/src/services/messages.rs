@@ -154,8 +154,8 @@ async fn claim_uuid(
 ) -> Result<Option<i64>> {
     uow.claim_message_uuid(&NewMessage {
         name: &request.name,
-        message_type: "send",
-        status: "running",
+        message_type: store::messages::MessageType::Send,
+        status: store::messages::MessageStatus::Running,
         payload: Some(&request.payload),
         correlation_keys: &json!({}),
         correlation_key: "{}",
@@ -194,7 +194,7 @@ fn send_answer(
             _,
         ) => Err(not_accepted(
             cause,
-            Some(reason.as_str()),
+            Some(FailureReason::from(reason)),
             &json!(values),
             send_id,
             early_for,
@@ -211,13 +211,14 @@ fn send_answer(
 /// instance's data); the instance it came too early for, if one has its values.
 fn not_accepted(
     cause: String,
-    reason: Option<&str>,
+    reason: Option<FailureReason>,
     values: &Value,
     message_id: i64,
     early_for: Option<i64>,
 ) -> Error {
-    let mut extra = json!({ "message_instance_id": message_id, "reason": reason });
-    if reason == Some("correlation_mismatch") {
+    let label = reason.map(FailureReason::as_str);
+    let mut extra = json!({ "message_instance_id": message_id, "reason": label });
+    if reason == Some(FailureReason::CorrelationMismatch) {
         extra["correlation_values"] = values.clone();
     }
     if let Some(id) = early_for {
@@ -258,8 +259,8 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
         .message_by_uuid(uuid, &request.payload)
         .await?
         .ok_or_else(|| anyhow::anyhow!("message {uuid} conflicted but cannot be found"))?;
-    let instance = match (row.status.as_str(), row.process_instance_id) {
-        ("completed", Some(instance_id)) => uow.stored_instance(instance_id).await?,
+    let instance = match (row.status, row.process_instance_id) {
+        (MessageStatus::Completed, Some(instance_id)) => uow.stored_instance(instance_id).await?,
         _ => None,
     };
     uow.commit_once_replicated().await?;
@@ -277,8 +278,8 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
             ),
         ));
     }
-    match (row.status.as_str(), row.process_instance_id) {
-        ("completed", Some(_)) => instance
+    match (row.status, row.process_instance_id) {
+        (MessageStatus::Completed, Some(_)) => instance
             .map(|row| SendAnswer::Instance(Box::new(instances::outcome_of_row(&row))))
             .ok_or_else(|| {
                 Error::Internal(anyhow::anyhow!(
@@ -286,9 +287,9 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
                     row.id
                 ))
             }),
-        ("not_accepted", _) => Err(not_accepted(
+        (MessageStatus::NotAccepted, _) => Err(not_accepted(
             row.failure_cause.clone().unwrap_or_default(),
-            row.failure_reason.as_deref(),
+            row.failure_reason,
             &row.correlation_keys.0,
             row.id,
             None,
@@ -322,11 +323,11 @@ pub struct MessagePage {
     pub pagination: super::Pagination,
 }
 
-/// Which messages a list shows (`state`: a label of [`STATES`]); `None` is no filter.
+/// Which messages a list shows (`state`: a label of [`MessageState`]); `None` is no filter.
 pub type MessageFilter<'a> = store::messages::ListFilter<'a>;
 
-/// Every message state label (see [`state_of`]).
-pub use store::messages::{state_of, STATES};
+/// A message's type, status, state label and failure reason, each label written once.
+pub use store::messages::{FailureReason, MessageState, MessageStatus, MessageType};
 
 /// One page of message summaries, newest first.
 pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<MessagePage> {

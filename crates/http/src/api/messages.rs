@@ -88,6 +88,56 @@ pub enum FailureReason {
     Expired,
 }
 
+use services::messages as stored;
+
+// The wire's enums are the OpenAPI schemas; the stored ones carry the labels. Each mapping is
+// exhaustive, so a new stored value cannot reach the wire without a wire form.
+impl From<stored::MessageType> for MessageType {
+    fn from(stored: stored::MessageType) -> Self {
+        match stored {
+            stored::MessageType::Send => MessageType::Send,
+            stored::MessageType::Receive => MessageType::Receive,
+        }
+    }
+}
+
+impl From<stored::MessageStatus> for MessageStatus {
+    fn from(stored: stored::MessageStatus) -> Self {
+        match stored {
+            stored::MessageStatus::Ready => MessageStatus::Ready,
+            stored::MessageStatus::Running => MessageStatus::Running,
+            stored::MessageStatus::Completed => MessageStatus::Completed,
+            stored::MessageStatus::Failed => MessageStatus::Failed,
+            stored::MessageStatus::Cancelled => MessageStatus::Cancelled,
+            stored::MessageStatus::NotAccepted => MessageStatus::NotAccepted,
+            stored::MessageStatus::Suspended => MessageStatus::Suspended,
+        }
+    }
+}
+
+impl From<stored::MessageState> for MessageState {
+    fn from(stored: stored::MessageState) -> Self {
+        match stored {
+            stored::MessageState::Accepted => MessageState::Accepted,
+            stored::MessageState::Buffered => MessageState::Buffered,
+            stored::MessageState::Completed => MessageState::Completed,
+            stored::MessageState::Rejected => MessageState::Rejected,
+            stored::MessageState::Waiting => MessageState::Waiting,
+            stored::MessageState::Cancelled => MessageState::Cancelled,
+        }
+    }
+}
+
+impl From<stored::FailureReason> for FailureReason {
+    fn from(stored: stored::FailureReason) -> Self {
+        match stored {
+            stored::FailureReason::NoReceiver => FailureReason::NoReceiver,
+            stored::FailureReason::CorrelationMismatch => FailureReason::CorrelationMismatch,
+            stored::FailureReason::Expired => FailureReason::Expired,
+        }
+    }
+}
+
 /// What lists and the full message share.
 #[derive(Serialize, ToSchema)]
 pub struct MessageFields {
@@ -152,28 +202,9 @@ fn fields_of(row: &services::messages::Message) -> MessageFields {
     MessageFields {
         id: row.id,
         name: row.name.clone(),
-        message_type: if row.message_type == "receive" {
-            MessageType::Receive
-        } else {
-            MessageType::Send
-        },
-        status: match row.status.as_str() {
-            "ready" => MessageStatus::Ready,
-            "running" => MessageStatus::Running,
-            "completed" => MessageStatus::Completed,
-            "failed" => MessageStatus::Failed,
-            "cancelled" => MessageStatus::Cancelled,
-            "suspended" => MessageStatus::Suspended,
-            _ => MessageStatus::NotAccepted,
-        },
-        state: match services::messages::state_of(&row.message_type, &row.status) {
-            "accepted" => MessageState::Accepted,
-            "buffered" => MessageState::Buffered,
-            "completed" => MessageState::Completed,
-            "rejected" => MessageState::Rejected,
-            "waiting" => MessageState::Waiting,
-            _ => MessageState::Cancelled,
-        },
+        message_type: row.message_type.into(),
+        status: row.status.into(),
+        state: stored::MessageState::of(row.message_type, row.status).into(),
         correlation_key: row.correlation_key.clone(),
         process_instance_id: row.process_instance_id,
         process_model_identifier: row.process_model_identifier.clone(),
@@ -183,12 +214,7 @@ fn fields_of(row: &services::messages::Message) -> MessageFields {
         expires_at_in_seconds: row.expires_at.map(|t| t.timestamp()),
         counterpart_id: row.counterpart_id,
         failure_cause: row.failure_cause.clone(),
-        failure_reason: match row.failure_reason.as_deref() {
-            Some("no_receiver") => Some(FailureReason::NoReceiver),
-            Some("correlation_mismatch") => Some(FailureReason::CorrelationMismatch),
-            Some("expired") => Some(FailureReason::Expired),
-            _ => None,
-        },
+        failure_reason: row.failure_reason.map(FailureReason::from),
         created_by: row.created_by.clone(),
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -311,16 +337,6 @@ pub async fn send_message(
 }
 
 /// The values of a message's `status`.
-const MESSAGE_STATUSES: &[&str] = &[
-    "ready",
-    "running",
-    "completed",
-    "failed",
-    "cancelled",
-    "not_accepted",
-    "suspended",
-];
-
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct MessageListQuery {
@@ -374,9 +390,9 @@ pub async fn list_messages(
     let message_type = super::filter(&query.message_type);
     let name = super::filter(&query.name);
     let message_state = super::filter(&query.state);
-    input::check_choice(status, "status", MESSAGE_STATUSES)?;
-    input::check_choice(message_state, "state", services::messages::STATES)?;
-    input::check_choice(message_type, "message_type", &["send", "receive"])?;
+    input::check_choice(status, "status", stored::MessageStatus::LABELS)?;
+    input::check_choice(message_state, "state", stored::MessageState::LABELS)?;
+    input::check_choice(message_type, "message_type", stored::MessageType::LABELS)?;
     if let Some(name) = name {
         input::check_text(name, ErrorCode::InvalidQuery, "name", input::MAX_NAME_BYTES)?;
     }

@@ -201,11 +201,11 @@ pub enum NoMatch {
     CorrelationMismatch,
 }
 
-impl NoMatch {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoMatch::NoReceiver => "no_receiver",
-            NoMatch::CorrelationMismatch => "correlation_mismatch",
+impl From<NoMatch> for store::messages::FailureReason {
+    fn from(no_match: NoMatch) -> Self {
+        match no_match {
+            NoMatch::NoReceiver => store::messages::FailureReason::NoReceiver,
+            NoMatch::CorrelationMismatch => store::messages::FailureReason::CorrelationMismatch,
         }
     }
 }

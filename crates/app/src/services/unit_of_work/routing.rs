@@ -10,7 +10,10 @@ use super::{NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
 use crate::expr::{self, ErrorKind, Expression};
-use crate::store::{self, messages::NewMessage};
+use crate::store::{
+    self,
+    messages::{FailureReason, MessageStatus, NewMessage},
+};
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -200,8 +203,8 @@ impl<'c> UnitOfWork<'c> {
             &mut self.tx,
             &NewMessage {
                 name,
-                message_type: "receive",
-                status: "ready",
+                message_type: store::messages::MessageType::Receive,
+                status: store::messages::MessageStatus::Ready,
                 payload: None,
                 correlation_keys: &expected_json,
                 correlation_key: &canonical_key(expected),
@@ -311,21 +314,25 @@ impl<'c> UnitOfWork<'c> {
                 instance_id,
                 receive_id,
             } => (
-                "completed",
+                MessageStatus::Completed,
                 Some(*instance_id),
                 Some(*receive_id),
                 (None, None),
                 None,
             ),
-            Routed::Started { instance_id } => {
-                ("completed", Some(*instance_id), None, (None, None), None)
-            }
-            Routed::Buffered => ("ready", None, None, (None, None), ttl_seconds),
+            Routed::Started { instance_id } => (
+                MessageStatus::Completed,
+                Some(*instance_id),
+                None,
+                (None, None),
+                None,
+            ),
+            Routed::Buffered => (MessageStatus::Ready, None, None, (None, None), ttl_seconds),
             Routed::NotAccepted { cause, reason, .. } => (
-                "not_accepted",
+                MessageStatus::NotAccepted,
                 None,
                 None,
-                (Some(cause.as_str()), Some(reason.as_str())),
+                (Some(cause.as_str()), Some(FailureReason::from(*reason))),
                 None,
             ),
         };
