@@ -4,8 +4,9 @@ use super::auth::Principal;
 use super::display;
 use super::error::{ApiError, Problem};
 use super::process_instances::InstanceAnswer;
+use crate::services::messages::{self as stored, SendAnswer, SendRequest};
 use crate::services::ErrorCode;
-use crate::services::{self, input, messages::SendAnswer, messages::SendRequest};
+use crate::services::{self, input};
 use crate::telemetry::traces::{self, KeyValue};
 use crate::App;
 use actix_web::http::StatusCode;
@@ -87,8 +88,6 @@ pub enum FailureReason {
     CorrelationMismatch,
     Expired,
 }
-
-use services::messages as stored;
 
 // The wire's enums are the OpenAPI schemas; the stored ones carry the labels. Each mapping is
 // exhaustive, so a new stored value cannot reach the wire without a wire form.
