@@ -3,7 +3,8 @@
 //! (`crates/scripts`), the SQL (`crates/store`), the service without HTTP (`crates/app`) and
 //! the HTTP layer (`crates/http`) are crates of their own: the compiler keeps each from
 //! reaching the layers above it, and their manifests are checked here (the core names no IO
-//! crate, the workers nothing of the core, the store nothing of ours, the app no HTTP crate).
+//! crate, the workers nothing of the core, the store nothing of ours, the app no HTTP crate,
+//! the HTTP layer no SQL crate).
 //! Within a crate:
 //!
 //! - `api/` (HTTP, `crates/http`) does not reach the store (SQL): it talks to `services/`;
@@ -621,6 +622,20 @@ fn the_app_knows_nothing_of_http() {
             "crates/app depends on {forbidden}"
         );
     }
+}
+
+/// The HTTP layer only translates: no SQL crate in its manifest (its tests may build database
+/// errors); readiness asks the app, which asks the store.
+#[test]
+fn the_http_layer_runs_no_sql() {
+    let dependencies = dependencies_of("crates/http/Cargo.toml");
+    assert!(dependencies.contains(&"workflow-app".to_string()));
+    assert!(
+        !dependencies
+            .iter()
+            .any(|name| name == "sqlx" || name == "workflow-store"),
+        "crates/http depends on {dependencies:?}"
+    );
 }
 
 /// The store is the bottom layer: SQL, and nothing of the service or its core above it.

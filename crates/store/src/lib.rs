@@ -14,6 +14,14 @@ pub mod primary;
 pub mod secrets;
 pub mod timers;
 
+/// One round trip to the database: whether it answers.
+pub async fn ping(pool: &sqlx::PgPool) -> sqlx::Result<()> {
+    sqlx::query_scalar::<_, i32>("SELECT 1")
+        .fetch_one(pool)
+        .await?;
+    Ok(())
+}
+
 /// Makes the (just begun) transaction read from one snapshot: reads that belong together.
 pub async fn read_only_snapshot(conn: &mut sqlx::PgConnection) -> sqlx::Result<()> {
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")

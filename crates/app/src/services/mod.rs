@@ -6,6 +6,7 @@ mod clock;
 pub mod data_stores;
 pub mod decisions;
 pub mod error_code;
+pub mod health;
 pub mod input;
 pub mod instances;
 pub mod lifecycle;

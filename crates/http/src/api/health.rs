@@ -1,16 +1,12 @@
 //! Liveness, readiness and metrics.
 
-use std::time::Duration;
-
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::api::error::{ApiError, Problem};
+use crate::services::health::{readiness, Readiness};
 use crate::App;
-
-/// How long readiness waits for the database before answering 503.
-const READINESS_TIMEOUT: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct StatusBody {
@@ -53,39 +49,16 @@ pub async fn status() -> web::Json<StatusBody> {
     )
 )]
 pub async fn ready(state: web::Data<App>) -> Result<web::Json<ReadyBody>, ApiError> {
-    // Every connection open and in use: the database answers, the service is only busy.
-    // Waiting for a free connection would report saturation as an outage.
-    let pool = &state.pool;
-    // with several hosts, a pooled connection may still reach one that no longer takes writes
-    if let Some(primary) = &state.database_primary {
-        if !primary.is_writable() {
-            tracing::warn!("readiness: no database host takes writes");
-            return Err(ApiError::database_unavailable(
-                "no database host takes writes (a failover is under way)",
-            ));
-        }
-    }
-    if pool.num_idle() == 0 && pool.size() >= pool.options().get_max_connections() {
-        return Ok(web::Json(ReadyBody {
-            ok: true,
-            database: "busy".into(),
-            connector_jobs_waiting: state.connector_jobs.waiting.get(),
-        }));
-    }
-    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(pool);
-    let cause = match tokio::time::timeout(READINESS_TIMEOUT, ping).await {
-        Ok(Ok(_)) => {
-            return Ok(web::Json(ReadyBody {
-                ok: true,
-                database: "up".into(),
-                connector_jobs_waiting: state.connector_jobs.waiting.get(),
-            }))
-        }
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => format!("no answer within {READINESS_TIMEOUT:?}"),
+    let database = match readiness(&state.pool, state.database_primary.as_deref()).await {
+        Readiness::Up => "up",
+        Readiness::Busy => "busy",
+        Readiness::Unavailable(cause) => return Err(ApiError::database_unavailable(cause)),
     };
-    tracing::warn!(cause, "readiness: the database does not answer");
-    Err(ApiError::database_unavailable(cause))
+    Ok(web::Json(ReadyBody {
+        ok: true,
+        database: database.into(),
+        connector_jobs_waiting: state.connector_jobs.waiting.get(),
+    }))
 }
 
 /// Prometheus metrics: request counts and latency histograms per route pattern, method and
