@@ -418,7 +418,7 @@ async fn ensure_database(options: &PgConnectOptions, name: &str) -> anyhow::Resu
 /// (SHA-384) of their released text: sqlx refuses to start on a database that applied a
 /// migration whose file changed since, so the stored checksum is moved to the new text.
 /// Only comments may ever change this way; the SQL of a released migration never does.
-const REWORDED_MIGRATIONS: &[(i64, &str)] = &[(
+pub const REWORDED_MIGRATIONS: &[(i64, &str)] = &[(
     20261125000100,
     "ab10a6d7f9d3b7a154591f4808ed70ff3e3589ddc36cf48c771119094637fc18997fcd425e08bd0b34e0871539d72597",
 )];

@@ -6,6 +6,7 @@
 //! The few deliberate differences are listed in `DEVIATIONS` with their reason, and must still
 //! differ (so the list cannot go stale).
 
+#[macro_use]
 #[path = "support/conformance.rs"]
 mod conformance;
 
@@ -148,11 +149,7 @@ fn every_case_answers_as_spiffworkflow_does() {
 /// CPython compiles it, as an upload checks.
 #[test]
 fn conformance_models_are_never_refused_for_their_python() {
-    let Some(root) =
-        conformance::conformance_dir("conformance_models_are_never_refused_for_their_python")
-    else {
-        return;
-    };
+    let root = conformance_or_skip!();
     let mut files = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(dir) = stack.pop() {

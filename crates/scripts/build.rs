@@ -12,13 +12,18 @@ use std::process::Command;
 
 const REQUIREMENTS: &str = "python/requirements.txt";
 const WORKER: &str = "python/script_worker.py";
-/// The worker's file name inside the folder (the service looks for it there by this name).
+/// The folder's name, and the worker's file name inside it: written here once and handed to
+/// the crate (`WORKFLOW_BACKEND_PACKAGES_FOLDER`, `WORKFLOW_BACKEND_WORKER_FILE`), which looks
+/// for them by these names.
+const PACKAGES_FOLDER: &str = "python-packages";
 const WORKER_FILE: &str = "script_worker.py";
 
 fn main() {
     println!("cargo:rerun-if-changed={REQUIREMENTS}");
     println!("cargo:rerun-if-changed={WORKER}");
     println!("cargo:rerun-if-env-changed=WORKFLOW_BACKEND_PYTHON");
+    println!("cargo:rustc-env=WORKFLOW_BACKEND_PACKAGES_FOLDER={PACKAGES_FOLDER}");
+    println!("cargo:rustc-env=WORKFLOW_BACKEND_WORKER_FILE={WORKER_FILE}");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // OUT_DIR is <target>/<profile>/build/<crate>-<hash>/out: the folder goes beside the
     // binaries of <profile>
@@ -26,7 +31,7 @@ fn main() {
         .ancestors()
         .nth(3)
         .expect("OUT_DIR is inside the target dir");
-    let packages = profile.join("python-packages");
+    let packages = profile.join(PACKAGES_FOLDER);
     std::fs::create_dir_all(&packages).expect("create the python-packages folder");
     std::fs::copy(WORKER, packages.join(WORKER_FILE)).expect("copy the script worker");
     install_requirements(&packages);

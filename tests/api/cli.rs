@@ -170,10 +170,9 @@ async fn a_migration_reworded_after_release_does_not_stop_an_existing_database()
     )];
     let output = run(&["migrate"], &env);
     assert!(output.status.success(), "{}", stderr(&output));
-    let released = hex::decode(
-        "ab10a6d7f9d3b7a154591f4808ed70ff3e3589ddc36cf48c771119094637fc18997fcd425e08bd0b34e0871539d72597",
-    )
-    .unwrap();
+    let (version, released) = workflow_backend::startup::REWORDED_MIGRATIONS[0];
+    assert_eq!(version, 20261125000100);
+    let released = hex::decode(released).unwrap();
     let mut conn = PgConnection::connect(&settings.database_url).await.unwrap();
     sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 20261125000100")
         .bind(&released)

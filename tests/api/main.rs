@@ -1,23 +1,8 @@
 //! Integration tests over HTTP: one binary (linked once), one module per area.
 
+#[macro_use]
 #[path = "../support/conformance.rs"]
 mod conformance;
-
-/// The conformance corpus folder, or a return from the calling test, after a line saying it is
-/// skipped, when `WORKFLOW_BACKEND_CONFORMANCE_DIR` is not set (see `tests/support/`).
-macro_rules! conformance_or_skip {
-    () => {{
-        fn here() {}
-        let name = std::any::type_name_of_val(&here);
-        match crate::conformance::conformance_dir(
-            name.trim_end_matches("::here")
-                .trim_end_matches("::{{closure}}"),
-        ) {
-            Some(dir) => dir,
-            None => return,
-        }
-    }};
-}
 
 mod accept;
 mod auth;

@@ -2,7 +2,8 @@
 //! SpiffArena's fixtures (`spiffarena-fixtures/`), kept outside this repository. Its folder is
 //! the setting `WORKFLOW_BACKEND_CONFORMANCE_DIR`; a test that reads it skips, saying so on
 //! the terminal, when the setting is unset, so that a clone alone passes `cargo test`. CI sets
-//! it (and requires the folder). Shared by the crate's unit tests and the integration tests.
+//! it (and requires the folder). Shared by the core's unit tests and the integration tests,
+//! each of which includes this file as its crate's `conformance` module, with `#[macro_use]`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,4 +28,20 @@ pub fn conformance_dir(test: &str) -> Option<PathBuf> {
         dir.display()
     );
     Some(dir)
+}
+
+/// The corpus folder, or a return from the calling test, after a line naming it, when the
+/// setting is unset.
+macro_rules! conformance_or_skip {
+    () => {{
+        fn here() {}
+        let name = std::any::type_name_of_val(&here);
+        match crate::conformance::conformance_dir(
+            name.trim_end_matches("::here")
+                .trim_end_matches("::{{closure}}"),
+        ) {
+            Some(dir) => dir,
+            None => return,
+        }
+    }};
 }

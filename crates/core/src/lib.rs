@@ -3,6 +3,11 @@
 //! keys (`correlation`). Deterministic and free of IO: the time, new ids, the script workers
 //! and data stores' contents come in from the caller (docs/architecture.md).
 
+#[cfg(test)]
+#[macro_use]
+#[path = "../../../tests/support/conformance.rs"]
+mod conformance;
+
 pub mod bpmn;
 pub mod correlation;
 pub mod dmn;

@@ -1,28 +1,8 @@
 //! What unit tests across the core share.
 
-#[path = "../../../tests/support/conformance.rs"]
-mod conformance;
+use crate::conformance::conformance_dir;
 
-pub(crate) use conformance::conformance_dir;
-
-/// The conformance corpus folder (see `tests/support/conformance.rs`), or a return from the
-/// calling test, after a line saying it is skipped, when it is not set.
-macro_rules! conformance_or_skip {
-    () => {{
-        fn here() {}
-        let name = std::any::type_name_of_val(&here);
-        match $crate::test_support::conformance_dir(
-            name.trim_end_matches("::here")
-                .trim_end_matches("::{{closure}}"),
-        ) {
-            Some(dir) => dir,
-            None => return,
-        }
-    }};
-}
-pub(crate) use conformance_or_skip;
-
-/// The corpus folder, for helpers of tests that began with [`conformance_or_skip!`].
+/// The corpus folder, for helpers of tests that began with `conformance_or_skip!`.
 pub(crate) fn conformance_root() -> std::path::PathBuf {
     conformance_dir("a test")
         .expect("a test that reads the conformance corpus starts with conformance_or_skip!()")

@@ -15,7 +15,7 @@ pub use wall::OsWallMode;
 
 /// The name of the folder the build fills with the script worker and its pinned packages,
 /// beside the binary (see this crate's build.rs).
-const PACKAGES_FOLDER: &str = "python-packages";
+const PACKAGES_FOLDER: &str = env!("WORKFLOW_BACKEND_PACKAGES_FOLDER");
 
 /// Where the script worker's folder is when no setting names it: `python-packages` beside the
 /// executable, or one level up (where the build puts it for test binaries in `deps/`). Found

@@ -28,7 +28,7 @@ pub use workflow_script_port::PoolError;
 /// The worker this binary was built with: the worker run is the file of this name in the
 /// packages folder (build.rs copies it there), and must be this one.
 const WORKER_SOURCE: &str = include_str!("../python/script_worker.py");
-const WORKER_FILE: &str = "script_worker.py";
+const WORKER_FILE: &str = env!("WORKFLOW_BACKEND_WORKER_FILE");
 
 #[derive(Clone, Debug)]
 pub struct PoolSettings {

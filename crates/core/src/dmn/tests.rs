@@ -59,7 +59,7 @@ fn entries_become_the_python_spiffworkflow_runs() {
 
 #[test]
 fn spiffworkflow_bool_string_and_integer_tables() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let bools = python_engine("bool_decision.dmn");
     assert_eq!(decided(&bools, json!({"input": true})), "Y Row Annotation");
     assert_eq!(decided(&bools, json!({"input": false})), "N Row Annotation");
@@ -97,7 +97,7 @@ type RangeCase<'a> = (&'a str, &'a str, [(i64, bool); 4]);
 
 #[test]
 fn spiffworkflow_integer_ranges() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let cases: [RangeCase; 4] = [
         (
             "inclusive",
@@ -139,7 +139,7 @@ fn spiffworkflow_integer_ranges() {
 
 #[test]
 fn spiffworkflow_lists_dicts_and_decimals() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let lists = python_engine("list_decision.dmn");
     let peanuts = json!({"allergies": ["PEANUTS", "SPAM"]});
     assert_eq!(decided(&lists, peanuts), "They are allergic to peanuts");
@@ -163,7 +163,7 @@ fn spiffworkflow_lists_dicts_and_decimals() {
 
 #[test]
 fn spiffworkflow_dash_and_collect_and_unique() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     // ParserTest: `-` matches anything
     let dash = decision_in("dmn/data/input_dash.dmn");
     let evaluation = run(&dash, json!({"a": ""})).unwrap();
@@ -188,7 +188,7 @@ fn spiffworkflow_dash_and_collect_and_unique() {
 
 #[test]
 fn a_failing_input_expression_names_the_row_and_python_error() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     // InvalidBusinessRuleNameErrorTest: `sparm` is not defined, `spam` is
     let decision = python_engine("invalid_decision_name_error.dmn");
     let error = run(&decision, json!({"spam": 1})).unwrap_err();
@@ -203,7 +203,7 @@ fn a_failing_input_expression_names_the_row_and_python_error() {
 
 #[test]
 fn a_near_miss_name_lists_the_close_ones() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     // NearMissNameTest
     let decision = python_engine("exclusive.dmn");
     let vars = json!({
@@ -225,7 +225,7 @@ fn a_near_miss_name_lists_the_close_ones() {
 
 #[test]
 fn dmn_versions_load_as_spiffworkflow_loads_them() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     for file in [
         "dmn_version_20151101_test.dmn",
         "dmn_version_20191111_test.dmn",

@@ -60,7 +60,7 @@ const REFUSED: &[(&str, &str)] = &[
 
 #[test]
 fn every_spiffworkflow_model_loads_or_is_refused_for_its_listed_reason() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     check_suite("bpmn", 116, REFUSED, |name, xml| {
         build_model(&[(name.to_string(), xml)], None)
             .map(|_| ())
@@ -139,7 +139,7 @@ const REFUSED_DECISIONS: &[(&str, &str)] = &[
 /// rule's Python compiles.
 #[test]
 fn every_spiffworkflow_decision_loads_or_is_refused_for_its_listed_reason() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let host = crate::test_support::script_host();
     check_suite("dmn", 40, REFUSED_DECISIONS, |name, xml| {
         let decisions = crate::dmn::parse_dmn_file(name, &xml).map_err(|e| e.to_string())?;

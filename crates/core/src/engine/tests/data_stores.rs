@@ -49,7 +49,7 @@ fn writes(effects: &[Effect]) -> Vec<(String, Value)> {
 /// last reads it in the same run; its data is then only `x`.
 #[test]
 fn a_store_written_then_read_in_one_run_gives_the_value() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = reference_test_model("bpmn/data/data_store.bpmn");
     assert_eq!(m.data_stores[STORE].kind, DataStoreKind::Json);
     let (state, effects) = start_on(
@@ -66,7 +66,7 @@ fn a_store_written_then_read_in_one_run_gives_the_value() {
 /// (given what the store now holds) reads.
 #[test]
 fn separate_instances_share_a_store() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let writer = reference_test_model("bpmn/data/data_store_write.bpmn");
     let (state, effects) = start_on(
         &writer,
@@ -96,7 +96,7 @@ fn separate_instances_share_a_store() {
 /// A store the shell did not find fails the reading task with SpiffArena's words.
 #[test]
 fn reading_a_store_that_does_not_exist_fails_the_task() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let reader = reference_test_model("bpmn/data/data_store_read.bpmn");
     let why = StoreContent::Unavailable("no JSONDataStore 'variableTiedToDataStore' exists".into());
     let (state, _) = start_on(&reader, "JustDataStoreRef", stores(&[(STORE, why)]));

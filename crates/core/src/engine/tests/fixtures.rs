@@ -29,7 +29,7 @@ fn load_fixture(name: &str) -> ModelSpec {
 
 #[test]
 fn spiffarena_fixtures_load() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let dir = fixtures_dir();
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -62,7 +62,7 @@ fn run_fixture(name: &str, process_id: Option<&str>) -> (ModelSpec, InstanceStat
 
 #[test]
 fn spiffarena_fixtures_run_as_spiffarena_runs_them() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     // simple-message-send-receive: the primary process sends message_one and completes;
     // the model also starts with message_one.
     let (m, st, effects) = run_fixture("simple-message-send-receive", None);

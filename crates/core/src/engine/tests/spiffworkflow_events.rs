@@ -39,7 +39,7 @@ fn sent(effects: &[Effect]) -> Vec<(String, Value)> {
 /// variableName). The data is exactly what the test asserts.
 #[test]
 fn a_signal_payload_is_evaluated_by_the_throw_and_stored_by_the_catch() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("spiff/data/signal_event_payload.bpmn", "event_test");
     let mut state = start_process(&m, "event_test", json!({}));
     complete_with(
@@ -58,7 +58,7 @@ fn a_signal_payload_is_evaluated_by_the_throw_and_stored_by_the_catch() {
 /// The throw hands its payload to the shell with the signal, for other instances.
 #[test]
 fn a_thrown_signal_carries_its_payload_out() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("spiff/data/signal_event_payload.bpmn", "event_test");
     let mut state = start_process(&m, "event_test", json!({}));
     let guid = task(&state, "set_data").guid;
@@ -80,7 +80,7 @@ fn a_thrown_signal_carries_its_payload_out() {
 /// subprocess worked on the instance's data, which keeps them.
 #[test]
 fn an_error_payload_goes_into_the_boundarys_variable() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("spiff/data/error_event_payload.bpmn", "event_test");
     let mut state = start_process(&m, "event_test", json!({}));
     complete_with(
@@ -103,7 +103,7 @@ fn an_error_payload_goes_into_the_boundarys_variable() {
 /// escalation boundary (interrupting), and the same difference in the subprocess's data.
 #[test]
 fn an_escalation_payload_goes_into_the_boundarys_variable() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("spiff/data/escalation_event_payload.bpmn", "event_test");
     let mut state = start_process(&m, "event_test", json!({}));
     complete_with(
@@ -124,7 +124,7 @@ fn an_escalation_payload_goes_into_the_boundarys_variable() {
 /// Without the escalation, the subprocess completes normally and no payload is stored.
 #[test]
 fn no_escalation_no_payload() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("spiff/data/escalation_event_payload.bpmn", "event_test");
     let mut state = start_process(&m, "event_test", json!({}));
     complete_with(&m, &mut state, "set_data", json!({"escalation": false}));
@@ -139,7 +139,7 @@ fn no_escalation_no_payload() {
 /// completes.
 #[test]
 fn conditional_intermediate_event_waits_for_the_data_object() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("bpmn/data/conditional_event.bpmn", "intermediate");
     let mut state = start_process(&m, "intermediate", json!({}));
     complete(&m, &mut state, "task_b");
@@ -153,7 +153,7 @@ fn conditional_intermediate_event_waits_for_the_data_object() {
 /// its condition true; D is cancelled and the workflow completes.
 #[test]
 fn conditional_boundary_event_cancels_its_task() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("bpmn/data/conditional_event.bpmn", "boundary");
     let mut state = start_process(&m, "boundary", json!({}));
     assert_eq!(task(&state, "event_2").state, TaskState::Waiting);
@@ -169,7 +169,7 @@ fn conditional_boundary_event_cancels_its_task() {
 /// the end event throws from the model.
 #[test]
 fn an_uncaught_escalation_lets_the_workflow_complete() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/uncaught_escalation.bpmn", "top_level");
     let state = start_process(&m, "top_level", json!({}));
     assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
@@ -189,7 +189,7 @@ fn an_uncaught_escalation_lets_the_workflow_complete() {
 /// first message starts, waiting at its start event for the second.
 #[test]
 fn a_multiple_throw_starts_a_parallel_multiple_start_event() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let (name, xml) = user_tasks_of("bpmn/data/multiple-throw-start.bpmn");
     let m = build_model(&[(name, xml)], Some("respond")).unwrap();
     let (initiate, effects) = start(&m, "initiate", start_event(json!({}))).unwrap();
@@ -222,7 +222,7 @@ fn a_multiple_throw_starts_a_parallel_multiple_start_event() {
 /// `a_var`.)
 #[test]
 fn a_waiting_receive_shows_its_correlation_and_takes_the_matching_message() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("spiff/data/waiting_event.bpmn", "main");
     let (mut state, effects) = start(&m, "main", start_event(json!({}))).unwrap();
     let waits: Vec<(&str, &BTreeMap<String, Value>)> = effects
@@ -250,7 +250,7 @@ fn a_waiting_receive_shows_its_correlation_and_takes_the_matching_message() {
 /// read here (SpiffArena models use `spiffworkflow:messagePayload` / `messageVariable`).
 #[test]
 fn camunda_message_boundary_interrupts_the_subprocess() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("camunda/data/MessageBoundary.bpmn", "Process_0srqcj1");
     let mut worker = start_process(&m, "Process_0srqcj1", json!({}));
     let mut boss = start_process(&m, "Process_1kjyavs", json!({}));
@@ -301,7 +301,7 @@ fn camunda_message_boundary_interrupts_the_subprocess() {
 /// boss is another instance, and Camunda's message payload dialect is not read (see above).
 #[test]
 fn camunda_non_interrupting_message_boundary_runs_beside_the_work() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model(
         "camunda/data/noninterrupting-MessageBoundary.bpmn",
         "Process_1k0py56",
@@ -388,7 +388,7 @@ fn camunda_non_interrupting_message_boundary_runs_beside_the_work() {
 /// variable on the catch (`spiffworkflow:messageVariable`).
 #[test]
 fn camunda_start_messages_are_listed_by_the_model() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("camunda/data/message_test.bpmn", "ThrowCatch");
     let starts: Vec<(&str, &str)> = m
         .message_starts

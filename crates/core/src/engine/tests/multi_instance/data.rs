@@ -91,7 +91,7 @@ fn a_missing_input_or_an_item_that_would_overwrite_data_fails_at_once() {
 /// completes into that instance's data only.
 #[test]
 fn subprocess_instances_run_their_own_paths() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = model(&format!(
         r#"<bpmn:startEvent id="s"/>
         <bpmn:subProcess id="mi">{ITEMS}

@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn parallel_instances_all_wait_at_once_each_with_its_item() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let state = start_process(&m, "main", json!({"input_data": [1, 2, 3]}));
     let items: Vec<Value> = instances(&state)
@@ -23,7 +23,7 @@ fn parallel_instances_all_wait_at_once_each_with_its_item() {
 
 #[test]
 fn parallel_list_with_dict_output() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let state = run(
         &m,
@@ -39,7 +39,7 @@ fn parallel_list_with_dict_output() {
 
 #[test]
 fn parallel_dict_with_list_output() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let data = json!({"input_data": {"a": 1, "b": 2, "c": 3}, "output_data": []});
     let state = run(&m, "main", data, 3);
@@ -51,7 +51,7 @@ fn parallel_dict_with_list_output() {
 
 #[test]
 fn parallel_non_empty_output_is_refused() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let state = start_process(
         &m,
@@ -63,7 +63,7 @@ fn parallel_non_empty_output_is_refused() {
 
 #[test]
 fn parallel_output_that_is_no_collection_is_refused() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let state = start_process(&m, "main", json!({"input_data": [1], "output_data": 7}));
     refused_with(
@@ -74,7 +74,7 @@ fn parallel_output_that_is_no_collection_is_refused() {
 
 #[test]
 fn parallel_new_list_and_dict_outputs() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let state = run(&m, "main", json!({"input_data": [1, 2, 3]}), 3);
     completed_with(
@@ -95,7 +95,7 @@ fn parallel_new_list_and_dict_outputs() {
 
 #[test]
 fn parallel_results_keep_item_order_whatever_order_instances_complete_in() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let mut state = start_process(&m, "main", json!({"input_data": [1, 2, 3]}));
     for expected_waiting in [3, 2, 1] {
@@ -113,7 +113,7 @@ fn parallel_results_keep_item_order_whatever_order_instances_complete_in() {
 
 #[test]
 fn parallel_empty_collection_completes_at_once() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[]);
     let state = start_process(&m, "main", json!({"input_data": []}));
     completed_with(&state, json!({"input_data": [], "output_data": []}));
@@ -121,7 +121,7 @@ fn parallel_empty_collection_completes_at_once() {
 
 #[test]
 fn parallel_completion_condition_cancels_the_other_instances() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL, "main", &[condition("input_item == 2")]);
     let mut state = start_process(&m, "main", json!({"input_data": [1, 2, 3]}));
     let (guid, _) = instances(&state)
@@ -141,7 +141,7 @@ fn parallel_completion_condition_cancels_the_other_instances() {
 /// The output is the input itself: each item is replaced in place (parallel, sequential).
 #[test]
 fn update_in_place() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     for (path, at_once) in [(PARALLEL, 3), (SEQUENTIAL, 1)] {
         let m = changed_model(path, "main", &[in_place()]);
         let state = run(&m, "main", json!({"input_data": [1, 2, 3]}), at_once);
@@ -154,7 +154,7 @@ fn update_in_place() {
 
 #[test]
 fn parallel_cardinality() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(PARALLEL_CARDINALITY, "main", &[]);
     let state = run(&m, "main", json!({}), 3);
     completed_with(&state, json!({"output_data": [0, 2, 4]}));
@@ -174,7 +174,7 @@ fn parallel_cardinality() {
 
 #[test]
 fn cardinality_and_input_together_are_refused() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let file = conformance_file("bpmn/data/parallel_multiinstance_invalid.bpmn");
     let error = build_model(&[file], Some("main")).expect_err("refused");
     assert!(

@@ -6,7 +6,7 @@ use super::*;
 
 #[test]
 fn sequential_instances_run_one_after_the_other() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     for (data, expected) in [
         (
             json!({"input_data": [1, 2, 3], "output_data": {}}),
@@ -37,7 +37,7 @@ fn sequential_instances_run_one_after_the_other() {
 
 #[test]
 fn sequential_non_empty_output_is_refused() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(SEQUENTIAL, "main", &[]);
     let state = start_process(
         &m,
@@ -49,7 +49,7 @@ fn sequential_non_empty_output_is_refused() {
 
 #[test]
 fn sequential_completion_condition_stops_after_the_instance_that_meets_it() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(SEQUENTIAL, "main", &[condition("input_item == 2")]);
     let state = run(&m, "main", json!({"input_data": [1, 2, 3]}), 1);
     completed_with(
@@ -65,7 +65,7 @@ fn sequential_completion_condition_stops_after_the_instance_that_meets_it() {
 
 #[test]
 fn sequential_cardinality() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model(SEQUENTIAL_CARDINALITY, "main", &[]);
     let state = run(&m, "main", json!({}), 1);
     completed_with(&state, json!({"output_data": [0, 2, 4]}));
@@ -82,7 +82,7 @@ fn sequential_cardinality() {
 /// the instances start, the post-script subtracts 1 from every output after they end.
 #[test]
 fn scripts_run_once_around_the_instances() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model("spiff/data/spiff_multiinstance.bpmn", "Process_1", &[]);
     let state = run(&m, "Process_1", json!({"input_data": [1, 2, 3]}), 3);
     completed_with(
@@ -95,7 +95,7 @@ fn scripts_run_once_around_the_instances() {
 /// the pre-script adds 1 to each item and the post-script subtracts 1 from each output.
 #[test]
 fn scripts_on_instances_run_on_every_instance() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = changed_model("spiff/data/script_on_mi.bpmn", "Process_1", &[]);
     let state = run(&m, "Process_1", json!({"input_data": [1, 2, 3]}), 3);
     completed_with(

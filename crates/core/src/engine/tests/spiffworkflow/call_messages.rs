@@ -115,7 +115,7 @@ fn approval_round(
 /// SpiffWorkflow's. The steps are the test's, across the two instances.
 #[test]
 fn call_activity_message_test_with_spiffarena_message_extensions() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = message_models(true);
     for save in [false, true] {
         let mut caller = start_process(&m, CALLER, json!({}));
@@ -173,7 +173,7 @@ fn call_activity_message_test_with_spiffarena_message_extensions() {
 /// `Approved == "Yes"` fails the instance where SpiffWorkflow loops back to Enter Plan.
 #[test]
 fn call_activity_message_test_camunda_extensions_are_not_read() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = message_models(false);
     let mut caller = start_process(&m, CALLER, json!({}));
     let (request, response) = approval_round(&m, &mut caller, "Bad", "No");

@@ -7,7 +7,7 @@ use super::*;
 /// called process, reaching the call activity fails it with SpiffWorkflow's message.
 #[test]
 fn a_call_activity_without_its_process_fails_as_spiffworkflow_says() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(&["bpmn/data/call_activity_with_error.bpmn"], "ErroringBPMN");
     // no model defines it (as the shell finds when the step asks for it)
     let reason =
@@ -34,7 +34,7 @@ fn a_call_activity_without_its_process_fails_as_spiffworkflow_says() {
 /// error comes from its task, inside the call activity (the task id says where).
 #[test]
 fn an_error_inside_a_called_process_names_the_task_inside_the_call() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(
         &[
             "bpmn/data/call_activity_with_error.bpmn",
@@ -75,7 +75,7 @@ fn io_spec_model(set_data: &str, transform: &str) -> ModelSpec {
 /// caller's own variables are untouched.
 #[test]
 fn a_called_process_with_an_io_specification_passes_only_its_inputs_and_outputs() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = io_spec_model(
         r#"in_1, in_2, unused = 1, "hello world", True"#,
         "out_1, out_2, unused = in_1 * 2, in_2.upper(), False",
@@ -102,7 +102,7 @@ fn a_called_process_with_an_io_specification_passes_only_its_inputs_and_outputs(
 /// testCallActivityMissingInput: the call fails naming the missing input.
 #[test]
 fn a_called_process_missing_an_input_fails() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = io_spec_model(
         "in_1, unused = 1, True",
         "out_1, out_2, unused = in_1 * 2, in_2.upper(), False",
@@ -115,7 +115,7 @@ fn a_called_process_missing_an_input_fails() {
 /// testCallActivityMissingOutput: the call fails naming the output not set.
 #[test]
 fn a_called_process_missing_an_output_fails() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = io_spec_model(
         r#"in_1, in_2, unused = 1, "hello world", True"#,
         "out_1, unused = in_1 * 2, False",
@@ -131,7 +131,7 @@ fn a_called_process_missing_an_output_fails() {
 /// script globals: the prints are replaced by `pass`.)
 #[test]
 fn data_persists_through_a_call_activity_and_a_deleted_variable_is_gone() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let (caller_name, caller) = conformance_file("bpmn/data/call_activity_end_event.bpmn");
     let prints = "print(pre_var)\nprint(my_var)\nprint(my_other_var)";
     assert!(caller.contains(prints));

@@ -81,7 +81,7 @@ fn approvals() -> (ModelSpec, InstanceState) {
 /// "Parallel SP Done" is then the only ready task.
 #[test]
 fn approvals_test_run_through_in_either_order() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let orders: [[&str; 6]; 2] = [
         [
             "First_Approval_Wins.Manager_Approval",
@@ -132,7 +132,7 @@ fn approvals_test_run_through_in_either_order() {
 /// ready task once the manager approved inside Parallel_SP.
 #[test]
 fn approvals_test_save_restore() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let (m, mut state) = approvals();
     do_named(
         &m,
@@ -176,7 +176,7 @@ fn approvals_test_save_restore() {
 /// form's field is in the data at the end.
 #[test]
 fn sub_workflow_test_runs_the_forms_in_order() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("camunda/data/subWorkflowComplex.bpmn", "SubWorkflow");
     for save in [false, true] {
         let mut state = start_process(&m, "SubWorkflow", json!({}));
@@ -210,7 +210,7 @@ fn sub_workflow_test_runs_the_forms_in_order() {
 /// lack, replaced by `pass`).
 #[test]
 fn call_activity_task_comes_before_the_called_process_tasks() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let (caller_name, caller) = conformance_file("bpmn/data/call_activity_end_event.bpmn");
     let prints = "print(pre_var)\nprint(my_var)\nprint(my_other_var)";
     assert!(caller.contains(prints));
@@ -276,7 +276,7 @@ fn dependencies(m: &ModelSpec) -> std::collections::BTreeSet<String> {
 /// task's decision is the same.)
 #[test]
 fn process_dependencies_are_what_the_model_calls_and_does_not_define() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let dir = "bpmn/data/call_activity_nested";
     let nested = spiffworkflow_model(&format!("{dir}/call_activity_nested.bpmn"), "Level1");
     let expected: std::collections::BTreeSet<String> = ["Level2", "Level2b", "decision:Level2c"]
@@ -310,7 +310,7 @@ fn process_dependencies_are_what_the_model_calls_and_does_not_define() {
 /// what the scripts set on the call activity stays.
 #[test]
 fn prescript_postscript_on_a_call_activity() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(
         &[
             "spiff/data/prescript_postscript_parent.bpmn",
@@ -335,7 +335,7 @@ fn prescript_postscript_on_a_call_activity() {
 /// start event that catches it, so start_2 has no task at all.
 #[test]
 fn start_event_split_starts_from_the_event_its_message_names() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("bpmn/data/start_event_split.bpmn", "main");
     for (message, fired, other) in [
         ("message_1", "start_1", "start_2"),
@@ -357,7 +357,7 @@ fn start_event_split_starts_from_the_event_its_message_names() {
 /// model calls and does not define (as a set: SpiffWorkflow's list is in document order).
 #[test]
 fn called_element_ids_are_the_models_dependencies() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     for (file, process_id, called) in [
         ("no-tasks.bpmn", "no_tasks", &[][..]),
         (

@@ -13,7 +13,7 @@ fn io_spec_on_task(set_data: &str) -> ModelSpec {
 /// IOSpecOnTaskTest.testIOSpecOnTask: the task sees its inputs only; only its outputs go on.
 #[test]
 fn a_task_with_an_io_specification_sees_its_inputs_and_hands_on_its_outputs() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = io_spec_on_task(r#"in_1, in_2, unused = 1, "hello world", True"#);
     let mut state = start_process(&m, "main", json!({}));
     let guid = task(&state, "any_task").guid;
@@ -37,7 +37,7 @@ fn a_task_with_an_io_specification_sees_its_inputs_and_hands_on_its_outputs() {
 /// testIOSpecOnTaskMissingInput and testIOSpecOnTaskMissingOutput.
 #[test]
 fn a_task_missing_an_input_or_an_output_fails() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = io_spec_on_task("in_1, unused = 1, True");
     let state = start_process(&m, "main", json!({}));
     assert!(state.error.unwrap().message.contains("data input 'in_2'"));
@@ -55,7 +55,7 @@ fn a_task_missing_an_input_or_an_output_fails() {
 /// not change it; a task inside a subprocess reads and writes its parent's data object.
 #[test]
 fn data_objects_are_read_and_written_through_associations_only() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("bpmn/data/data_object.bpmn", "Process");
     let mut state = start_process(&m, "Process", json!({}));
     let complete_with = |state: &mut InstanceState, element: &str, data: Value| {
@@ -94,7 +94,7 @@ fn data_objects_are_read_and_written_through_associations_only() {
 /// hold fails.
 #[test]
 fn a_data_object_missing_from_the_writers_data_fails() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let (name, xml) = conformance_file("bpmn/data/data_object.bpmn");
     let m = build_model(&[(name, xml)], Some("Process")).unwrap();
     let mut state = start_process(&m, "Process", json!({}));
@@ -108,7 +108,7 @@ fn a_data_object_missing_from_the_writers_data_fails() {
 /// wrote, which is not left in the data.
 #[test]
 fn a_gateway_decides_on_a_data_object() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = with_user_tasks("bpmn/data/data_object_gateway.bpmn", "main");
     let mut state = start_process(&m, "main", json!({}));
     let guid = task(&state, "set_data").guid;

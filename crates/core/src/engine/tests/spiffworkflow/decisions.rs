@@ -7,7 +7,7 @@ use super::*;
 /// process completes with the answer merged into the task data.
 #[test]
 fn a_business_rule_task_answers_from_its_decision_table() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(
         &[
             "spiff/data/business_rule_task.bpmn",
@@ -27,7 +27,7 @@ fn a_business_rule_task_answers_from_its_decision_table() {
 /// decision (Camunda's `decisionRef`), which gives y = "A".
 #[test]
 fn a_camunda_business_rule_task_decides_after_the_gateway() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(
         &[
             "camunda/data/ExclusiveGatewayIfElseAndDecision.bpmn",
@@ -44,7 +44,7 @@ fn a_camunda_business_rule_task_decides_after_the_gateway() {
 /// the row (the upload's syntax check refuses the file before that can happen).
 #[test]
 fn a_decision_whose_rule_does_not_run_fails_the_task_with_its_row() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(
         &[
             "camunda/data/invalid/InvalidDecision.bpmn",
@@ -64,7 +64,7 @@ fn a_decision_whose_rule_does_not_run_fails_the_task_with_its_row() {
 /// one no model defines fails the task with the reason.
 #[test]
 fn a_decision_the_model_lacks_is_asked_for_then_fails_when_missing() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_models(&["spiff/data/business_rule_task.bpmn"], "Process_bd2e724");
     assert!(m.calls_elsewhere);
     let event = start_event(json!({}));

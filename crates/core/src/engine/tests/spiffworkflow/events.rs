@@ -7,7 +7,7 @@ use super::*;
 /// task sees the data; then the workflow completes.
 #[test]
 fn a_signal_starts_the_event_subprocess() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/event-subprocess.bpmn", "main");
     let state = start_process(&m, "main", json!({"v1": true, "v2": false}));
     assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
@@ -21,7 +21,7 @@ fn a_signal_starts_the_event_subprocess() {
 /// both arrived. Here the processes are two instances and the shell carries the messages.
 #[test]
 fn a_multiple_throw_reaches_a_parallel_multiple_catch() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/multiple-throw.bpmn", "respond");
     let mut respond = start_process(&m, "respond", json!({}));
     let catch = task(&respond, "StartEvent_1").guid;
@@ -64,7 +64,7 @@ fn start_by_message(m: &ModelSpec, name: &str) -> InstanceState {
 /// MultipleStartEventTest: either message starts the process; its first task is then ready.
 #[test]
 fn a_start_event_with_several_messages_starts_on_either() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/multiple-start.bpmn", "main");
     let starts: Vec<&str> = m
         .message_starts
@@ -84,7 +84,7 @@ fn a_start_event_with_several_messages_starts_on_either() {
 /// message_2 the process goes on.
 #[test]
 fn a_parallel_start_event_waits_for_every_message() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/multiple-start-parallel.bpmn", "main");
     let mut state = start_by_message(&m, "message_1");
     assert_eq!(waiting(&state), ["StartEvent_1"]);

@@ -7,7 +7,7 @@ use super::*;
 /// join waits for what can still arrive; with no true condition after the join it fails there.
 #[test]
 fn inclusive_gateway_splits_and_joins_as_spiffworkflow_does() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/inclusive_gateway.bpmn", "main");
     for (data, expected) in [
         (
@@ -53,7 +53,7 @@ fn inclusive_gateway_splits_and_joins_as_spiffworkflow_does() {
 /// testBefore: three runs while not done; none when done from the start.
 #[test]
 fn a_standard_loop_runs_to_its_maximum_or_not_at_all() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/standard_loop.bpmn", "main");
     let runs = |state: &InstanceState| {
         state
@@ -74,7 +74,7 @@ fn a_standard_loop_runs_to_its_maximum_or_not_at_all() {
 /// ParseStandardLoop: a loop with neither a condition nor a maximum is refused.
 #[test]
 fn a_standard_loop_without_an_end_is_refused() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let file = conformance_file("bpmn/data/standard_loop_invalid.bpmn");
     let error = build_model(&[file], Some("main")).expect_err("refused");
     assert!(
@@ -88,7 +88,7 @@ fn a_standard_loop_without_an_end_is_refused() {
 /// `print`, which SpiffArena's script globals (and so ours) do not have.
 #[test]
 fn a_transaction_is_cancelled_or_caught_as_spiffworkflow_says() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/transaction.bpmn", "Main_Process");
     let run = |value: &str, quantity: Option<i64>| {
         let mut state = start_process(&m, "Main_Process", json!({}));
@@ -150,7 +150,7 @@ fn a_transaction_is_cancelled_or_caught_as_spiffworkflow_says() {
 /// CancelBoundaryEventTest: a cancel boundary event on a user task is refused at load.
 #[test]
 fn a_cancel_boundary_outside_a_transaction_is_refused() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let (_, xml) = conformance_file("bpmn/data/invalid_cancel.bpmn");
     let error = build_model(
         &[("invalid_cancel.bpmn".into(), xml)],

@@ -7,7 +7,7 @@ use super::*;
 /// post-script sets c = z * 2 and deletes x and y.
 #[test]
 fn prescript_postscript_leaves_a_b_c_z() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("spiff/data/prescript_postscript.bpmn", "Process_1");
     let state = start_process(&m, "Process_1", json!({"a": 1, "b": 2}));
     assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);
@@ -21,7 +21,7 @@ fn prescript_postscript_leaves_a_b_c_z() {
 /// is in error.
 #[test]
 fn prescript_postscript_without_data_fails_in_the_prescript() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("spiff/data/prescript_postscript.bpmn", "Process_1");
     let state = start_process(&m, "Process_1", json!({}));
     assert_eq!(state.status, InstanceStatus::Error);
@@ -36,7 +36,7 @@ fn prescript_postscript_without_data_fails_in_the_prescript() {
 /// scripts build `testvar`, `testvar2` and `sample`; the function they define is not kept.
 #[test]
 fn script_test_builds_its_data_and_drops_its_function() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/ScriptTest.bpmn", "Process_1l85e0n");
     let state = start_process(&m, "Process_1l85e0n", json!({}));
     assert_eq!(state.status, InstanceStatus::Complete, "{:?}", state.error);

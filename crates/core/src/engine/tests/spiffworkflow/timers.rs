@@ -7,7 +7,7 @@ use super::*;
 /// timer are cancelled, the workflow completes.
 #[test]
 fn event_gateway_message_wins() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/event-gateway.bpmn", "Process_0pvx19v");
     let mut state = start_process(&m, "Process_0pvx19v", json!({}));
     let mut racing = waiting(&state);
@@ -36,7 +36,7 @@ fn event_gateway_message_wins() {
 /// EventBasedGatewayTest.testTimeout: the timer wins; both messages are cancelled.
 #[test]
 fn event_gateway_timer_wins() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/event-gateway.bpmn", "Process_0pvx19v");
     let mut state = start_process(&m, "Process_0pvx19v", json!({}));
     fire_timer(&m, &mut state, "timer_event");
@@ -49,7 +49,7 @@ fn event_gateway_timer_wins() {
 /// TimerDurationTest: one timer waits ("PT0.25S"); once it fires, nothing waits.
 #[test]
 fn timer_duration_waits_then_completes() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/timer.bpmn", "timer");
     let mut state = start_process(&m, "timer", json!({}));
     assert_eq!(waiting(&state), ["Event_0bxivgz"]);
@@ -61,7 +61,7 @@ fn timer_duration_waits_then_completes() {
 /// CANCELLED), and the remaining user tasks complete the workflow.
 #[test]
 fn timer_boundary_on_a_subprocess_cancels_it() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/boundary.bpmn", "boundary_event");
     let mut state = start_process(&m, "boundary_event", json!({}));
     // the first ready task (before the subprocess) is a user task
@@ -91,7 +91,7 @@ fn timer_boundary_on_a_subprocess_cancels_it() {
 /// data, which ended last: SpiffWorkflow's workflow data is `{timer_called: false}` too.
 #[test]
 fn non_interrupting_timer_on_a_task_leaves_it_ready() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/boundary_timer_on_task.bpmn", "test_timer");
     let mut state = start_process(&m, "test_timer", json!({}));
     fire_timer(&m, &mut state, "Event_0y4hbl0");
@@ -106,7 +106,7 @@ fn non_interrupting_timer_on_a_task_leaves_it_ready() {
 /// there are two; completing both completes the workflow with both answers in the data.
 #[test]
 fn non_interrupting_timer_on_a_subprocess_adds_a_task() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model(
         "bpmn/data/timer-non-interrupt-boundary.bpmn",
         "NonInterruptTimer",
@@ -152,7 +152,7 @@ fn non_interrupting_timer_on_a_subprocess_adds_a_task() {
 /// timer waits for it, then the workflow completes.
 #[test]
 fn timer_date_from_a_script_variable() {
-    crate::test_support::conformance_or_skip!();
+    conformance_or_skip!();
     let m = spiffworkflow_model("bpmn/data/timer-date-start.bpmn", "date_timer");
     let mut state = start_process(&m, "date_timer", json!({}));
     assert_eq!(waiting(&state), ["Event_0eb0w95"]);
