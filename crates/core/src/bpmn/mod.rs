@@ -410,6 +410,17 @@ pub enum MultiItems {
     Collection(String),
 }
 
+/// What a `SubProcess` element is in the BPMN: an embedded subprocess, a transaction, or a
+/// call activity whose called process was copied in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubProcessForm {
+    Embedded,
+    /// A `bpmn:transaction`: a cancel end event undoes its data, a cancel boundary attaches.
+    Transaction,
+    /// A call: the child starts on a copy of the caller's data (no ioSpecification).
+    Call,
+}
+
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)] // built once per model load
 pub enum ElementKind {
@@ -485,6 +496,7 @@ pub enum ElementKind {
     MessageCatch(MessageCatchSpec),
     Boundary(BoundarySpec),
     SubProcess {
+        form: SubProcessForm,
         start_events: Vec<String>,
         /// A called process's `ioSpecification`: only its inputs go in (the child works on
         /// a data map of its own), only its outputs come back.

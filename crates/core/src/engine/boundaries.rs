@@ -7,6 +7,7 @@
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::state::Cycle;
+use super::waits::HeldWait;
 use super::{Effect, TaskState};
 use crate::bpmn::{BoundaryTrigger, CatchSet, ElementKind, ElementSpec, ErrorRef, EscalationRef};
 use serde_json::{json, Value};
@@ -51,6 +52,17 @@ impl Fired<'_> {
             (Fired::Signal(name), BoundaryTrigger::Signal(s)) => s.signal_name == *name,
             _ => false,
         }
+    }
+}
+
+impl Fired<'_> {
+    /// Whether this trigger took the wait `wait` itself (the shell consumed it: a due timer,
+    /// a delivered signal), so that there is nothing of it left to close.
+    fn took(&self, wait: HeldWait) -> bool {
+        matches!(
+            (self, wait),
+            (Fired::Timer, HeldWait::Timer) | (Fired::Signal(_), HeldWait::Signal)
+        )
     }
 }
 
@@ -190,19 +202,16 @@ impl<'m> Interpreter<'m> {
             self.state.internal.fired.remove(&guid);
             self.state.internal.transactions.remove(&guid);
         }
-        let has = |is: fn(&BoundaryTrigger) -> bool| set.triggers.iter().any(is);
-        if has(|t| matches!(t, BoundaryTrigger::Message(_))) {
-            // the receive that delivered is already completed; the others end
-            self.effects
-                .push(Effect::CancelMessageWait { task_guid: guid });
-        }
-        if has(|t| matches!(t, BoundaryTrigger::Timer(_))) && what != Fired::Timer {
-            self.effects.push(Effect::CancelTimer { task_guid: guid });
-            self.state.internal.cycles.remove(&guid);
-        }
-        if has(|t| matches!(t, BoundaryTrigger::Signal(_))) && !matches!(what, Fired::Signal(_)) {
-            self.effects
-                .push(Effect::CancelSignalWait { task_guid: guid });
+        // the task's other waits end (the receive that delivered is completed already: closing
+        // its message waits closes the others)
+        for wait in self.waits_held_by(guid) {
+            if what.took(wait) {
+                continue;
+            }
+            self.effects.push(wait.cancellation(guid));
+            if wait == HeldWait::Timer {
+                self.state.internal.cycles.remove(&guid);
+            }
         }
         true
     }
@@ -229,32 +238,8 @@ impl<'m> Interpreter<'m> {
             return;
         }
         let element = self.element_of(guid);
-        let task = self.task(guid);
-        // a multi-instance activity's own task waits for nothing: its instances do
-        let own = !self.is_multi_activity(guid);
-        let (waits_for_message, has_service_call) = (
-            own && task.waits_for_message(element),
-            own && task.has_service_call(element),
-        );
-        let (waits_for_timer, waits_for_signal) = (
-            own && task.waits_for_timer(element),
-            own && task.waits_for_signal(element),
-        );
-        if waits_for_message {
-            self.effects
-                .push(Effect::CancelMessageWait { task_guid: guid });
-        }
-        if has_service_call {
-            self.effects
-                .push(Effect::CancelServiceCall { task_guid: guid });
-        }
-        if waits_for_timer {
-            self.effects.push(Effect::CancelTimer { task_guid: guid });
-        }
-        if waits_for_signal {
-            self.effects
-                .push(Effect::CancelSignalWait { task_guid: guid });
-        }
+        let cancellations: Vec<Effect> = self.cancellations_of(guid).collect();
+        self.effects.extend(cancellations);
         self.state.internal.cycles.remove(&guid);
         self.state.internal.races.remove(&guid);
         self.state.internal.fired.remove(&guid);

@@ -5,6 +5,7 @@
 use super::context::{StepContext, TaskIds};
 use super::interpreter::Abort;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::paused::Run;
 use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
 };
@@ -22,13 +23,13 @@ pub(super) fn process_of<'m>(
         .ok_or_else(|| EngineError::Invalid(format!("process '{id}' is not in this model")))
 }
 
-/// Create an instance and run it until every path waits or ends.
+/// Create an instance and run it until every path waits or ends (or asks for a callee).
 pub fn start(
     model: &ModelSpec,
     process_id: &str,
     event: Event,
     context: &mut StepContext,
-) -> Result<(InstanceState, Vec<Effect>), EngineError> {
+) -> Result<Run<(InstanceState, Vec<Effect>)>, EngineError> {
     let Event::Start {
         start_event_id,
         data,
@@ -62,8 +63,7 @@ pub fn start(
         })
         .and_then(|()| interpreter.run_until_waiting())
         .and_then(|()| interpreter.fire_met_conditions());
-    refuse_aborted(&outcome)?;
-    Ok(interpreter.finish(outcome))
+    interpreter.pause_or_finish(outcome)
 }
 
 /// The start event the caller named; with a message it must be that message's start event.
@@ -148,19 +148,22 @@ pub(super) fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
             ..
         }) => Err(match abort {
             Abort::ScriptsUnavailable => EngineError::Unavailable(message.clone()),
-            Abort::CalleeNeeded(callee) => EngineError::CalleeNeeded(callee.clone()),
+            Abort::CalleeNeeded(callee) | Abort::AsksFor(callee) => {
+                EngineError::CalleeNeeded(callee.clone())
+            }
         }),
         _ => Ok(()),
     }
 }
 
-/// Apply one event to a running instance. Err only for caller mistakes (state untouched).
+/// Apply one event to a running instance. Err only for caller mistakes (state untouched);
+/// a run that asks for a callee leaves the state untouched too (it is in the paused run).
 pub fn step(
     model: &ModelSpec,
     state: &mut InstanceState,
     event: Event,
     context: &mut StepContext,
-) -> Result<Vec<Effect>, EngineError> {
+) -> Result<Run<Vec<Effect>>, EngineError> {
     if event == Event::Retry {
         return super::lifecycle::retry(model, state, context);
     }
@@ -172,14 +175,11 @@ pub fn step(
     }
     let process = process_of(model, &state.process_id)?;
     if validate(process, state, &event)? == Validity::NothingToDo {
-        return Ok(vec![]);
+        return Ok(Run::Done(vec![]));
     }
     let mut interpreter = Interpreter::new(model, process, state.clone(), context);
     let outcome = apply(&mut interpreter, event).and_then(|()| interpreter.fire_met_conditions());
-    refuse_aborted(&outcome)?;
-    let (new_state, effects) = interpreter.finish(outcome);
-    *state = new_state;
-    Ok(effects)
+    Ok(interpreter.pause_or_finish(outcome)?.into_state(state))
 }
 
 #[derive(PartialEq)]
@@ -319,7 +319,7 @@ pub fn fail(
     let Some(process) = model.process(&state.process_id) else {
         state.status = InstanceStatus::Error;
         state.error = Some(error);
-        return vec![];
+        return vec![Effect::CloseWaitsOfInstance];
     };
     // Failing creates no task and evaluates nothing: this context is never read.
     let mut unused = StepContext::new(

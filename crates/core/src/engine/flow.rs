@@ -34,9 +34,13 @@ impl<'m> Interpreter<'m> {
                 return Ok(()); // its subprocess was cancelled
             }
         }
+        let element = self.element(&token.element);
+        if let Some(callee) = self.callee_to_ask_for(element) {
+            // before anything of the element runs: the run goes on from here once linked
+            return self.ask_for(token, callee);
+        }
         self.current = None;
         self.count_execution(&token.element)?;
-        let element = self.element(&token.element);
         if !token.joined && !self.join_passes(element, &token) {
             return Ok(()); // wait for the other branches
         }
@@ -142,9 +146,9 @@ impl<'m> Interpreter<'m> {
             ElementKind::MessageCatch(message) => {
                 self.wait_for_message(guid, element, message, scope)
             }
-            ElementKind::SubProcess { start_events, io } => {
-                self.start_subprocess(guid, element, start_events, io.as_ref(), scope)
-            }
+            ElementKind::SubProcess {
+                start_events, io, ..
+            } => self.start_subprocess(guid, element, start_events, io.as_ref(), scope),
             ElementKind::Faulty { reason } => Err(ModelFailure::new(&element.id, reason.clone())),
             ElementKind::CallActivity { called_element } => {
                 // a process of the model left as a call: a recursive call, copied in now

@@ -3,7 +3,8 @@
 //! ended loop): the instance goes to `Error` with a readable cause instead, and the step's
 //! state changes are dropped (the interpreter works on a copy until it finishes).
 
-use super::{activities, commands, lifecycle};
+use super::paused::{self, PausedRun, Run};
+use super::{activities, commands, lifecycle, DataStoreContents};
 use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, ServiceCall,
     StepContext,
@@ -33,32 +34,86 @@ fn panic_error(panic: &(dyn std::any::Any + Send)) -> InstanceError {
     }
 }
 
-/// Create an instance and run it until every path waits or ends.
-pub fn start(
+/// Create an instance and run it until every path waits or ends, or a token reaches an
+/// element whose callee the model lacks (see [`paused`](super::paused)).
+pub fn start_run(
     model: &ModelSpec,
     process_id: &str,
     event: Event,
     context: &mut StepContext,
-) -> Result<(InstanceState, Vec<Effect>), EngineError> {
+) -> Result<Run<(InstanceState, Vec<Effect>)>, EngineError> {
     catch_unwind(AssertUnwindSafe(|| {
         commands::start(model, process_id, event, context)
     }))
     .unwrap_or_else(|panic| Err(EngineError::Invalid(panic_error(&*panic).message)))
 }
 
-/// Apply one event to a running instance. Err only for caller mistakes (state untouched).
+/// Goes on with a start that asked for a callee, against the model with it linked.
+pub fn continue_start(
+    model: &ModelSpec,
+    paused: Box<PausedRun>,
+    context: &mut StepContext,
+    stores: DataStoreContents,
+) -> Result<Run<(InstanceState, Vec<Effect>)>, EngineError> {
+    catch_unwind(AssertUnwindSafe(|| {
+        paused::continue_run(model, paused, context, stores)
+    }))
+    .unwrap_or_else(|panic| Err(EngineError::Invalid(panic_error(&*panic).message)))
+}
+
+/// Apply one event to a running instance. Err only for caller mistakes (state untouched); a
+/// run that asks for a callee leaves the state untouched too.
+pub fn step_run(
+    model: &ModelSpec,
+    state: &mut InstanceState,
+    event: Event,
+    context: &mut StepContext,
+) -> Result<Run<Vec<Effect>>, EngineError> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        commands::step(model, state, event, context)
+    })) {
+        Ok(result) => result,
+        Err(panic) => Ok(Run::Done(fail(model, state, None, panic_error(&*panic)))),
+    }
+}
+
+/// Goes on with a step of `state` that asked for a callee, against the model with it linked;
+/// a finished run's state is written into `state`.
+pub fn continue_step(
+    model: &ModelSpec,
+    state: &mut InstanceState,
+    paused: Box<PausedRun>,
+    context: &mut StepContext,
+    stores: DataStoreContents,
+) -> Result<Run<Vec<Effect>>, EngineError> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        paused::continue_run(model, paused, context, stores)
+    })) {
+        Ok(run) => Ok(run?.into_state(state)),
+        Err(panic) => Ok(Run::Done(fail(model, state, None, panic_error(&*panic)))),
+    }
+}
+
+/// [`start_run`] for a caller that links no callee: a run that asks for one is
+/// `EngineError::CalleeNeeded`.
+pub fn start(
+    model: &ModelSpec,
+    process_id: &str,
+    event: Event,
+    context: &mut StepContext,
+) -> Result<(InstanceState, Vec<Effect>), EngineError> {
+    start_run(model, process_id, event, context)?.done()
+}
+
+/// [`step_run`] for a caller that links no callee: a run that asks for one is
+/// `EngineError::CalleeNeeded` (the state untouched).
 pub fn step(
     model: &ModelSpec,
     state: &mut InstanceState,
     event: Event,
     context: &mut StepContext,
 ) -> Result<Vec<Effect>, EngineError> {
-    match catch_unwind(AssertUnwindSafe(|| {
-        commands::step(model, state, event, context)
-    })) {
-        Ok(result) => result,
-        Err(panic) => Ok(fail(model, state, None, panic_error(&*panic))),
-    }
+    step_run(model, state, event, context)?.done()
 }
 
 /// Terminate an instance; see [`lifecycle::terminate`].
@@ -81,7 +136,7 @@ pub fn service_call(
 }
 
 /// Put the instance in `Error` from outside a step; see [`commands::fail`]. If even that panics,
-/// the instance is marked `Error` directly (its waits are then closed when it is stored).
+/// the instance is marked `Error` directly, and every wait it holds is closed.
 pub fn fail(
     model: &ModelSpec,
     state: &mut InstanceState,
@@ -96,7 +151,7 @@ pub fn fail(
         Err(_) => {
             state.status = InstanceStatus::Error;
             state.error = Some(fallback);
-            Vec::new()
+            vec![Effect::CloseWaitsOfInstance]
         }
     }
 }

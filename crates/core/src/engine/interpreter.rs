@@ -28,8 +28,12 @@ pub(super) struct ModelFailure {
 pub(super) enum Abort {
     /// No Python could run a script.
     ScriptsUnavailable,
-    /// A call activity calls a process that is in no model the step was given.
+    /// A call activity calls a process that is in no model the step was given, met where
+    /// the run cannot stop and go on (the caller runs it again).
     CalleeNeeded(Callee),
+    /// A token reached an element whose callee is in no model the run was given; it waits
+    /// first in the queue, and the run goes on once the callee is linked (see `paused`).
+    AsksFor(Callee),
 }
 
 impl ModelFailure {
@@ -56,6 +60,7 @@ impl ModelFailure {
 pub(super) type Outcome = Result<(), ModelFailure>;
 
 /// A token about to enter an element.
+#[derive(Debug)]
 pub(super) struct Token {
     pub element: String,
     /// The subprocess task it runs in (None at top level).
@@ -86,7 +91,7 @@ pub(super) struct Interpreter<'m> {
     pub(super) context: &'m mut StepContext,
     /// The data stores this step wrote, as they are now (reads see them).
     pub(super) store_writes: std::collections::BTreeMap<String, super::StoreContent>,
-    executions: usize,
+    pub(super) executions: usize,
     /// guid -> index in state.tasks (tasks are only appended during a step).
     index: HashMap<Uuid, usize>,
 }
@@ -102,6 +107,33 @@ impl<'m> Interpreter<'m> {
             task.dirty = false;
         }
         let live_before = state.live_tasks().map(|t| t.guid).collect();
+        let no_writes = Default::default();
+        Self::resumed(
+            model,
+            process,
+            state,
+            context,
+            vec![],
+            VecDeque::new(),
+            live_before,
+            no_writes,
+            0,
+        )
+    }
+
+    /// A paused run going on (see `paused`): the tasks keep their marks of what changed.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn resumed(
+        model: &'m ModelSpec,
+        process: &'m ProcessSpec,
+        state: InstanceState,
+        context: &'m mut StepContext,
+        effects: Vec<Effect>,
+        tokens: VecDeque<Token>,
+        live_before: HashSet<Uuid>,
+        store_writes: std::collections::BTreeMap<String, super::StoreContent>,
+        executions: usize,
+    ) -> Self {
         let index = state
             .tasks
             .iter()
@@ -112,14 +144,14 @@ impl<'m> Interpreter<'m> {
             model,
             process,
             state,
-            effects: vec![],
-            tokens: VecDeque::new(),
+            effects,
+            tokens,
             current: None,
             live_before,
             expr_context: context.expr(),
             context,
-            store_writes: Default::default(),
-            executions: 0,
+            store_writes,
+            executions,
             index,
         }
     }

@@ -6,9 +6,11 @@
 //! suspended instance); the engine only records the status and, on resume, works out the
 //! status the instance's live tasks give it.
 
-use super::commands::{process_of, refuse_aborted};
+use super::commands::process_of;
 use super::context::{StepContext, TaskIds};
 use super::interpreter::{Interpreter, Outcome};
+use super::paused::Run;
+use super::waits::HeldWait;
 use super::{Effect, EngineError, InstanceState, InstanceStatus, TaskState};
 use crate::bpmn::ModelSpec;
 use std::sync::Arc;
@@ -63,7 +65,7 @@ pub(super) fn retry(
     model: &ModelSpec,
     state: &mut InstanceState,
     context: &mut StepContext,
-) -> Result<Vec<Effect>, EngineError> {
+) -> Result<Run<Vec<Effect>>, EngineError> {
     if state.status != InstanceStatus::Error {
         return Err(refusal(state, "retried"));
     }
@@ -83,10 +85,7 @@ pub(super) fn retry(
         .retry_task(failed)
         .and_then(|()| interpreter.run_until_waiting())
         .and_then(|()| interpreter.fire_met_conditions());
-    refuse_aborted(&outcome)?;
-    let (new_state, effects) = interpreter.finish(outcome);
-    *state = new_state;
-    Ok(effects)
+    Ok(interpreter.pause_or_finish(outcome)?.into_state(state))
 }
 
 /// The task whose failure the instance's error names (the shell puts it back in the state:
@@ -154,45 +153,45 @@ impl Interpreter<'_> {
     /// timers (a cycle's next occurrence as recorded; any other timer evaluated again, so a
     /// duration counts from the retry).
     fn reopen_waits_of_live_tasks(&mut self) -> Outcome {
-        let live: Vec<Uuid> = self
-            .state
-            .live_tasks()
-            .map(|task| task.guid)
-            .filter(|guid| !self.is_multi_activity(*guid))
-            .collect();
+        let live: Vec<Uuid> = self.state.live_tasks().map(|task| task.guid).collect();
         for guid in live {
             let element = self.element_of(guid);
-            let task = self.task(guid).clone();
-            if task.waits_for_message(element) {
-                for catch in element.message_catches() {
-                    let expected = self.expected_correlation(element, catch)?;
-                    self.effects.push(Effect::WaitForMessage {
-                        task_guid: guid,
-                        name: catch.message_name.clone(),
-                        expected,
-                    });
+            for wait in self.waits_held_by(guid) {
+                match wait {
+                    HeldWait::Message => {
+                        for catch in element.message_catches() {
+                            let expected = self.expected_correlation(element, catch)?;
+                            self.effects.push(Effect::WaitForMessage {
+                                task_guid: guid,
+                                name: catch.message_name.clone(),
+                                expected,
+                            });
+                        }
+                    }
+                    // a call under way when the instance failed is not made again
+                    HeldWait::ServiceCall if self.task(guid).state != TaskState::Ready => {}
+                    HeldWait::ServiceCall => {
+                        self.effects.push(Effect::CallService { task_guid: guid });
+                    }
+                    HeldWait::Signal => {
+                        if let Some(signal) = element.signal_catch() {
+                            self.effects.push(Effect::WaitForSignal {
+                                task_guid: guid,
+                                name: signal.signal_name.clone(),
+                            });
+                        }
+                    }
+                    HeldWait::Timer => {
+                        let cycle = match self.state.internal.cycles.get(&guid) {
+                            Some(cycle) => cycle.clone(),
+                            None => match element.timer() {
+                                Some(timer) => self.evaluate_timer(element, timer)?,
+                                None => continue,
+                            },
+                        };
+                        self.wait_for_occurrence(guid, element, cycle);
+                    }
                 }
-            }
-            if task.state == TaskState::Ready && task.has_service_call(element) {
-                self.effects.push(Effect::CallService { task_guid: guid });
-            }
-            if task.waits_for_signal(element) {
-                if let Some(signal) = element.signal_catch() {
-                    self.effects.push(Effect::WaitForSignal {
-                        task_guid: guid,
-                        name: signal.signal_name.clone(),
-                    });
-                }
-            }
-            if task.waits_for_timer(element) {
-                let cycle = match self.state.internal.cycles.get(&guid) {
-                    Some(cycle) => cycle.clone(),
-                    None => match element.timer() {
-                        Some(timer) => self.evaluate_timer(element, timer)?,
-                        None => continue,
-                    },
-                };
-                self.wait_for_occurrence(guid, element, cycle);
             }
         }
         Ok(())

@@ -9,8 +9,10 @@
 //! Layout: `commands` (start, step, fail) check the input and drive an `interpreter`; `flow`
 //! moves tokens and dispatches each element to its family: `activities` (tasks), `events`
 //! (start, end, message), `gateways`, `boundaries` (boundary events, errors, signals),
-//! `subprocesses`, `multi_instance`, `loops`; `outcome` turns the run into the new state and effects. `guard` wraps the
-//! public entry points against panics; `migrate` says whether an instance fits another version.
+//! `subprocesses`, `multi_instance`, `loops`; `waits` is the one rule of which waits a live
+//! task holds and how they close; `outcome` turns the run into the new state and effects;
+//! `paused` stops a run for a callee and goes on with it. `guard` wraps the public entry
+//! points against panics; `migrate` says whether an instance fits another version.
 
 mod activities;
 mod boundaries;
@@ -32,12 +34,14 @@ mod loops;
 mod migrate;
 mod multi_instance;
 mod outcome;
+mod paused;
 mod signals;
 mod state;
 mod subprocesses;
 #[cfg(test)]
 mod tests;
 mod timers;
+mod waits;
 
 use crate::bpmn::{Callee, DataStoreKind};
 use chrono::{DateTime, Utc};
@@ -49,9 +53,13 @@ use uuid::Uuid;
 pub use activities::SCRIPTS_UNAVAILABLE;
 pub use context::{StepContext, TaskIds};
 pub use data_stores::{kkv_apply, DataStoreContents, StoreContent};
-pub use guard::{fail, service_call, start, step, terminate, ENGINE_PANIC};
+pub use guard::{
+    continue_start, continue_step, fail, service_call, start, start_run, step, step_run, terminate,
+    ENGINE_PANIC,
+};
 pub use lifecycle::{resume, suspend};
 pub use migrate::{migration_blockers_between, MigrationBlocker};
+pub use paused::{PausedRun, Run};
 pub use state::{
     Cycle, EngineInternal, InstanceError, InstanceState, InstanceStatus, MultiItem, MultiRun, Task,
     TaskState,
@@ -186,6 +194,10 @@ pub enum Effect {
         name: String,
         payload: Value,
     },
+    /// The instance stopped where the engine could not tell its tasks' waits (its process is
+    /// not in the model, or failing it panicked): the shell closes every wait and call it
+    /// keeps for the instance.
+    CloseWaitsOfInstance,
     /// A task wrote a data store (the value is checked): the shell writes it in the step's
     /// transaction. A JSON store takes the value; a KKV store applies it (see
     /// [`kkv_apply`]); a typeahead store replaces the categories it names.
@@ -209,8 +221,8 @@ impl Effect {
         )
     }
 
-    /// The task whose wait or call this is about.
-    pub fn task_guid(&self) -> Uuid {
+    /// The task whose wait or call this is about (None for what concerns the whole instance).
+    pub fn task_guid(&self) -> Option<Uuid> {
         match self {
             Effect::SendMessage { task_guid, .. }
             | Effect::WaitForMessage { task_guid, .. }
@@ -222,7 +234,8 @@ impl Effect {
             | Effect::WaitForSignal { task_guid, .. }
             | Effect::CancelSignalWait { task_guid }
             | Effect::ThrowSignal { task_guid, .. }
-            | Effect::WriteDataStore { task_guid, .. } => *task_guid,
+            | Effect::WriteDataStore { task_guid, .. } => Some(*task_guid),
+            Effect::CloseWaitsOfInstance => None,
         }
     }
 }

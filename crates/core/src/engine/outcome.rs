@@ -89,43 +89,21 @@ impl Interpreter<'_> {
             .drain(..)
             .filter(|effect| {
                 matches!(effect, Effect::WriteDataStore { .. })
-                    || (effect.is_cancellation() && live_before.contains(&effect.task_guid()))
+                    || (effect.is_cancellation()
+                        && effect
+                            .task_guid()
+                            .is_some_and(|guid| live_before.contains(&guid)))
             })
             .collect()
     }
 
-    /// Cancellations for the message waits and service calls of the tasks live before the step.
+    /// The effects that close the waits of the tasks live before the step (see `waits`).
     fn close_waits_of_live_tasks(&self) -> Vec<Effect> {
-        let mut effects = vec![];
-        for task in self
-            .state
+        self.state
             .tasks
             .iter()
             .filter(|task| self.live_before.contains(&task.guid))
-            .filter(|task| !self.state.internal.multi.contains_key(&task.guid))
-        {
-            let element = &self.process.elements[&task.element_id];
-            if task.waits_for_message(element) {
-                effects.push(Effect::CancelMessageWait {
-                    task_guid: task.guid,
-                });
-            }
-            if task.has_service_call(element) {
-                effects.push(Effect::CancelServiceCall {
-                    task_guid: task.guid,
-                });
-            }
-            if task.waits_for_timer(element) {
-                effects.push(Effect::CancelTimer {
-                    task_guid: task.guid,
-                });
-            }
-            if task.waits_for_signal(element) {
-                effects.push(Effect::CancelSignalWait {
-                    task_guid: task.guid,
-                });
-            }
-        }
-        effects
+            .flat_map(|task| self.cancellations_of(task.guid))
+            .collect()
     }
 }

@@ -5,7 +5,7 @@
 use super::interpreter::{Interpreter, ModelFailure, Outcome, Token};
 use super::Map;
 use super::TaskState;
-use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, IoSpec};
+use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, IoSpec, SubProcessForm};
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
@@ -26,7 +26,13 @@ impl<'m> Interpreter<'m> {
             let copy = self.data().clone();
             self.state.internal.local_data.insert(guid, copy);
         }
-        if element.element_type == "transaction" {
+        if matches!(
+            element.kind,
+            ElementKind::SubProcess {
+                form: SubProcessForm::Transaction,
+                ..
+            }
+        ) {
             // what a cancel end event undoes
             let before = self.data().clone();
             self.state.internal.transactions.insert(guid, before);
@@ -57,8 +63,10 @@ impl<'m> Interpreter<'m> {
                 task.state == TaskState::Started
                     && !self.state.internal.multi.contains_key(&task.guid)
                     && matches!(
-                        task.element_type.as_str(),
-                        "subProcess" | "transaction" | "callActivity"
+                        self.element(&task.element_id).kind,
+                        ElementKind::SubProcess { .. }
+                            | ElementKind::EventSubProcess { .. }
+                            | ElementKind::CallActivity { .. }
                     )
                     && !tasks.iter().any(|child| {
                         child.scope == Some(task.guid)
@@ -90,7 +98,14 @@ impl<'m> Interpreter<'m> {
     /// A call without an ioSpecification works on a copy of its caller's data (unless it is an
     /// instance of a multi-instance call activity, which has a copy already).
     fn copies_data(&self, guid: Uuid, element: &ElementSpec) -> bool {
-        element.element_type == "callActivity" && !self.is_instance(guid)
+        let is_call = matches!(
+            element.kind,
+            ElementKind::SubProcess {
+                form: SubProcessForm::Call,
+                ..
+            }
+        );
+        is_call && !self.is_instance(guid)
     }
 
     /// A task, or a called process, with an ioSpecification runs on its data inputs only

@@ -1,9 +1,9 @@
 //! Processes and decisions of other models: a call activity whose process, or a business
-//! rule task whose decision, is not in the instance's model stops its step
-//! (`EngineError::CalleeNeeded`); the unit finds the model that defines it
+//! rule task whose decision, is not in the instance's model stops its run where a token
+//! reaches it (`Run::AsksFor`); the unit finds the model that defines it
 //! (`process_definitions`, `decision_definitions`), pins that model's current version on the
 //! instance (the version used for the instance's life), links it into the spec the instance
-//! steps against, and runs the step again. What no model defines (or, for a decision, several
+//! steps against, and continues the run where it stopped. What no model defines (or, for a decision, several
 //! do), or what cannot be linked, is marked unavailable and the step fails the instance with
 //! the reason.
 

@@ -170,6 +170,11 @@ impl<'c> UnitOfWork<'c> {
             Effect::ThrowSignal { name, payload, .. } => {
                 self.broadcast_signal(Some(id), &name, &payload).await?;
             }
+            Effect::CloseWaitsOfInstance => {
+                store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
+                store::jobs::cancel_for_instance(&mut self.tx, id).await?;
+                store::timers::delete_waits_of_instance(&mut self.tx, id).await?;
+            }
             Effect::WriteDataStore {
                 store, kind, value, ..
             } => {

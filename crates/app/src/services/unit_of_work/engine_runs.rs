@@ -8,8 +8,8 @@ use super::callees::MAX_CALLEE_LOOKUPS;
 use super::UnitOfWork;
 use crate::bpmn::{Callee, ModelSpec};
 use crate::engine::{
-    self, DataStoreContents, Effect, EngineError, Event, InstanceError, InstanceState, ServiceCall,
-    StepContext,
+    self, DataStoreContents, Effect, EngineError, Event, InstanceError, InstanceState, PausedRun,
+    Run, ServiceCall, StepContext,
 };
 use crate::expr::ScriptEnv;
 use crate::store;
@@ -24,8 +24,12 @@ use uuid::Uuid;
 pub(super) enum EngineRun<T> {
     /// The engine ran: what it gave.
     Done(T),
-    /// A process or decision of another model is needed: nothing happened; found and linked,
-    /// the run is made again.
+    /// A token reached an element whose process or decision is in another model: the run
+    /// stopped there; found and linked, it goes on from there (nothing runs twice).
+    AsksFor(Callee, Box<PausedRun>),
+    /// A process or decision of another model is needed where the run cannot stop and go on
+    /// (a failed call activity run again): nothing happened; found and linked, the run is
+    /// made again.
     CalleeNeeded(Callee),
     /// The engine refused the event (not waiting, unknown task, invalid): nothing happened.
     Refused(EngineError),
@@ -33,12 +37,13 @@ pub(super) enum EngineRun<T> {
 
 impl<T> EngineRun<T> {
     /// The engine's answer as a run, its span marked failed when the engine refused.
-    fn of(span: &SpanScope, ran: std::result::Result<T, EngineError>) -> Result<EngineRun<T>> {
+    fn of(span: &SpanScope, ran: std::result::Result<Run<T>, EngineError>) -> Result<EngineRun<T>> {
         if let Err(refused) = &ran {
             span.fail(|| refused.to_string());
         }
         match ran {
-            Ok(done) => Ok(EngineRun::Done(done)),
+            Ok(Run::Done(done)) => Ok(EngineRun::Done(done)),
+            Ok(Run::AsksFor(callee, paused)) => Ok(EngineRun::AsksFor(callee, paused)),
             Err(EngineError::CalleeNeeded(callee)) => Ok(EngineRun::CalleeNeeded(callee)),
             Err(EngineError::Unavailable(why)) => Err(Error::ScriptsUnavailable(why)),
             Err(refused) => Ok(EngineRun::Refused(refused)),
@@ -122,50 +127,67 @@ impl<'c> UnitOfWork<'c> {
         Ok(env)
     }
 
-    /// `engine::start` of instance `id` of `model`, on a blocking thread (see
-    /// [`on_a_blocking_thread`]), in an `engine step` span when traced.
+    /// `engine::start_run` of instance `id` of `model` (or the paused start it goes on with),
+    /// on a blocking thread unless its steps are short, in an `engine step` span when traced;
+    /// the context comes back for a run that goes on.
     pub(super) async fn start_engine(
         &self,
         (id, model): (i64, &str),
         spec: Arc<ModelSpec>,
         process_id: String,
-        start: Event,
-        env: ScriptEnv,
-        stores: DataStoreContents,
-    ) -> Result<EngineRun<(InstanceState, Vec<Effect>)>> {
+        input: RunInput,
+        mut context: StepContext,
+    ) -> Result<(EngineRun<(InstanceState, Vec<Effect>)>, StepContext)> {
         let span = SpanScope::child("engine step", SpanKind::Internal, || {
-            step_attributes(id, model, &start)
+            step_attributes(id, model, &input)
         });
-        let mut context = step_context(self.cache, env).with_data_stores(stores);
         let short = spec.steps_are_short();
         let started = off_async_threads_unless(short, move || {
-            engine::start(&spec, &process_id, start, &mut context)
+            let started = match input {
+                RunInput::Event(start) => {
+                    engine::start_run(&spec, &process_id, start, &mut context)
+                }
+                RunInput::Paused(paused, stores) => {
+                    engine::continue_start(&spec, paused, &mut context, stores)
+                }
+            };
+            (started, context)
         })
         .await;
-        let started = span.record(started)?;
-        EngineRun::of(&span, started)
+        let (started, context) = span.record(started)?;
+        Ok((EngineRun::of(&span, started)?, context))
     }
 
-    /// `engine::step` on a held instance; a process it calls from another model is found,
-    /// pinned and linked, and the step run again.
+    /// `engine::step` on a held instance. A process or decision it asks for from another
+    /// model is found, pinned and linked, and the run goes on where it stopped (or, where it
+    /// could not stop, is made again).
     pub(super) async fn step_engine(&mut self, id: i64, event: Event) -> Result<StepOutcome> {
-        if !self.instances[&id].spec.calls_elsewhere {
-            // it cannot ask for a process: no copy of the event to keep
-            return Ok(match self.step_engine_once(id, event).await? {
-                EngineRun::Done(effects) => StepOutcome::Stepped(effects),
-                EngineRun::CalleeNeeded(callee) => {
-                    StepOutcome::Refused(EngineError::CalleeNeeded(callee))
-                }
-                EngineRun::Refused(refused) => StepOutcome::Refused(refused),
-            });
-        }
+        let calls_elsewhere = self.instances[&id].spec.calls_elsewhere;
+        // kept only where a run may have to be made again
+        let again = calls_elsewhere.then(|| event.clone());
+        let mut context = self.engine_context(id).await?;
+        let mut input = RunInput::Event(event);
         for _ in 0..=MAX_CALLEE_LOOKUPS {
-            let callee = match self.step_engine_once(id, event.clone()).await? {
-                EngineRun::Done(effects) => return Ok(StepOutcome::Stepped(effects)),
-                EngineRun::Refused(refused) => return Ok(StepOutcome::Refused(refused)),
-                EngineRun::CalleeNeeded(callee) => callee,
+            let (run, used) = self.step_engine_once(id, input, context).await?;
+            context = used;
+            input = match (run, &again) {
+                (EngineRun::Done(effects), _) => return Ok(StepOutcome::Stepped(effects)),
+                (EngineRun::Refused(refused), _) => return Ok(StepOutcome::Refused(refused)),
+                (EngineRun::AsksFor(callee, paused), Some(_)) => {
+                    self.link_callee(id, &callee).await?;
+                    let stores = self.held_data_store_contents(id).await?;
+                    RunInput::Paused(paused, stores)
+                }
+                (EngineRun::CalleeNeeded(callee), Some(event)) => {
+                    self.link_callee(id, &callee).await?;
+                    context = self.engine_context(id).await?;
+                    RunInput::Event(event.clone())
+                }
+                // a model that calls nothing elsewhere cannot be given what it asks for
+                (EngineRun::AsksFor(callee, _) | EngineRun::CalleeNeeded(callee), None) => {
+                    return Ok(StepOutcome::Refused(EngineError::CalleeNeeded(callee)));
+                }
             };
-            self.link_callee(id, &callee).await?;
         }
         Err(too_many_callees(id))
     }
@@ -191,61 +213,91 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// `engine::step` on a held instance, on a blocking thread (see [`on_a_blocking_thread`]),
-    /// in an `engine step` span when traced.
-    async fn step_engine_once(&mut self, id: i64, event: Event) -> Result<EngineRun<Vec<Effect>>> {
-        let (model, spec) = {
-            let loaded = &self.instances[&id];
-            (loaded.process_model_identifier.clone(), loaded.spec.clone())
-        };
-        let span = SpanScope::child("engine step", SpanKind::Internal, || {
-            step_attributes(id, &model, &event)
-        });
-        let mut context = span.record(self.engine_context(id, &model, &spec).await)?;
+    /// `engine::step_run` on a held instance (or the paused step it goes on with), on a
+    /// blocking thread unless its steps are short (see [`on_a_blocking_thread`]), in an
+    /// `engine step` span when traced; the context comes back for a run that goes on.
+    async fn step_engine_once(
+        &mut self,
+        id: i64,
+        input: RunInput,
+        mut context: StepContext,
+    ) -> Result<(EngineRun<Vec<Effect>>, StepContext)> {
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
-        let spec = loaded.spec.clone();
-        if spec.steps_are_short() {
+        let (model, spec) = (&loaded.process_model_identifier, loaded.spec.clone());
+        let span = SpanScope::child("engine step", SpanKind::Internal, || {
+            step_attributes(id, model, &input)
+        });
+        let run = move |state: &mut InstanceState, context: &mut StepContext| match input {
+            RunInput::Event(event) => engine::step_run(&spec, state, event, context),
+            RunInput::Paused(paused, stores) => {
+                engine::continue_step(&spec, state, paused, context, stores)
+            }
+        };
+        if loaded.spec.steps_are_short() {
             // no thread hop on the hot path: a short step costs less than the hop
-            let stepped = engine::step(&spec, &mut loaded.state, event, &mut context);
-            return EngineRun::of(&span, stepped);
+            let stepped = run(&mut loaded.state, &mut context);
+            return Ok((EngineRun::of(&span, stepped)?, context));
         }
         // moved to the thread and back (a join error fails the whole unit of work, which
         // never commits)
         let placeholder = InstanceState::new(&loaded.state.process_id, Default::default());
         let mut state = std::mem::replace(&mut loaded.state, placeholder);
         let ran = on_a_blocking_thread(move || {
-            let stepped = engine::step(&spec, &mut state, event, &mut context);
-            (state, stepped)
+            let stepped = run(&mut state, &mut context);
+            (state, stepped, context)
         })
         .await;
-        let (state, stepped) = span.record(ran)?;
+        let (state, stepped, context) = span.record(ran)?;
         self.instances.get_mut(&id).expect("held").state = state;
-        EngineRun::of(&span, stepped)
+        Ok((EngineRun::of(&span, stepped)?, context))
     }
 
-    /// What a step of a held instance of `model` is given: the time, task ids, where its
-    /// scripts run and the data stores it reads.
-    async fn engine_context(
-        &mut self,
-        id: i64,
-        model: &str,
-        spec: &ModelSpec,
-    ) -> Result<StepContext> {
-        let env = self.script_env(id, model, spec).await?;
-        let stores = self.data_store_contents(model, spec).await?;
+    /// What a step of a held instance is given: the time, task ids, where its scripts run and
+    /// the data stores it reads.
+    async fn engine_context(&mut self, id: i64) -> Result<StepContext> {
+        let (model, spec) = {
+            let loaded = &self.instances[&id];
+            (loaded.process_model_identifier.clone(), loaded.spec.clone())
+        };
+        let env = self.script_env(id, &model, &spec).await?;
+        let stores = self.data_store_contents(&model, &spec).await?;
         Ok(step_context(self.cache, env).with_data_stores(stores))
+    }
+
+    /// The data stores a held instance's spec reads, as they are now (for a run going on
+    /// with a callee linked, which may read others).
+    async fn held_data_store_contents(&mut self, id: i64) -> Result<DataStoreContents> {
+        let (model, spec) = {
+            let loaded = &self.instances[&id];
+            (loaded.process_model_identifier.clone(), loaded.spec.clone())
+        };
+        self.data_store_contents(&model, &spec).await
     }
 }
 
-/// What an `engine step` span says: the instance, its model, the event and its message.
-fn step_attributes(id: i64, model: &str, event: &Event) -> Vec<KeyValue> {
+/// What a run of the engine is given: an event (a start's, or a step's), or a run that asked
+/// for a callee to go on with, with the data stores read again.
+pub(super) enum RunInput {
+    Event(Event),
+    Paused(Box<PausedRun>, DataStoreContents),
+}
+
+/// What an `engine step` span says: the instance, its model, the event and its message (a
+/// paused run going on says `continue`).
+fn step_attributes(id: i64, model: &str, input: &RunInput) -> Vec<KeyValue> {
+    let kind = match input {
+        RunInput::Event(event) => event.kind(),
+        RunInput::Paused(..) => "continue",
+    };
     let mut attributes = vec![
         KeyValue::new("workflow.instance.id", id),
         KeyValue::new("workflow.process_model", model.to_string()),
-        KeyValue::new("workflow.event", event.kind()),
+        KeyValue::new("workflow.event", kind),
     ];
-    if let Some(name) = event.message_name() {
-        attributes.push(KeyValue::new("workflow.message.name", name.to_string()));
+    if let RunInput::Event(event) = input {
+        if let Some(name) = event.message_name() {
+            attributes.push(KeyValue::new("workflow.message.name", name.to_string()));
+        }
     }
     attributes
 }

@@ -3,7 +3,7 @@
 
 use super::super::Result;
 use super::{Loaded, UnitOfWork};
-use crate::engine::{InstanceState, InstanceStatus, Task};
+use crate::engine::{InstanceState, Task};
 use crate::store::{self, instances::InstanceRow};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
@@ -36,16 +36,8 @@ impl<'c> UnitOfWork<'c> {
                 },
             )
             .await?;
-            // A complete instance has no live task left; one that stopped otherwise (error,
-            // terminated) may, and nothing may be delivered to or called for it any more.
-            let stopped_early = state.status.is_final() && state.status != InstanceStatus::Complete;
             loaded.updated_at = updated_at;
             loaded.dirty = false;
-            if stopped_early {
-                store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
-                store::jobs::cancel_for_instance(&mut self.tx, id).await?;
-                store::timers::delete_waits_of_instance(&mut self.tx, id).await?;
-            }
         }
         Ok(())
     }

@@ -1,12 +1,13 @@
 //! Starts: creating an instance of a model's process and running its first step (finding the
 //! processes and decisions it calls from other models on the way), then on to its wait states.
 
+use super::super::clock::step_context;
 use super::super::{Error, Result};
 use super::callees::{Callees, MAX_CALLEE_LOOKUPS};
-use super::engine_runs::{too_many_callees, EngineRun};
+use super::engine_runs::{too_many_callees, EngineRun, RunInput};
 use super::{UnitOfWork, Work};
 use crate::bpmn::ModelSpec;
-use crate::engine::{Effect, Event, InstanceState};
+use crate::engine::{Effect, EngineError, Event, InstanceState};
 use crate::services::ErrorCode;
 use crate::store::{self, models::ModelRow};
 use serde_json::{json, Map, Value};
@@ -124,8 +125,9 @@ impl<'c> UnitOfWork<'c> {
         Ok(id)
     }
 
-    /// `engine::start` of instance `id`, run again with each process or decision of another
-    /// model it asks for pinned and linked (or marked unavailable). A refusal is 400
+    /// `engine::start_run` of instance `id`; each process or decision of another model it
+    /// asks for is pinned and linked (or marked unavailable) and the run goes on where it
+    /// stopped (or, where it could not stop, is made again). A refusal is 400
     /// `process_instance_cannot_start`.
     async fn first_step(
         &mut self,
@@ -136,23 +138,27 @@ impl<'c> UnitOfWork<'c> {
         start: Event,
     ) -> Result<Started> {
         let env = self.script_env(id, &model.identifier, &spec).await?;
+        // kept only where a run may have to be made again
+        let again = spec.calls_elsewhere.then(|| start.clone());
         let mut callees = Callees::default();
+        let stores = self.data_store_contents(&model.identifier, &spec).await?;
+        let mut context = step_context(self.cache, env.clone()).with_data_stores(stores);
+        let mut input = RunInput::Event(start);
         loop {
             if callees.pins.len() + callees.unavailable.len() > MAX_CALLEE_LOOKUPS {
                 return Err(too_many_callees(id));
             }
-            let stores = self.data_store_contents(&model.identifier, &spec).await?;
-            let run = self
+            let (run, used) = self
                 .start_engine(
                     (id, &model.identifier),
                     spec.clone(),
                     process_id.to_string(),
-                    start.clone(),
-                    env.clone(),
-                    stores,
+                    input,
+                    context,
                 )
                 .await?;
-            match run {
+            context = used;
+            let callee = match run {
                 EngineRun::Done((state, effects)) => {
                     return Ok(Started {
                         spec,
@@ -161,23 +167,33 @@ impl<'c> UnitOfWork<'c> {
                         effects,
                     })
                 }
-                EngineRun::CalleeNeeded(callee) => {
-                    spec = self
-                        .provide_callee(
-                            &model.identifier,
-                            &model.version_sha,
-                            &mut callees,
-                            &callee,
-                        )
-                        .await?;
-                }
                 EngineRun::Refused(refused) => {
                     return Err(Error::refused(
                         ErrorCode::ProcessInstanceCannotStart,
                         refused.to_string(),
                     ))
                 }
-            }
+                EngineRun::AsksFor(ref callee, _) | EngineRun::CalleeNeeded(ref callee) => {
+                    callee.clone()
+                }
+            };
+            spec = self
+                .provide_callee(&model.identifier, &model.version_sha, &mut callees, &callee)
+                .await?;
+            let stores = self.data_store_contents(&model.identifier, &spec).await?;
+            input = match (run, &again) {
+                (EngineRun::AsksFor(_, paused), _) => RunInput::Paused(paused, stores),
+                (_, Some(start)) => {
+                    context = step_context(self.cache, env.clone()).with_data_stores(stores);
+                    RunInput::Event(start.clone())
+                }
+                (_, None) => {
+                    return Err(Error::refused(
+                        ErrorCode::ProcessInstanceCannotStart,
+                        EngineError::CalleeNeeded(callee).to_string(),
+                    ))
+                }
+            };
         }
     }
 }

@@ -167,6 +167,7 @@ fn inline(process: &mut ProcessSpec, call: &str, callee: &ProcessSpec) -> Result
     }
     if let Some(element) = process.elements.get_mut(call) {
         element.kind = ElementKind::SubProcess {
+            form: SubProcessForm::Call,
             start_events: starts,
             io: callee.io.clone(),
         };

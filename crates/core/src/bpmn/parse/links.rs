@@ -190,8 +190,14 @@ impl Parser<'_> {
                 format!("attachedToRef '{attached_to}' is not in the same (sub)process"),
             ));
         }
-        if matches!(boundary.trigger, BoundaryTrigger::Cancel) && host.element_type != "transaction"
-        {
+        let on_a_transaction = matches!(
+            host.kind,
+            ElementKind::SubProcess {
+                form: SubProcessForm::Transaction,
+                ..
+            }
+        );
+        if matches!(boundary.trigger, BoundaryTrigger::Cancel) && !on_a_transaction {
             return Err(self.err(
                 id,
                 format!(

@@ -21,7 +21,12 @@ impl Parser<'_> {
                 start_event: String::new(),
             });
         }
+        let form = match node.tag_name().name() {
+            "transaction" => SubProcessForm::Transaction,
+            _ => SubProcessForm::Embedded,
+        };
         Ok(ElementKind::SubProcess {
+            form,
             start_events: vec![],
             io: None,
         })

@@ -15,6 +15,7 @@ mod joins;
 mod lifecycle;
 mod multi_instance;
 mod panics;
+mod paused;
 mod payloads;
 mod scale;
 mod spiffworkflow;
