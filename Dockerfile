@@ -18,8 +18,9 @@ COPY crates/script-port/Cargo.toml crates/script-port/Cargo.toml
 COPY crates/scripts/Cargo.toml crates/scripts/build.rs crates/scripts/
 COPY crates/scripts/python/requirements.txt crates/scripts/python/script_worker.py crates/scripts/python/
 COPY crates/store/Cargo.toml crates/store/Cargo.toml
+COPY crates/types/Cargo.toml crates/types/Cargo.toml
 RUN mkdir -p src bench migrations \
-    && for crate in app core http script-port scripts store; do \
+    && for crate in app core http script-port scripts store types; do \
          mkdir -p "crates/$crate/src" && touch "crates/$crate/src/lib.rs"; \
        done \
     && echo 'fn main() {}' > src/main.rs \

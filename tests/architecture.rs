@@ -589,6 +589,7 @@ fn dependencies_of(manifest: &str) -> Vec<String> {
 fn the_core_depends_on_no_io_crate() {
     let allowed = [
         "workflow-script-port",
+        "workflow-types",
         "serde",
         "serde_json",
         "chrono",
@@ -602,6 +603,41 @@ fn the_core_depends_on_no_io_crate() {
         .filter(|name| !allowed.contains(&name.as_str()))
         .collect();
     assert!(surprises.is_empty(), "crates/core depends on {surprises:?}");
+    // the shared types, but not their database encodings
+    let manifest =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/Cargo.toml"))
+            .expect("the core's manifest");
+    let types_line = manifest
+        .lines()
+        .find(|line| line.trim_start().starts_with("workflow-types"))
+        .expect("the core names workflow-types");
+    assert!(
+        !types_line.contains("features"),
+        "the core turns on features of workflow-types: {types_line}"
+    );
+}
+
+/// The shared types name nothing of ours and no IO crate but sqlx, which only the store turns
+/// on (a feature, for the column encodings).
+#[test]
+fn the_shared_types_stand_alone() {
+    let dependencies = dependencies_of("crates/types/Cargo.toml");
+    let allowed = ["serde", "uuid", "sqlx"];
+    let surprises: Vec<_> = dependencies
+        .iter()
+        .filter(|name| !allowed.contains(&name.as_str()))
+        .collect();
+    assert!(
+        surprises.is_empty(),
+        "crates/types depends on {surprises:?}"
+    );
+    let manifest =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/types/Cargo.toml"))
+            .expect("the types' manifest");
+    assert!(
+        manifest.contains("optional = true"),
+        "sqlx is an optional dependency of crates/types"
+    );
 }
 
 /// The service without its HTTP layer: no HTTP server or OpenAPI crate in the app's manifest,
@@ -638,14 +674,15 @@ fn the_http_layer_runs_no_sql() {
     );
 }
 
-/// The store is the bottom layer: SQL, and nothing of the service or its core above it.
+/// The store is the bottom layer: SQL, and nothing of the service or its core above it (only
+/// the shared ids and states it stores).
 #[test]
 fn the_store_depends_on_nothing_of_the_service() {
     let dependencies = dependencies_of("crates/store/Cargo.toml");
     assert!(dependencies.contains(&"sqlx".to_string()));
     let ours: Vec<_> = dependencies
         .iter()
-        .filter(|name| name.starts_with("workflow"))
+        .filter(|name| name.starts_with("workflow") && *name != "workflow-types")
         .collect();
     assert!(ours.is_empty(), "crates/store depends on {ours:?}");
 }

@@ -1,42 +1,9 @@
-//! Typed ids for what the API names by number: an instance's id and a message's id are both
-//! integers, and their types keep one from being passed where the other is meant. Inside a
-//! unit of work (and in SQL) they are the plain numbers they wrap.
+//! Typed ids for what the API names: an instance's id, a message's id and a task's guid (from
+//! workflow-types, through the unit of work to the store), and a model's checked identifier.
 
-use serde::{Deserialize, Serialize};
+pub use workflow_types::ids::{InstanceId, MessageId, TaskGuid};
+
 use std::fmt;
-
-/// A process instance's id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct InstanceId(pub i64);
-
-/// A message instance's id (a send or a receive).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct MessageId(pub i64);
-
-impl fmt::Display for InstanceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl fmt::Display for MessageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// A task's guid (the instance's task the API names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct TaskGuid(pub uuid::Uuid);
-
-impl fmt::Display for TaskGuid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// A process model's identifier, checked (`group/sub/model`); made by
 /// `services::models::identifier_from_url`.

@@ -6,7 +6,6 @@ pub mod connector_logs;
 pub mod data_stores;
 pub mod instances;
 pub mod jobs;
-mod labels;
 pub mod messages;
 pub mod migrations;
 pub mod models;

@@ -1,77 +1,13 @@
 //! message_instances: sends (API or engine) and receives (waiting catch elements).
 
 use super::instances::LockedInstance;
-use super::labels::text_enum;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
 use uuid::Uuid;
 
-text_enum! {
-    /// A message sent (API or engine) or a receive waiting at a catch element.
-    pub enum MessageType {
-        Send = "send",
-        Receive = "receive",
-    }
-}
-
-text_enum! {
-    /// A message's stored status: `ready` (a send buffered, or a receive waiting), `running` (a
-    /// send being routed), `completed` (correlated or started an instance), `failed`,
-    /// `cancelled` (expired, or its wait ended without it), `not_accepted` (refused),
-    /// `suspended` (a receive of a suspended instance).
-    pub enum MessageStatus {
-        Ready = "ready",
-        Running = "running",
-        Completed = "completed",
-        Failed = "failed",
-        Cancelled = "cancelled",
-        NotAccepted = "not_accepted",
-        Suspended = "suspended",
-    }
-}
-
-text_enum! {
-    /// Why a send was not taken.
-    pub enum FailureReason {
-        NoReceiver = "no_receiver",
-        CorrelationMismatch = "correlation_mismatch",
-        Expired = "expired",
-    }
-}
-
-text_enum! {
-    /// What the messages list labels a message with, from its type and status
-    /// ([`MessageState::of`]).
-    pub enum MessageState {
-        Accepted = "accepted",
-        Buffered = "buffered",
-        Completed = "completed",
-        Rejected = "rejected",
-        Waiting = "waiting",
-        Cancelled = "cancelled",
-    }
-}
-
-impl MessageState {
-    /// A send is `accepted` (delivery under way), `buffered`, `completed` or `rejected` (not
-    /// accepted, failed, or expired); a receive is `waiting` (also while its instance is
-    /// suspended), `completed` or `cancelled`. The list's filter follows from this rule
-    /// ([`state_sql`]).
-    pub fn of(message_type: MessageType, status: MessageStatus) -> MessageState {
-        use MessageStatus::*;
-        match (message_type, status) {
-            (_, Completed) => MessageState::Completed,
-            (MessageType::Send, Running) => MessageState::Accepted,
-            (MessageType::Send, Ready) => MessageState::Buffered,
-            (MessageType::Send, Failed | Cancelled | NotAccepted | Suspended) => {
-                MessageState::Rejected
-            }
-            (MessageType::Receive, Ready | Running | Suspended) => MessageState::Waiting,
-            (MessageType::Receive, Failed | Cancelled | NotAccepted) => MessageState::Cancelled,
-        }
-    }
-}
+/// A message's type, status, state label and failure reason: the enums every layer uses.
+pub use workflow_types::{FailureReason, MessageState, MessageStatus, MessageType};
 
 /// [`MessageState::of`] in SQL, over `m`: written from the rule, not beside it.
 fn state_sql() -> String {

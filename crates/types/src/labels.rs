@@ -1,13 +1,19 @@
-//! Enums stored as text: each label is written once, in the enum's declaration; rows decode
-//! into the enum (a label the code does not know is an error, not a guess), and statements
-//! bind the enum.
+//! Enums whose values are text labels (stored in text columns, sent on the wire, kept in the
+//! engine's JSON): each label is written once, in the enum's declaration.
 
-/// Declares `pub enum $name` whose variants are stored as the given labels, with `as_str`,
-/// `parse`, `ALL`, `LABELS` and its sqlx text encoding.
+/// Declares `pub enum $name` whose values are the given labels, with `ALL`, `LABELS`,
+/// `as_str`, `parse`, `Display`, serde as the label, the sqlx text encoding (feature `sqlx`;
+/// decoding an unknown label is an error, not a guess), and the macro `$labels!(Variant)`
+/// that expands to the label as a literal, for SQL built with `concat!`.
 macro_rules! text_enum {
-    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $label:literal),+ $(,)? }) => {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident as $labels:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $label:literal),+ $(,)?
+        }
+    ) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name {
             $($(#[$vmeta])* $variant),+
         }
@@ -18,7 +24,7 @@ macro_rules! text_enum {
             /// Every label, in declaration order.
             pub const LABELS: &'static [&'static str] = &[$($label),+];
 
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $label),+
                 }
@@ -32,12 +38,34 @@ macro_rules! text_enum {
             }
         }
 
+        /// The label of a value of the enum of the same name, as a literal (for `concat!`).
+        #[macro_export]
+        macro_rules! $labels {
+            $(($variant) => { $label };)+
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
 
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let label = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                $name::parse(&label).ok_or_else(|| {
+                    serde::de::Error::unknown_variant(&label, $name::LABELS)
+                })
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
         impl sqlx::Type<sqlx::Postgres> for $name {
             fn type_info() -> sqlx::postgres::PgTypeInfo {
                 <&str as sqlx::Type<sqlx::Postgres>>::type_info()
@@ -48,6 +76,7 @@ macro_rules! text_enum {
             }
         }
 
+        #[cfg(feature = "sqlx")]
         impl<'r> sqlx::Decode<'r, sqlx::Postgres> for $name {
             fn decode(
                 value: sqlx::postgres::PgValueRef<'r>,
@@ -59,6 +88,7 @@ macro_rules! text_enum {
             }
         }
 
+        #[cfg(feature = "sqlx")]
         impl<'q> sqlx::Encode<'q, sqlx::Postgres> for $name {
             fn encode_by_ref(
                 &self,
