@@ -6,9 +6,10 @@
 //! modules are named here as they always were.
 
 pub use workflow_app::{
-    bpmn, config, connector, correlation, dmn, engine, expr, ids, python, services, store,
-    telemetry, tokens, workers, App, ConnectorJobGauges,
+    bpmn, config, connector, correlation, dmn, engine, expr, ids, python, services, telemetry,
+    tokens, workers, App, ConnectorJobGauges,
 };
 pub use workflow_http::api;
+pub use workflow_store as store;
 
 pub mod startup;

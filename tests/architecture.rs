@@ -5,16 +5,15 @@
 //! reaching the layers above it, and their manifests are checked here (the core names no IO
 //! crate, the workers nothing of the core, the store nothing of ours, the app no HTTP crate,
 //! the HTTP layer no SQL crate).
-//! Within a crate:
+//! The HTTP layer cannot name the store: its manifest has no SQL crate and the app names the
+//! store privately (checked here, since one `pub use` would open it again). Within a crate:
 //!
-//! - `api/` (HTTP, `crates/http`) does not reach the store (SQL): it talks to `services/`;
 //! - `tokens` (JWT keys, verification, minting) sits below both `api/` and `services/`.
 //!
 //! Every path is checked, not only `use` lines: `use crate::{store::Page}` is expanded, and
 //! a path written inline (`crate::store::Page::new(..)`, `sqlx::query(..)`, `#[tokio::test]`)
 //! counts as well. `self::` and `super::` are resolved against the file's module. Comments
-//! and string literals are ignored. One thing text cannot see is a re-export (`pub use
-//! crate::store::X` in services, then `services::X` in api): review catches those.
+//! and string literals are ignored.
 //!
 //! The failure lists every violation as `file:line: path (rule)`.
 
@@ -34,22 +33,13 @@ struct Rule {
     why: &'static str,
 }
 
-const RULES: &[Rule] = &[
-    Rule {
-        sources: "crates/http/src",
-        layers: &["api"],
-        forbidden_crates: &["workflow_store"],
-        forbidden_modules: &["store"],
-        why: "api/ talks to services/, never to the store",
-    },
-    Rule {
-        sources: "crates/app/src",
-        layers: &["tokens"],
-        forbidden_crates: &["workflow_store"],
-        forbidden_modules: &["services", "store", "workers"],
-        why: "token keys sit below api/ and services/, which both use them",
-    },
-];
+const RULES: &[Rule] = &[Rule {
+    sources: "crates/app/src",
+    layers: &["tokens"],
+    forbidden_crates: &["workflow_store"],
+    forbidden_modules: &["services", "store", "workers"],
+    why: "token keys sit below api/ and services/, which both use them",
+}];
 
 #[test]
 fn layers_only_reach_down() {
@@ -671,6 +661,29 @@ fn the_http_layer_runs_no_sql() {
             .iter()
             .any(|name| name == "sqlx" || name == "workflow-store"),
         "crates/http depends on {dependencies:?}"
+    );
+}
+
+/// The app keeps the store to itself: no `pub use` of it (nor of its rows) anywhere in the
+/// app, so the HTTP layer, which cannot depend on it, cannot reach it through the app either.
+#[test]
+fn the_app_does_not_hand_out_the_store() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/app/src");
+    let mut reexports = vec![];
+    for file in rust_files(&src) {
+        let text = code_only(&fs::read_to_string(&file).expect("a readable source file"));
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim_start();
+            let public = line.starts_with("pub use") || line.starts_with("pub type");
+            if public && (line.contains("store::") || line.contains("workflow_store")) {
+                reexports.push(format!("{}:{}: {line}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        reexports.is_empty(),
+        "the app hands out the store:\n{}",
+        reexports.join("\n")
     );
 }
 

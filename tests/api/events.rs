@@ -806,10 +806,11 @@ async fn a_parallel_start_event_starts_on_one_message_and_waits_for_the_other() 
 /// second waits for the first's instance lock, then finds the timer gone and does nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_timer_fired_by_two_transactions_fires_once() {
+    use workflow_backend::ids::InstanceId;
     use workflow_backend::services::UnitOfWork;
     let app = spawn_app_without_workers().await;
     upload_ok(&app, "timers/hour", "h.bpmn", &waits_an_hour("hour")).await;
-    let id = start_ok(&app, "timers/hour", &json!({})).await;
+    let id = InstanceId(start_ok(&app, "timers/hour", &json!({})).await);
     let timer: i64 = sqlx::query_scalar("SELECT id FROM timers")
         .fetch_one(&app.pool)
         .await
@@ -830,7 +831,7 @@ async fn a_timer_fired_by_two_transactions_fires_once() {
         !second.await.unwrap(),
         "the second transaction fired it again"
     );
-    let shown = show(&app, id).await;
+    let shown = show(&app, id.0).await;
     let ends = shown["tasks"]
         .as_array()
         .unwrap()

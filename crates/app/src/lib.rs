@@ -5,7 +5,9 @@
 //! on top of it (docs/architecture.md).
 
 pub use workflow_core::{bpmn, correlation, dmn, engine, expr};
-pub use workflow_store as store;
+// The store's rows stay inside: use cases answer with their own types, so a column change
+// never reaches the HTTP contract (the compiler holds it: no crate above names the store).
+use workflow_store as store;
 
 mod app;
 pub mod config;

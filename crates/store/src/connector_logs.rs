@@ -2,12 +2,12 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
+use workflow_types::{InstanceId, TaskGuid};
 
 pub async fn insert(
     conn: &mut PgConnection,
-    instance_id: i64,
-    task_guid: Uuid,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
     lines: &[String],
 ) -> sqlx::Result<()> {
     if lines.is_empty() {
@@ -28,7 +28,7 @@ pub async fn insert(
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LogLine {
     pub id: i64,
-    pub task_guid: Uuid,
+    pub task_guid: TaskGuid,
     pub line: String,
     pub created_at: DateTime<Utc>,
 }
@@ -36,7 +36,7 @@ pub struct LogLine {
 /// A page of an instance's lines, oldest first.
 pub async fn of_instance(
     pool: &PgPool,
-    instance_id: i64,
+    instance_id: InstanceId,
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<LogLine>> {
@@ -52,7 +52,11 @@ pub async fn of_instance(
 }
 
 /// How many lines an instance has, counted up to `up_to`.
-pub async fn count_of_instance(pool: &PgPool, instance_id: i64, up_to: i64) -> sqlx::Result<i64> {
+pub async fn count_of_instance(
+    pool: &PgPool,
+    instance_id: InstanceId,
+    up_to: i64,
+) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM connector_logs \
          WHERE process_instance_id = $1 LIMIT $2) AS counted",

@@ -4,14 +4,14 @@ use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
-use uuid::Uuid;
+use workflow_types::{task_state, InstanceId, InstanceStatus, TaskGuid, TaskState};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct InstanceRow {
-    pub id: i64,
+    pub id: InstanceId,
     pub process_model_identifier: String,
     pub process_id: String,
-    pub status: String,
+    pub status: InstanceStatus,
     pub data: Json<Value>,
     pub correlations: Json<Value>,
     pub internal: Json<Value>,
@@ -35,12 +35,12 @@ pub struct LockedInstance {
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TaskRow {
-    pub guid: Uuid,
+    pub guid: TaskGuid,
     pub element_id: String,
     pub element_type: String,
     pub name: Option<String>,
-    pub state: String,
-    pub scope: Option<Uuid>,
+    pub state: TaskState,
+    pub scope: Option<TaskGuid>,
     pub data: Option<Json<Value>>,
     pub retries_attempted: i32,
     pub retry_at: Option<DateTime<Utc>>,
@@ -59,19 +59,20 @@ pub async fn insert(
 ) -> sqlx::Result<InstanceRow> {
     sqlx::query_as(
         "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status, started_by) \
-         VALUES ($1, $2, $3, 'running', $4) RETURNING id, process_model_identifier, process_id, status, \
+         VALUES ($1, $2, $3, $4, $5) RETURNING id, process_model_identifier, process_id, status, \
          data, correlations, internal, error, model_version, created_at, updated_at",
     )
     .bind(process_model_identifier)
     .bind(model_version)
     .bind(process_id)
+    .bind(InstanceStatus::Running)
     .bind(started_by)
     .fetch_one(conn)
     .await
 }
 
 /// Who started an instance (None: no token subject started it).
-pub async fn started_by(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<String>> {
+pub async fn started_by(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar("SELECT started_by FROM process_instances WHERE id = $1")
         .bind(id)
         .fetch_optional(conn)
@@ -80,7 +81,11 @@ pub async fn started_by(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option
 }
 
 /// The model versions of the processes the instance calls from other models.
-pub async fn set_callees(conn: &mut PgConnection, id: i64, callees: &Value) -> sqlx::Result<()> {
+pub async fn set_callees(
+    conn: &mut PgConnection,
+    id: InstanceId,
+    callees: &Value,
+) -> sqlx::Result<()> {
     sqlx::query("UPDATE process_instances SET callees = $2 WHERE id = $1")
         .bind(id)
         .bind(Json(callees))
@@ -90,7 +95,7 @@ pub async fn set_callees(conn: &mut PgConnection, id: i64, callees: &Value) -> s
 }
 
 /// `SELECT ... FOR UPDATE`: every step of an instance holds its row lock.
-pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<LockedInstance>> {
+pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(
         "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
          error, model_version, created_at, updated_at, live_tasks, callees \
@@ -101,7 +106,7 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Locke
     .await
 }
 
-pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<InstanceRow>> {
+pub async fn find(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<InstanceRow>> {
     sqlx::query_as(
         "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
          error, model_version, created_at, updated_at FROM process_instances WHERE id = $1",
@@ -112,8 +117,8 @@ pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Insta
 }
 
 pub struct InstanceUpdate<'a> {
-    pub id: i64,
-    pub status: &'a str,
+    pub id: InstanceId,
+    pub status: InstanceStatus,
     pub data: &'a Value,
     pub correlations: &'a Value,
     pub internal: &'a Value,
@@ -154,7 +159,10 @@ pub async fn update(
     .await
 }
 
-pub async fn all_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<Vec<TaskRow>> {
+pub async fn all_tasks(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+) -> sqlx::Result<Vec<TaskRow>> {
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
          retry_at, created_at, updated_at, process_id FROM tasks WHERE process_instance_id = $1 \
@@ -168,15 +176,16 @@ pub async fn all_tasks(conn: &mut PgConnection, instance_id: i64) -> sqlx::Resul
 /// The newest task of an instance at `element_id` that failed (ERROR).
 pub async fn last_failed_task(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
     element_id: &str,
 ) -> sqlx::Result<Option<TaskRow>> {
-    sqlx::query_as(
+    sqlx::query_as(concat!(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
          retry_at, created_at, updated_at, process_id FROM tasks \
-         WHERE process_instance_id = $1 AND element_id = $2 AND state = 'ERROR' \
-         ORDER BY seq DESC LIMIT 1",
-    )
+         WHERE process_instance_id = $1 AND element_id = $2 AND state = '",
+        task_state!(Error),
+        "' ORDER BY seq DESC LIMIT 1"
+    ))
     .bind(instance_id)
     .bind(element_id)
     .fetch_optional(conn)
@@ -185,8 +194,8 @@ pub async fn last_failed_task(
 
 pub async fn task(
     conn: &mut PgConnection,
-    instance_id: i64,
-    guid: Uuid,
+    instance_id: InstanceId,
+    guid: TaskGuid,
 ) -> sqlx::Result<Option<TaskRow>> {
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
@@ -205,7 +214,7 @@ pub async fn task(
 pub async fn list(
     conn: &mut PgConnection,
     process_model_identifier: Option<&str>,
-    status: Option<&str>,
+    status: Option<InstanceStatus>,
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<InstanceRow>> {
@@ -230,7 +239,7 @@ pub async fn list(
 pub async fn count(
     conn: &mut PgConnection,
     process_model_identifier: Option<&str>,
-    status: Option<&str>,
+    status: Option<InstanceStatus>,
     up_to: i64,
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
@@ -246,7 +255,7 @@ pub async fn count(
 }
 
 /// How often a service task's call has been retried.
-pub async fn retries_attempted(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<i32> {
+pub async fn retries_attempted(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<i32> {
     Ok(
         sqlx::query_scalar("SELECT retries_attempted FROM tasks WHERE guid = $1")
             .bind(task_guid)
@@ -260,7 +269,7 @@ pub async fn retries_attempted(conn: &mut PgConnection, task_guid: Uuid) -> sqlx
 /// READY with the instance); returns when it is due.
 pub async fn schedule_retry(
     conn: &mut PgConnection,
-    task_guid: Uuid,
+    task_guid: TaskGuid,
     delay: std::time::Duration,
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
@@ -275,7 +284,7 @@ pub async fn schedule_retry(
 }
 
 /// The model an instance runs, if the instance exists.
-pub async fn model_of(pool: &sqlx::PgPool, id: i64) -> sqlx::Result<Option<String>> {
+pub async fn model_of(pool: &sqlx::PgPool, id: InstanceId) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar("SELECT process_model_identifier FROM process_instances WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
@@ -286,7 +295,7 @@ pub async fn model_of(pool: &sqlx::PgPool, id: i64) -> sqlx::Result<Option<Strin
 /// checked that the version can carry its live tasks).
 pub async fn set_model_version(
     conn: &mut PgConnection,
-    id: i64,
+    id: InstanceId,
     model_version: &str,
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
-use uuid::Uuid;
+use workflow_types::{InstanceId, TaskGuid};
 
 pub const CONNECTOR_CALL: &str = "connector_call";
 
@@ -15,8 +15,8 @@ pub const JOBS_CHANNEL: &str = "workflow_backend_jobs";
 /// `traceparent`: the trace the call continues, when the step that scheduled it is traced.
 pub async fn enqueue_connector_call(
     conn: &mut PgConnection,
-    instance_id: i64,
-    task_guid: Uuid,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
     run_at: Option<DateTime<Utc>>,
     traceparent: Option<&str>,
 ) -> sqlx::Result<()> {
@@ -69,8 +69,8 @@ pub async fn count_waiting(pool: &PgPool, up_to: i64) -> sqlx::Result<i64> {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Job {
     pub id: i64,
-    pub process_instance_id: i64,
-    pub task_guid: Uuid,
+    pub process_instance_id: InstanceId,
+    pub task_guid: TaskGuid,
     /// Times the job has been leased since it was scheduled, this lease included: above 1, an
     /// earlier dispatcher took it and never recorded an answer.
     pub leases: i32,
@@ -95,7 +95,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Resu
     .await
 }
 
-pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
+pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM jobs WHERE task_guid = $1")
         .bind(task_guid)
         .execute(conn)
@@ -103,7 +103,10 @@ pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::
     Ok(())
 }
 
-pub async fn cancel_for_instance(conn: &mut PgConnection, instance_id: i64) -> sqlx::Result<()> {
+pub async fn cancel_for_instance(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1")
         .bind(instance_id)
         .execute(conn)
@@ -116,7 +119,7 @@ pub async fn cancel_for_instance(conn: &mut PgConnection, instance_id: i64) -> s
 /// is given back by [`requeue`] instead of being applied.
 pub async fn hold_of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
     held: bool,
 ) -> sqlx::Result<()> {
     // released calls wake the dispatchers, as new ones do
@@ -135,7 +138,7 @@ pub async fn hold_of_instance(
 
 /// A leased call of a suspended instance goes back to wait for the resume, to be made then
 /// (its lease does not count: nothing was lost).
-pub async fn requeue(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
+pub async fn requeue(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
     sqlx::query("UPDATE jobs SET locked_until = NULL, leases = 0 WHERE task_guid = $1")
         .bind(task_guid)
         .execute(conn)

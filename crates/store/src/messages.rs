@@ -5,6 +5,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
 use uuid::Uuid;
+use workflow_types::{
+    failure_reason, instance_status, message_status, message_type, InstanceId, MessageId, TaskGuid,
+};
 
 /// A message's type, status, state label and failure reason: the enums every layer uses.
 pub use workflow_types::{FailureReason, MessageState, MessageStatus, MessageType};
@@ -30,19 +33,19 @@ fn state_sql() -> String {
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MessageRow {
-    pub id: i64,
+    pub id: MessageId,
     pub name: String,
     pub message_type: MessageType,
     pub status: MessageStatus,
     pub payload: Option<Json<Value>>,
     pub correlation_keys: Json<Value>,
     pub correlation_key: String,
-    pub process_instance_id: Option<i64>,
+    pub process_instance_id: Option<InstanceId>,
     pub process_model_identifier: Option<String>,
-    pub task_guid: Option<Uuid>,
+    pub task_guid: Option<TaskGuid>,
     pub message_instance_uuid: Option<Uuid>,
     pub expires_at: Option<DateTime<Utc>>,
-    pub counterpart_id: Option<i64>,
+    pub counterpart_id: Option<MessageId>,
     pub failure_cause: Option<String>,
     pub failure_reason: Option<FailureReason>,
     pub created_by: Option<String>,
@@ -57,8 +60,8 @@ pub struct NewMessage<'a> {
     pub payload: Option<&'a Value>,
     pub correlation_keys: &'a Value,
     pub correlation_key: &'a str,
-    pub process_instance_id: Option<i64>,
-    pub task_guid: Option<Uuid>,
+    pub process_instance_id: Option<InstanceId>,
+    pub task_guid: Option<TaskGuid>,
     pub message_instance_uuid: Option<Uuid>,
     pub ttl_seconds: Option<i64>,
     pub created_by: Option<&'a str>,
@@ -66,7 +69,10 @@ pub struct NewMessage<'a> {
 
 /// Inserts a message. With a uuid that is already taken it returns `None` (after waiting for
 /// the transaction that took it to finish, as `ON CONFLICT` does).
-pub async fn insert(conn: &mut PgConnection, m: &NewMessage<'_>) -> sqlx::Result<Option<i64>> {
+pub async fn insert(
+    conn: &mut PgConnection,
+    m: &NewMessage<'_>,
+) -> sqlx::Result<Option<MessageId>> {
     sqlx::query_scalar(
         "INSERT INTO message_instances (name, message_type, status, payload, correlation_keys, \
          correlation_key, process_instance_id, task_guid, message_instance_uuid, expires_at, created_by) \
@@ -93,17 +99,17 @@ pub async fn insert(conn: &mut PgConnection, m: &NewMessage<'_>) -> sqlx::Result
 /// Where a sent message went, to be stored.
 pub struct SendRecord<'a> {
     /// The row claimed up front for an idempotency key; `None` inserts the message now.
-    pub id: Option<i64>,
+    pub id: Option<MessageId>,
     pub name: &'a str,
     pub payload: &'a Value,
     pub status: MessageStatus,
     pub correlation_keys: &'a Value,
     pub correlation_key: &'a str,
     /// The sender (engine-thrown), else the instance it started or was delivered to.
-    pub process_instance_id: Option<i64>,
-    pub task_guid: Option<Uuid>,
+    pub process_instance_id: Option<InstanceId>,
+    pub task_guid: Option<TaskGuid>,
     /// The receive it completed: both rows then point at each other.
-    pub receive_id: Option<i64>,
+    pub receive_id: Option<MessageId>,
     pub failure_cause: Option<&'a str>,
     pub failure_reason: Option<FailureReason>,
     pub ttl_seconds: Option<i64>,
@@ -114,25 +120,25 @@ pub struct SendRecord<'a> {
 
 /// Stores a routed send, and completes the receive it went to (each pointing at the
 /// other), in one statement. Returns its id.
-pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<i64> {
+pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<MessageId> {
     let query = match r.id {
         None => sqlx::query_scalar(
-            "WITH sent AS ( \
+            concat!("WITH sent AS ( \
                  INSERT INTO message_instances (name, message_type, status, payload, \
                      correlation_keys, correlation_key, process_instance_id, task_guid, \
                      counterpart_id, failure_cause, expires_at, created_by, failure_reason) \
-                 VALUES ($1, 'send', $2, $3, $4, $5, $6, $7, $8, $10, \
+                 VALUES ($1, '", message_type!(Send), "', $2, $3, $4, $5, $6, $7, $8, $10, \
                      CASE WHEN $9::bigint IS NULL THEN NULL \
                           ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11, $14) \
                  RETURNING id), \
-             receive AS (UPDATE message_instances SET status = 'completed', \
+             receive AS (UPDATE message_instances SET status = '", message_status!(Completed), "', \
                  counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
              keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
                  SELECT $1, k, (SELECT id FROM sent) FROM unnest($13::text[]) AS k) \
-             SELECT id FROM sent",
+             SELECT id FROM sent"),
         ),
         Some(_) => sqlx::query_scalar(
-            "WITH sent AS ( \
+            concat!("WITH sent AS ( \
                  UPDATE message_instances SET status = $2, payload = $3, correlation_keys = $4, \
                      correlation_key = $5, process_instance_id = COALESCE(process_instance_id, $6), \
                      task_guid = COALESCE(task_guid, $7), counterpart_id = $8, failure_cause = $10, \
@@ -141,11 +147,11 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                           ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, \
                      created_by = COALESCE(created_by, $11), updated_at = now() \
                  WHERE id = $12 AND name = $1 RETURNING id), \
-             receive AS (UPDATE message_instances SET status = 'completed', \
+             receive AS (UPDATE message_instances SET status = '", message_status!(Completed), "', \
                  counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
              keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
                  SELECT $1, k, (SELECT id FROM sent) FROM unnest($13::text[]) AS k) \
-             SELECT id FROM sent",
+             SELECT id FROM sent"),
         ),
     };
     query
@@ -160,7 +166,7 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
         .bind(r.ttl_seconds)
         .bind(r.failure_cause)
         .bind(r.created_by)
-        .bind(r.id.unwrap_or_default())
+        .bind(r.id.map_or(0, |id| id.0))
         .bind(r.buffer_keys)
         .bind(r.failure_reason)
         .fetch_one(conn)
@@ -169,9 +175,9 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct WaitingReceive {
-    pub id: i64,
-    pub process_instance_id: i64,
-    pub task_guid: Uuid,
+    pub id: MessageId,
+    pub process_instance_id: InstanceId,
+    pub task_guid: TaskGuid,
 }
 
 /// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids).
@@ -182,7 +188,7 @@ pub struct WaitingReceive {
 /// a scan of every instance, kept for the connection's life (issue 16: one correlation in
 /// ten took 4 ms on 2,000 instances). A locking subquery is never flattened into a join, so
 /// the instance is always one primary-key probe.
-pub const LOCK_OLDEST_WAITING_RECEIVE: &str =
+pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
     "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
              pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
              pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
@@ -191,11 +197,16 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str =
              FROM unnest($2::text[]) AS k(key) \
              CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
                  FROM message_instances \
-                 WHERE name = $1 AND message_type = 'receive' AND status = 'ready' \
+                 WHERE name = $1 AND message_type = '",
+    message_type!(Receive),
+    "' AND status = '",
+    message_status!(Ready),
+    "' \
                    AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) m \
              ORDER BY m.id LIMIT 1) r \
          CROSS JOIN LATERAL (SELECT * FROM process_instances \
-             WHERE id = r.process_instance_id FOR UPDATE) pi";
+             WHERE id = r.process_instance_id FOR UPDATE) pi"
+);
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key), other
 /// than `excluded`, with its instance row locked (`FOR UPDATE`, waiting for a step in another
@@ -205,12 +216,12 @@ pub async fn lock_oldest_waiting_receive(
     conn: &mut PgConnection,
     name: &str,
     keys: &[String],
-    excluded: &[i64],
+    excluded: &[MessageId],
 ) -> sqlx::Result<Option<(WaitingReceive, LockedInstance)>> {
     #[derive(sqlx::FromRow)]
     struct Found {
-        receive_id: i64,
-        receive_task_guid: Uuid,
+        receive_id: MessageId,
+        receive_task_guid: TaskGuid,
         #[sqlx(flatten)]
         instance: LockedInstance,
     }
@@ -232,50 +243,56 @@ pub async fn lock_oldest_waiting_receive(
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct BufferedSend {
-    pub id: i64,
+    pub id: MessageId,
     pub payload: Option<Json<Value>>,
 }
 
 /// The claim of a buffered send around `$candidate`, the query choosing it ($1 name,
 /// $2 expected key, $3 receive id, $4 instance id).
 macro_rules! claim_buffered_send {
-    ($candidate:literal) => {
+    ($($candidate:tt)+) => {
         concat!(
-            "WITH claimed AS ( \
-                 UPDATE message_instances SET status = 'completed', counterpart_id = $3, \
+            concat!("WITH claimed AS ( \
+                 UPDATE message_instances SET status = '", message_status!(Completed), "', counterpart_id = $3, \
                      process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
-                 WHERE id = (",
-            $candidate,
-            ") AND status = 'ready' \
+                 WHERE id = ("),
+            $($candidate)+,
+            concat!(") AND status = '", message_status!(Ready), "' \
                  RETURNING id, payload), \
              unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM claimed)) \
-             SELECT id, payload FROM claimed"
+             SELECT id, payload FROM claimed")
         )
     };
 }
 
 /// [`claim_buffered_send`] for a receive that expects nothing: the oldest buffered send of the
 /// name.
-pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(
+pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(concat!(
     "SELECT id FROM message_instances \
-     WHERE name = $1 AND message_type = 'send' AND status = 'ready' \
+     WHERE name = $1 AND message_type = '",
+    message_type!(Send),
+    "' AND status = '",
+    message_status!(Ready),
+    "' \
        AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::text IS NOT NULL \
      ORDER BY id LIMIT 1 FOR UPDATE"
-);
+));
 
 /// [`claim_buffered_send`] for a receive that expects values: the keys' sends by primary key,
 /// an array, so no plan joins by scanning the buffer, and no `message_type` condition, so no
 /// partial index over every buffered send is usable either (keys only ever name sends). A key
 /// whose send was claimed or expired meanwhile is filtered here.
-pub const CLAIM_BUFFERED_SEND_BY_KEY: &str = claim_buffered_send!(
+pub const CLAIM_BUFFERED_SEND_BY_KEY: &str = claim_buffered_send!(concat!(
     "SELECT id FROM message_instances \
      WHERE id = ANY (ARRAY(SELECT send_id FROM buffered_send_keys \
                            WHERE name = $1 AND correlation_key = $2 \
                            ORDER BY send_id LIMIT 100)) \
-       AND status = 'ready' \
+       AND status = '",
+    message_status!(Ready),
+    "' \
        AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
      ORDER BY id LIMIT 1 FOR UPDATE"
-);
+));
 
 /// Claims the oldest buffered, unexpired send of `name` whose values match `expected` (equal on
 /// every expected property; the send may have more), marking it delivered to the receive
@@ -290,8 +307,8 @@ pub async fn claim_buffered_send(
     conn: &mut PgConnection,
     name: &str,
     expected_key: &str,
-    receive_id: i64,
-    instance_id: i64,
+    receive_id: MessageId,
+    instance_id: InstanceId,
 ) -> sqlx::Result<Option<BufferedSend>> {
     let sql = if expected_key == "{}" {
         CLAIM_ANY_BUFFERED_SEND
@@ -310,13 +327,15 @@ pub async fn claim_buffered_send(
 /// Points a receive at the send that completed it.
 pub async fn complete_receive(
     conn: &mut PgConnection,
-    receive_id: i64,
-    send_id: i64,
+    receive_id: MessageId,
+    send_id: MessageId,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE message_instances SET status = 'completed', counterpart_id = $2, updated_at = now() \
-         WHERE id = $1",
-    )
+    sqlx::query(concat!(
+        "UPDATE message_instances SET status = '",
+        message_status!(Completed),
+        "', counterpart_id = $2, updated_at = now() \
+         WHERE id = $1"
+    ))
     .bind(receive_id)
     .bind(send_id)
     .execute(conn)
@@ -326,21 +345,39 @@ pub async fn complete_receive(
 
 /// The correlation key of a receive that still waits (None once it is completed or
 /// cancelled).
-pub async fn receive_key(conn: &mut PgConnection, receive_id: i64) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+pub async fn receive_key(
+    conn: &mut PgConnection,
+    receive_id: MessageId,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(concat!(
         "SELECT correlation_key FROM message_instances \
-         WHERE id = $1 AND message_type = 'receive' AND status = 'ready'",
-    )
+         WHERE id = $1 AND message_type = '",
+        message_type!(Receive),
+        "' AND status = '",
+        message_status!(Ready),
+        "'"
+    ))
     .bind(receive_id)
     .fetch_optional(conn)
     .await
 }
 
-pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
-         WHERE task_guid = $1 AND message_type = 'receive' AND status IN ('ready', 'suspended')",
-    )
+pub async fn cancel_receives_of_task(
+    conn: &mut PgConnection,
+    task_guid: TaskGuid,
+) -> sqlx::Result<()> {
+    sqlx::query(concat!(
+        "UPDATE message_instances SET status = '",
+        message_status!(Cancelled),
+        "', updated_at = now() \
+         WHERE task_guid = $1 AND message_type = '",
+        message_type!(Receive),
+        "' AND status IN ('",
+        message_status!(Ready),
+        "', '",
+        message_status!(Suspended),
+        "')"
+    ))
     .bind(task_guid)
     .execute(conn)
     .await?;
@@ -349,10 +386,14 @@ pub async fn cancel_receives_of_task(conn: &mut PgConnection, task_guid: Uuid) -
 
 /// How many receives wait for this message name (for the refusal's explanation).
 pub async fn count_waiting_receives(conn: &mut PgConnection, name: &str) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
+    sqlx::query_scalar(concat!(
         "SELECT count(*) FROM message_instances \
-         WHERE name = $1 AND message_type = 'receive' AND status = 'ready'",
-    )
+         WHERE name = $1 AND message_type = '",
+        message_type!(Receive),
+        "' AND status = '",
+        message_status!(Ready),
+        "'"
+    ))
     .bind(name)
     .fetch_one(conn)
     .await
@@ -365,14 +406,18 @@ pub async fn instance_with_values(
     conn: &mut PgConnection,
     name: &str,
     values: &serde_json::Value,
-) -> sqlx::Result<Option<(i64, String)>> {
-    sqlx::query_as(
+) -> sqlx::Result<Option<(InstanceId, String)>> {
+    sqlx::query_as(concat!(
         "SELECT pi.id, pi.status FROM process_instances pi \
-         WHERE pi.correlations @> $2 AND pi.status NOT IN ('complete', 'terminated') \
+         WHERE pi.correlations @> $2 AND pi.status NOT IN ('",
+        instance_status!(Complete),
+        "', '",
+        instance_status!(Terminated),
+        "') \
            AND EXISTS (SELECT 1 FROM correlation_retrievals r WHERE r.message_name = $1 \
                        AND r.process_model_identifier = pi.process_model_identifier) \
-         ORDER BY pi.id LIMIT 1",
-    )
+         ORDER BY pi.id LIMIT 1"
+    ))
     .bind(name)
     .bind(sqlx::types::Json(values))
     .fetch_optional(conn)
@@ -381,13 +426,21 @@ pub async fn instance_with_values(
 
 pub async fn cancel_receives_of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE message_instances SET status = 'cancelled', updated_at = now() \
-         WHERE process_instance_id = $1 AND message_type = 'receive' \
-           AND status IN ('ready', 'suspended')",
-    )
+    sqlx::query(concat!(
+        "UPDATE message_instances SET status = '",
+        message_status!(Cancelled),
+        "', updated_at = now() \
+         WHERE process_instance_id = $1 AND message_type = '",
+        message_type!(Receive),
+        "' \
+           AND status IN ('",
+        message_status!(Ready),
+        "', '",
+        message_status!(Suspended),
+        "')"
+    ))
     .bind(instance_id)
     .execute(conn)
     .await?;
@@ -398,12 +451,18 @@ pub async fn cancel_receives_of_instance(
 /// of waiting receives passes them by) until it is resumed.
 pub async fn suspend_receives_of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE message_instances SET status = 'suspended', updated_at = now() \
-         WHERE process_instance_id = $1 AND message_type = 'receive' AND status = 'ready'",
-    )
+    sqlx::query(concat!(
+        "UPDATE message_instances SET status = '",
+        message_status!(Suspended),
+        "', updated_at = now() \
+         WHERE process_instance_id = $1 AND message_type = '",
+        message_type!(Receive),
+        "' AND status = '",
+        message_status!(Ready),
+        "'"
+    ))
     .bind(instance_id)
     .execute(conn)
     .await?;
@@ -413,8 +472,8 @@ pub async fn suspend_receives_of_instance(
 /// A receive of a resumed instance, waiting again.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ResumedReceive {
-    pub id: i64,
-    pub task_guid: Uuid,
+    pub id: MessageId,
+    pub task_guid: TaskGuid,
     pub name: String,
     pub correlation_key: String,
 }
@@ -423,15 +482,21 @@ pub struct ResumedReceive {
 /// in the buffer for what arrived meanwhile).
 pub async fn resume_receives_of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
 ) -> sqlx::Result<Vec<ResumedReceive>> {
-    sqlx::query_as(
-        "WITH resumed AS (UPDATE message_instances SET status = 'ready', updated_at = now() \
-             WHERE process_instance_id = $1 AND message_type = 'receive' AND status = 'suspended' \
+    sqlx::query_as(concat!(
+        "WITH resumed AS (UPDATE message_instances SET status = '",
+        message_status!(Ready),
+        "', updated_at = now() \
+             WHERE process_instance_id = $1 AND message_type = '",
+        message_type!(Receive),
+        "' AND status = '",
+        message_status!(Suspended),
+        "' \
              RETURNING id, task_guid, name, correlation_key) \
          SELECT id, task_guid, name, correlation_key FROM resumed \
-         WHERE task_guid IS NOT NULL ORDER BY id",
-    )
+         WHERE task_guid IS NOT NULL ORDER BY id"
+    ))
     .bind(instance_id)
     .fetch_all(conn)
     .await
@@ -459,7 +524,7 @@ const MESSAGE_COLUMNS: &str = "m.id, m.name, m.message_type, m.status, m.payload
 const MESSAGE_FROM: &str =
     " FROM message_instances m LEFT JOIN process_instances pi ON pi.id = m.process_instance_id";
 
-pub async fn find(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<MessageRow>> {
+pub async fn find(conn: &mut PgConnection, id: MessageId) -> sqlx::Result<Option<MessageRow>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM} WHERE m.id = $1"
     )))
@@ -524,11 +589,11 @@ fn list_where() -> &'static str {
 /// Which messages a list shows; `None` is no filter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ListFilter<'a> {
-    pub process_instance_id: Option<i64>,
+    pub process_instance_id: Option<InstanceId>,
     pub name: Option<&'a str>,
-    pub status: Option<&'a str>,
-    pub message_type: Option<&'a str>,
-    pub state: Option<&'a str>,
+    pub status: Option<MessageStatus>,
+    pub message_type: Option<MessageType>,
+    pub state: Option<MessageState>,
 }
 
 /// `limit` message summaries from `offset`, newest first; a `None` filter is no filter.
@@ -586,19 +651,29 @@ pub async fn count(
 /// The sweep of [`expire_due`] ($1 now, $2 limit). The rows to expire, and then their keys,
 /// are taken as arrays of ids: as `IN (subquery)` joins, a generic plan (our sessions use them)
 /// hashes them against a sequential scan of the whole table on every sweep.
-pub const EXPIRE_DUE: &str = "WITH expired AS ( \
-         UPDATE message_instances SET status = 'cancelled', failure_cause = 'expired', \
-             failure_reason = 'expired', \
+pub const EXPIRE_DUE: &str = concat!(
+    "WITH expired AS ( \
+         UPDATE message_instances SET status = '",
+    message_status!(Cancelled),
+    "', failure_cause = 'expired', \
+             failure_reason = '",
+    failure_reason!(Expired),
+    "', \
              updated_at = now() \
          WHERE id = ANY (ARRAY(SELECT id FROM message_instances \
-                               WHERE status = 'ready' AND expires_at IS NOT NULL \
+                               WHERE status = '",
+    message_status!(Ready),
+    "' AND expires_at IS NOT NULL \
                                  AND expires_at <= $1 \
                                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)) \
-           AND status = 'ready' \
+           AND status = '",
+    message_status!(Ready),
+    "' \
          RETURNING id), \
      unkeyed AS (DELETE FROM buffered_send_keys \
                  WHERE send_id = ANY (ARRAY(SELECT id FROM expired))) \
-     SELECT count(*) FROM expired";
+     SELECT count(*) FROM expired"
+);
 
 /// Marks up to `limit` buffered messages whose time to live had passed at `now`; returns how
 /// many. `now` is a parameter, so the expiry index bounds the scan (`clock_timestamp()` is
@@ -618,10 +693,12 @@ pub async fn expire_due(
 
 /// When the next buffered message expires (the first entry of the expiry index).
 pub async fn next_expiry(conn: &mut PgConnection) -> sqlx::Result<Option<DateTime<Utc>>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar(concat!(
         "SELECT expires_at FROM message_instances \
-         WHERE status = 'ready' AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
-    )
+         WHERE status = '",
+        message_status!(Ready),
+        "' AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1"
+    ))
     .fetch_optional(conn)
     .await
 }

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
+use workflow_types::instance_status;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ModelRow {
@@ -332,14 +333,14 @@ pub async fn versions_in_use(
     identifier: &str,
 ) -> sqlx::Result<Vec<VersionInUse>> {
     sqlx::query_as(
-        "SELECT pi.model_version AS version_sha, count(*) AS live_instances, \
+        concat!("SELECT pi.model_version AS version_sha, count(*) AS live_instances, \
              min(v.created_at) AS created_at \
          FROM process_instances pi \
          LEFT JOIN process_model_versions v ON v.process_model_identifier = pi.process_model_identifier \
              AND v.version_sha = pi.model_version \
          WHERE pi.process_model_identifier = $1 \
-           AND pi.status NOT IN ('complete', 'terminated') \
-         GROUP BY pi.model_version ORDER BY min(v.created_at) NULLS FIRST",
+           AND pi.status NOT IN ('", instance_status!(Complete), "', '", instance_status!(Terminated), "') \
+         GROUP BY pi.model_version ORDER BY min(v.created_at) NULLS FIRST"),
     )
     .bind(identifier)
     .fetch_all(conn)
@@ -453,10 +454,14 @@ pub async fn without_process_definitions(
 /// How many instances of a model are not complete or terminated (an instance in error may be
 /// retried, a suspended one resumed: both still need the model).
 pub async fn count_live_instances(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
+    sqlx::query_scalar(concat!(
         "SELECT count(*) FROM process_instances \
-         WHERE process_model_identifier = $1 AND status NOT IN ('complete', 'terminated')",
-    )
+         WHERE process_model_identifier = $1 AND status NOT IN ('",
+        instance_status!(Complete),
+        "', '",
+        instance_status!(Terminated),
+        "')"
+    ))
     .bind(identifier)
     .fetch_one(conn)
     .await

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
-use uuid::Uuid;
+use workflow_types::{InstanceId, TaskGuid};
 
 /// Woken when a timer is written: a worker sleeping until a later timer looks again.
 pub const TIMERS_CHANNEL: &str = "workflow_backend_timers";
@@ -13,8 +13,8 @@ pub const TIMERS_CHANNEL: &str = "workflow_backend_timers";
 /// when the transaction commits.
 pub async fn insert(
     conn: &mut PgConnection,
-    instance_id: i64,
-    task_guid: Uuid,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
     element_id: &str,
     due_at: DateTime<Utc>,
 ) -> sqlx::Result<()> {
@@ -35,7 +35,7 @@ pub async fn insert(
     Ok(())
 }
 
-pub async fn delete_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
+pub async fn delete_for_task(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM timers WHERE task_guid = $1")
         .bind(task_guid)
         .execute(conn)
@@ -46,7 +46,7 @@ pub async fn delete_for_task(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::
 /// An instance that stopped early (error, terminated): its timers and signal waits go.
 pub async fn delete_waits_of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
 ) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM timers WHERE process_instance_id = $1")
         .bind(instance_id)
@@ -62,7 +62,7 @@ pub async fn delete_waits_of_instance(
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DueTimer {
     pub id: i64,
-    pub process_instance_id: i64,
+    pub process_instance_id: InstanceId,
     pub due_at: DateTime<Utc>,
 }
 
@@ -104,7 +104,7 @@ pub async fn claim_transaction(
 
 /// Takes a timer for firing (the transaction holds its instance's lock): its task, or None
 /// when it is gone (fired by another worker, or cancelled by a step).
-pub async fn take(conn: &mut PgConnection, timer_id: i64) -> sqlx::Result<Option<Uuid>> {
+pub async fn take(conn: &mut PgConnection, timer_id: i64) -> sqlx::Result<Option<TaskGuid>> {
     sqlx::query_scalar("DELETE FROM timers WHERE id = $1 RETURNING task_guid")
         .bind(timer_id)
         .fetch_optional(conn)
@@ -115,7 +115,7 @@ pub async fn take(conn: &mut PgConnection, timer_id: i64) -> sqlx::Result<Option
 /// meanwhile fires at once, and the workers are woken to look.
 pub async fn hold_of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
     held: bool,
 ) -> sqlx::Result<()> {
     sqlx::query(
@@ -144,7 +144,7 @@ pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
 
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
 pub struct PendingTimer {
-    pub task_guid: Uuid,
+    pub task_guid: TaskGuid,
     pub element_id: String,
     pub due_at: DateTime<Utc>,
 }
@@ -152,7 +152,7 @@ pub struct PendingTimer {
 /// An instance's pending timers, soonest first.
 pub async fn of_instance(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
 ) -> sqlx::Result<Vec<PendingTimer>> {
     sqlx::query_as(
         "SELECT task_guid, element_id, due_at FROM timers WHERE process_instance_id = $1 \
@@ -165,8 +165,8 @@ pub async fn of_instance(
 
 pub async fn wait_for_signal(
     conn: &mut PgConnection,
-    instance_id: i64,
-    task_guid: Uuid,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
     signal_name: &str,
 ) -> sqlx::Result<()> {
     sqlx::query(
@@ -181,7 +181,7 @@ pub async fn wait_for_signal(
     Ok(())
 }
 
-pub async fn cancel_signal_wait(conn: &mut PgConnection, task_guid: Uuid) -> sqlx::Result<()> {
+pub async fn cancel_signal_wait(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM signal_waits WHERE task_guid = $1")
         .bind(task_guid)
         .execute(conn)
@@ -193,8 +193,8 @@ pub async fn cancel_signal_wait(conn: &mut PgConnection, task_guid: Uuid) -> sql
 pub async fn instances_waiting_for_signal(
     conn: &mut PgConnection,
     signal_name: &str,
-    except: Option<i64>,
-) -> sqlx::Result<Vec<i64>> {
+    except: Option<InstanceId>,
+) -> sqlx::Result<Vec<InstanceId>> {
     sqlx::query_scalar(
         "SELECT DISTINCT process_instance_id FROM signal_waits \
          WHERE signal_name = $1 AND process_instance_id IS DISTINCT FROM $2 \
@@ -210,7 +210,7 @@ pub async fn instances_waiting_for_signal(
 /// was there. None left means another delivery of this signal reached it first.
 pub async fn take_signal_waits(
     conn: &mut PgConnection,
-    instance_id: i64,
+    instance_id: InstanceId,
     signal_name: &str,
 ) -> sqlx::Result<bool> {
     let taken =

@@ -44,6 +44,14 @@ macro_rules! text_enum {
             $(($variant) => { $label };)+
         }
 
+        impl $crate::Labelled for $name {
+            const LABELS: &'static [&'static str] = $name::LABELS;
+
+            fn parse(label: &str) -> Option<$name> {
+                $name::parse(label)
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())

@@ -9,6 +9,13 @@ pub mod ids;
 pub mod states;
 
 pub use ids::{InstanceId, MessageId, TaskGuid};
+
+/// An enum of text labels (see the state enums): what a caller needs to read one from text.
+pub trait Labelled: Sized + Copy {
+    /// Every label, in declaration order.
+    const LABELS: &'static [&'static str];
+    fn parse(label: &str) -> Option<Self>;
+}
 pub use states::{
     FailureReason, InstanceStatus, MessageState, MessageStatus, MessageType, TaskState,
 };

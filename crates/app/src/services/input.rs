@@ -14,6 +14,7 @@
 use super::{Error, Result};
 use crate::services::ErrorCode;
 use serde_json::Value;
+use workflow_types::Labelled;
 
 pub use workflow_core::expr::storable::{keep_floats, storage_problem, MAX_JSON_DEPTH};
 
@@ -95,6 +96,12 @@ pub fn check_choice(value: Option<&str>, parameter: &str, allowed: &[&str]) -> R
         .with_extra(serde_json::json!({ "parameter": parameter, "allowed": allowed }))),
         _ => Ok(()),
     }
+}
+
+/// A list filter's value as one of a state enum's labels (400 `invalid_query` naming them).
+pub fn choice<T: Labelled>(value: Option<&str>, parameter: &str) -> Result<Option<T>> {
+    check_choice(value, parameter, T::LABELS)?;
+    Ok(value.and_then(T::parse))
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 use super::unit_of_work::Applied;
 pub use super::unit_of_work::InstanceOutcome;
 use super::{retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
-use crate::engine::{EngineError, Event, InstanceStatus};
+use crate::engine::{EngineError, Event, InstanceStatus, TaskState};
 pub use crate::ids::{InstanceId, ModelId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store::{self, instances::InstanceRow, instances::TaskRow};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 use sqlx::PgPool;
-use uuid::Uuid;
 
 /// Creates an instance of the model's primary process and runs it to its wait states.
 /// `actor` (a token's subject) is the current user of the scripts that run.
@@ -49,8 +49,8 @@ pub async fn complete_task(
     retry_transaction!(complete_task_once(
         pool,
         cache,
-        instance_id.0,
-        task_guid.0,
+        instance_id,
+        task_guid,
         data,
         actor
     ))
@@ -59,8 +59,8 @@ pub async fn complete_task(
 async fn complete_task_once(
     pool: &PgPool,
     cache: &ModelCache,
-    instance_id: i64,
-    task_guid: Uuid,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
     data: &Map<String, Value>,
     actor: &str,
 ) -> Result<InstanceOutcome> {
@@ -70,7 +70,7 @@ async fn complete_task_once(
         return Err(super::lifecycle::suspended(instance_id));
     }
     let event = Event::CompleteTask {
-        task_guid,
+        task_guid: task_guid.0,
         data: data.clone(),
     };
     if let Applied::Refused(refused) = uow.apply(instance_id, event).await? {
@@ -88,13 +88,13 @@ pub async fn migrate(
     instance_id: InstanceId,
     target_version: Option<&str>,
 ) -> Result<Migrated> {
-    retry_transaction!(migrate_once(pool, cache, instance_id.0, target_version))
+    retry_transaction!(migrate_once(pool, cache, instance_id, target_version))
 }
 
 async fn migrate_once(
     pool: &PgPool,
     cache: &ModelCache,
-    id: i64,
+    id: InstanceId,
     target_version: Option<&str>,
 ) -> Result<Migrated> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
@@ -115,7 +115,7 @@ async fn migrate_once(
 /// was on. A complete or terminated instance does not move.
 pub(super) async fn move_instance(
     uow: &mut UnitOfWork<'_>,
-    id: i64,
+    id: InstanceId,
     target_version: Option<&str>,
 ) -> Result<String> {
     let model = uow
@@ -183,8 +183,8 @@ pub struct Migrated {
 /// (`not_waiting`) or no task of this instance at all.
 async fn task_refusal(
     uow: &mut UnitOfWork<'_>,
-    instance_id: i64,
-    task_guid: Uuid,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
     refused: EngineError,
 ) -> Result<Error> {
     let known = uow.stored_task(instance_id, task_guid).await?;
@@ -204,28 +204,121 @@ async fn task_refusal(
 }
 
 /// The outcome of a stored instance (a message replayed to the instance it reached).
-pub fn outcome_of_row(row: &InstanceRow) -> InstanceOutcome {
+pub fn outcome_of_row(row: InstanceRow) -> InstanceOutcome {
+    let instance = Instance::from(row);
     InstanceOutcome {
-        id: row.id,
-        process_model_identifier: row.process_model_identifier.clone(),
-        model_version: row.model_version.clone(),
-        process_id: row.process_id.clone(),
-        status: row.status.clone(),
-        error: row.error.as_ref().map(|e| e.0.clone()),
-        data: row.data.0.clone(),
-        created_at: row.created_at,
-        updated_at: row.updated_at,
+        id: instance.id,
+        process_model_identifier: instance.process_model_identifier,
+        model_version: instance.model_version,
+        process_id: instance.process_id,
+        status: instance.status,
+        error: instance.error,
+        data: instance.data,
+        created_at: instance.created_at,
+        updated_at: instance.updated_at,
     }
 }
 
-/// A process instance as stored.
-pub type Instance = InstanceRow;
+/// The states an instance and its tasks are in (the enums every layer uses).
+pub mod states {
+    pub use crate::engine::{InstanceStatus, TaskState};
+}
+
+/// A process instance as stored (a list shows it with empty `data`, `correlations` and
+/// `internal`).
+#[derive(Debug, Clone)]
+pub struct Instance {
+    pub id: InstanceId,
+    pub process_model_identifier: String,
+    pub process_id: String,
+    pub status: InstanceStatus,
+    pub data: Value,
+    pub correlations: Value,
+    /// The engine's bookkeeping (its data objects are shown).
+    pub internal: Value,
+    /// `{element_id, message, error_code, file}` when it is in error.
+    pub error: Option<Value>,
+    /// The version of its model it runs on.
+    pub model_version: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<InstanceRow> for Instance {
+    fn from(row: InstanceRow) -> Instance {
+        Instance {
+            id: row.id,
+            process_model_identifier: row.process_model_identifier,
+            process_id: row.process_id,
+            status: row.status,
+            data: row.data.0,
+            correlations: row.correlations.0,
+            internal: row.internal.0,
+            error: row.error.map(|error| error.0),
+            model_version: row.model_version,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
 
 /// A task of an instance as stored.
-pub type StoredTask = TaskRow;
+#[derive(Debug, Clone)]
+pub struct StoredTask {
+    pub guid: TaskGuid,
+    pub element_id: String,
+    /// The BPMN element's type (`userTask`, ...).
+    pub element_type: String,
+    pub name: Option<String>,
+    pub state: TaskState,
+    /// The subprocess (or call, or multi-instance) task it runs in.
+    pub scope: Option<TaskGuid>,
+    /// A failed task's `{error_code, message}`.
+    pub data: Option<Value>,
+    pub retries_attempted: i32,
+    pub retry_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The process its element belongs to (None for tasks stored before it was recorded).
+    pub process_id: Option<String>,
+}
+
+impl From<TaskRow> for StoredTask {
+    fn from(row: TaskRow) -> StoredTask {
+        StoredTask {
+            guid: row.guid,
+            element_id: row.element_id,
+            element_type: row.element_type,
+            name: row.name,
+            state: row.state,
+            scope: row.scope,
+            data: row.data.map(|data| data.0),
+            retries_attempted: row.retries_attempted,
+            retry_at: row.retry_at,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            process_id: row.process_id,
+        }
+    }
+}
 
 /// A timer of an instance that has not fired.
-pub type PendingTimer = store::timers::PendingTimer;
+#[derive(Debug, Clone)]
+pub struct PendingTimer {
+    pub task_guid: TaskGuid,
+    pub element_id: String,
+    pub due_at: DateTime<Utc>,
+}
+
+impl From<store::timers::PendingTimer> for PendingTimer {
+    fn from(row: store::timers::PendingTimer) -> PendingTimer {
+        PendingTimer {
+            task_guid: row.task_guid,
+            element_id: row.element_id,
+            due_at: row.due_at,
+        }
+    }
+}
 
 /// An instance with every task and its pending timers, read from one snapshot.
 pub struct InstanceDetail {
@@ -238,7 +331,6 @@ pub struct InstanceDetail {
 
 /// An instance with its status, data, error and every task.
 pub async fn show(pool: &PgPool, cache: &ModelCache, id: InstanceId) -> Result<InstanceDetail> {
-    let id = id.0;
     // one snapshot for the row and its tasks, so a step committing in between is seen whole
     let mut conn = pool.begin().await?;
     store::read_only_snapshot(&mut conn).await?;
@@ -262,9 +354,9 @@ pub async fn show(pool: &PgPool, cache: &ModelCache, id: InstanceId) -> Result<I
         .map(|process| process.file.clone());
     Ok(InstanceDetail {
         process_file_name,
-        instance,
-        tasks,
-        pending_timers,
+        instance: instance.into(),
+        tasks: tasks.into_iter().map(StoredTask::from).collect(),
+        pending_timers: pending_timers.into_iter().map(PendingTimer::from).collect(),
     })
 }
 
@@ -278,7 +370,7 @@ pub struct InstancePage {
 #[derive(Debug, Clone, Copy)]
 pub struct InstanceFilter<'a> {
     pub process_model_identifier: Option<&'a str>,
-    pub status: Option<&'a str>,
+    pub status: Option<InstanceStatus>,
 }
 
 /// One page of instances (lists show them without their data), newest first.
@@ -301,13 +393,12 @@ pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Res
     .await?;
     Ok(InstancePage {
         pagination: page.pagination_of(total, rows.len()),
-        results: rows,
+        results: rows.into_iter().map(Instance::from).collect(),
     })
 }
 
 /// The model of an instance, for authorisation before a step (`None`: no such instance).
 pub async fn model_of(pool: &PgPool, id: InstanceId) -> Result<Option<String>> {
-    let id = id.0;
     Ok(store::instances::model_of(pool, id).await?)
 }
 

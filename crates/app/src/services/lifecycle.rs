@@ -43,7 +43,7 @@ impl Command {
     }
 
     /// Why an instance with `status` cannot take the command, if it cannot.
-    fn refusal(self, id: i64, status: InstanceStatus) -> Option<Error> {
+    fn refusal(self, id: InstanceId, status: InstanceStatus) -> Option<Error> {
         let is = status.as_str();
         match (self, status) {
             (_, InstanceStatus::Complete) | (Command::Suspend, InstanceStatus::Terminated) => {
@@ -84,7 +84,7 @@ pub async fn run(
     command: Command,
     actor: &str,
 ) -> Result<InstanceOutcome> {
-    retry_transaction!(run_once(pool, cache, id.0, command, actor, None))
+    retry_transaction!(run_once(pool, cache, id, command, actor, None))
 }
 
 /// Retries an instance in error after moving it to `target_version` of its model, in one
@@ -100,7 +100,7 @@ pub async fn retry_on_version(
     retry_transaction!(run_once(
         pool,
         cache,
-        id.0,
+        id,
         Command::Retry,
         actor,
         Some(target_version)
@@ -110,7 +110,7 @@ pub async fn retry_on_version(
 async fn run_once(
     pool: &PgPool,
     cache: &ModelCache,
-    id: i64,
+    id: InstanceId,
     command: Command,
     actor: &str,
     target_version: Option<&str>,
@@ -147,7 +147,7 @@ async fn run_once(
 
 /// The engine refused what the status check let through: only a retry of an error that no
 /// task caused can get here.
-fn refusal_of_engine(id: i64, command: Command, refused: EngineError) -> Error {
+fn refusal_of_engine(id: InstanceId, command: Command, refused: EngineError) -> Error {
     let code = match command {
         Command::Retry => ErrorCode::NothingToRetry,
         _ => ErrorCode::ProcessInstanceFinished,
@@ -156,7 +156,7 @@ fn refusal_of_engine(id: i64, command: Command, refused: EngineError) -> Error {
 }
 
 /// 409 `process_instance_suspended`: a task completion or callback for a suspended instance.
-pub fn suspended(id: i64) -> Error {
+pub fn suspended(id: InstanceId) -> Error {
     Error::refused(
         ErrorCode::ProcessInstanceSuspended,
         format!("process instance {id} is suspended: resume it first"),

@@ -4,8 +4,10 @@ use super::unit_of_work::{Committed, OutgoingMessage, RetrievalFailure, Routed, 
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::correlation::CorrelationValues;
 pub use crate::ids::MessageId;
+use crate::ids::{InstanceId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -151,7 +153,7 @@ async fn claim_uuid(
     uow: &mut UnitOfWork<'_>,
     request: &SendRequest,
     uuid: Uuid,
-) -> Result<Option<i64>> {
+) -> Result<Option<MessageId>> {
     uow.claim_message_uuid(&NewMessage {
         name: &request.name,
         message_type: store::messages::MessageType::Send,
@@ -175,13 +177,13 @@ fn send_answer(
     routed: Routed,
     buffered: Option<MessageRow>,
     values: &CorrelationValues,
-    send_id: i64,
+    send_id: MessageId,
 ) -> Result<SendAnswer> {
     let answer = match &routed {
         Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => committed
             .answer(*instance_id)
             .map(|outcome| SendAnswer::Instance(Box::new(outcome))),
-        Routed::Buffered => buffered.map(|row| SendAnswer::Buffered(Box::new(row))),
+        Routed::Buffered => buffered.map(|row| SendAnswer::Buffered(Box::new(row.into()))),
         Routed::NotAccepted { .. } => None,
     };
     match (routed, answer) {
@@ -213,8 +215,8 @@ fn not_accepted(
     cause: String,
     reason: Option<FailureReason>,
     values: &Value,
-    message_id: i64,
-    early_for: Option<i64>,
+    message_id: MessageId,
+    early_for: Option<InstanceId>,
 ) -> Error {
     let label = reason.map(FailureReason::as_str);
     let mut extra = json!({ "message_instance_id": message_id, "reason": label });
@@ -280,7 +282,7 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
     }
     match (row.status, row.process_instance_id) {
         (MessageStatus::Completed, Some(_)) => instance
-            .map(|row| SendAnswer::Instance(Box::new(instances::outcome_of_row(&row))))
+            .map(|row| SendAnswer::Instance(Box::new(instances::outcome_of_row(row))))
             .ok_or_else(|| {
                 Error::Internal(anyhow::anyhow!(
                     "message {} points at a missing instance",
@@ -294,21 +296,75 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
             row.id,
             None,
         )),
-        _ => Ok(SendAnswer::Buffered(Box::new(row))),
+        _ => Ok(SendAnswer::Buffered(Box::new(row.into()))),
     }
 }
 
 /// A message instance: a send or a receive, as stored.
-pub type Message = MessageRow;
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: MessageId,
+    pub name: String,
+    pub message_type: MessageType,
+    pub status: MessageStatus,
+    /// A send's payload (None for a receive, and in lists).
+    pub payload: Option<Value>,
+    /// A send's correlation values, or what a receive expects.
+    pub correlation_keys: Value,
+    pub correlation_key: String,
+    /// The instance that sent or waits for it, or that a send reached.
+    pub process_instance_id: Option<InstanceId>,
+    pub process_model_identifier: Option<String>,
+    pub task_guid: Option<TaskGuid>,
+    pub message_instance_uuid: Option<Uuid>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The receive a send completed, or the send a receive took.
+    pub counterpart_id: Option<MessageId>,
+    pub failure_cause: Option<String>,
+    pub failure_reason: Option<FailureReason>,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<MessageRow> for Message {
+    fn from(row: MessageRow) -> Message {
+        Message {
+            id: row.id,
+            name: row.name,
+            message_type: row.message_type,
+            status: row.status,
+            payload: row.payload.map(|payload| payload.0),
+            correlation_keys: row.correlation_keys.0,
+            correlation_key: row.correlation_key,
+            process_instance_id: row.process_instance_id,
+            process_model_identifier: row.process_model_identifier,
+            task_guid: row.task_guid,
+            message_instance_uuid: row.message_instance_uuid,
+            expires_at: row.expires_at,
+            counterpart_id: row.counterpart_id,
+            failure_cause: row.failure_cause,
+            failure_reason: row.failure_reason,
+            created_by: row.created_by,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
 
 /// A message as lists show it: without its payload and correlation values, with
 /// `correlation_key` and `failure_cause` cut (`truncated` says so).
-pub type MessageSummary = store::messages::MessageSummary;
+#[derive(Debug, Clone)]
+pub struct MessageSummary {
+    pub message: Message,
+    pub truncated: bool,
+}
 
 pub async fn find(pool: &PgPool, id: MessageId) -> Result<Message> {
     let mut conn = pool.acquire().await?;
-    store::messages::find(&mut conn, id.0)
+    store::messages::find(&mut conn, id)
         .await?
+        .map(Message::from)
         .ok_or_else(|| {
             Error::refused(
                 ErrorCode::MessageInstanceNotFound,
@@ -323,20 +379,46 @@ pub struct MessagePage {
     pub pagination: super::Pagination,
 }
 
-/// Which messages a list shows (`state`: a label of [`MessageState`]); `None` is no filter.
-pub type MessageFilter<'a> = store::messages::ListFilter<'a>;
+/// Which messages a list shows; `None` is no filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MessageFilter<'a> {
+    pub process_instance_id: Option<InstanceId>,
+    pub name: Option<&'a str>,
+    pub status: Option<MessageStatus>,
+    pub message_type: Option<MessageType>,
+    pub state: Option<MessageState>,
+}
+
+impl<'a> MessageFilter<'a> {
+    fn stored(&self) -> store::messages::ListFilter<'a> {
+        store::messages::ListFilter {
+            process_instance_id: self.process_instance_id,
+            name: self.name,
+            status: self.status,
+            message_type: self.message_type,
+            state: self.state,
+        }
+    }
+}
 
 /// A message's type, status, state label and failure reason, each label written once.
-pub use store::messages::{FailureReason, MessageState, MessageStatus, MessageType};
+pub use workflow_types::{FailureReason, MessageState, MessageStatus, MessageType};
 
 /// One page of message summaries, newest first.
 pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<MessagePage> {
     let mut conn = pool.acquire().await?;
-    let rows = store::messages::list(&mut conn, filter, page.limit(), page.offset()).await?;
-    let total = store::messages::count(&mut conn, filter, page.count_up_to()).await?;
+    let filter = filter.stored();
+    let rows = store::messages::list(&mut conn, &filter, page.limit(), page.offset()).await?;
+    let total = store::messages::count(&mut conn, &filter, page.count_up_to()).await?;
     Ok(MessagePage {
         pagination: page.pagination_of(total, rows.len()),
-        results: rows,
+        results: rows
+            .into_iter()
+            .map(|summary| MessageSummary {
+                message: summary.row.into(),
+                truncated: summary.truncated,
+            })
+            .collect(),
     })
 }
 

@@ -4,6 +4,7 @@
 //! replicas reach each waiting task once.
 
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
+use crate::ids::InstanceId;
 use serde_json::Value;
 use sqlx::PgPool;
 
@@ -12,8 +13,8 @@ use sqlx::PgPool;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SignalAnswer {
     pub signal_name: String,
-    pub delivered_to: Vec<i64>,
-    pub started: Vec<i64>,
+    pub delivered_to: Vec<InstanceId>,
+    pub started: Vec<InstanceId>,
 }
 
 /// Sends the signal with its payload (null for none): a catch whose signal names a

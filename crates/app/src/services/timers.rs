@@ -5,6 +5,7 @@
 
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
 use crate::engine::Cycle;
+use crate::ids::InstanceId;
 use crate::store::{self, timers::DueTimer};
 use crate::telemetry::traces::{KeyValue, SpanScope, Traces};
 use chrono::{DateTime, Utc};
@@ -72,7 +73,7 @@ pub async fn fire_due(
     let firing = due.into_iter().map(|timer| async move {
         let span = SpanScope::start(traces, None, "timer fired", || {
             vec![
-                KeyValue::new("workflow.instance.id", timer.process_instance_id),
+                KeyValue::new("workflow.instance.id", timer.process_instance_id.0),
                 KeyValue::new("workflow.timer.id", timer.id),
             ]
         });
@@ -92,7 +93,7 @@ pub async fn fire_due(
             Ok(false) => {}
             Err(e) => {
                 round.failed += 1;
-                tracing::error!(timer = timer.id, instance = timer.process_instance_id, error = %e, "a due timer could not fire; it is tried again when its lease runs out");
+                tracing::error!(timer = timer.id, instance = timer.process_instance_id.0, error = %e, "a due timer could not fire; it is tried again when its lease runs out");
             }
         }
     }
@@ -109,7 +110,7 @@ async fn fire_start(
     model: &str,
     start_event_id: &str,
     now: DateTime<Utc>,
-) -> Result<Option<i64>> {
+) -> Result<Option<InstanceId>> {
     let mut unit = UnitOfWork::begin(pool, cache).await?;
     let Some(timer) = unit
         .lock_due_start_timer(model, start_event_id, now)
@@ -157,7 +158,7 @@ async fn fire_start(
     tracing::debug!(
         model,
         start_event = start_event_id,
-        instance = id,
+        instance = id.0,
         "timer start event fired"
     );
     Ok(Some(id))
@@ -171,7 +172,7 @@ async fn fire(pool: &PgPool, cache: &ModelCache, timer: &DueTimer) -> Result<boo
         let late_ms = (Utc::now() - timer.due_at).num_milliseconds();
         tracing::debug!(
             timer = timer.id,
-            instance = timer.process_instance_id,
+            instance = timer.process_instance_id.0,
             late_ms,
             "timer fired"
         );

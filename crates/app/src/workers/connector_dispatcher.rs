@@ -125,11 +125,11 @@ where
     match tokio::spawn(run).await {
         Ok(Ok(())) => JobEnd::Done,
         Ok(Err(e)) => {
-            tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %e, "connector job failed");
+            tracing::error!(job = job.id, instance = job.process_instance_id.0, task = %job.task_guid, error = %e, "connector job failed");
             JobEnd::Failed
         }
         Err(panic) => {
-            tracing::error!(job = job.id, instance = job.process_instance_id, task = %job.task_guid, error = %panic, "connector job panicked; it counts as a failed attempt");
+            tracing::error!(job = job.id, instance = job.process_instance_id.0, task = %job.task_guid, error = %panic, "connector job panicked; it counts as a failed attempt");
             if let Err(e) = crate::store::jobs::release(&state.pool, job.id).await {
                 tracing::warn!(job = job.id, error = %e, "cannot give back a panicked job; its lease will run out");
             }

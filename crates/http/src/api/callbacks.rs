@@ -69,7 +69,7 @@ impl From<service_tasks::CallbackAnswer> for CallbackAnswer {
             CallbackDone::ErrorHandled => wire.status = CallbackStatus::ErrorHandled,
             CallbackDone::RetryScheduled(retry) => {
                 wire.status = CallbackStatus::RetryScheduled;
-                wire.task_guid = Some(answer.task_guid);
+                wire.task_guid = Some(answer.task_guid.0);
                 wire.retry_at = Some(retry.retry_at);
                 wire.retries_attempted = Some(retry.retries_attempted);
                 wire.retries_remaining = Some(retry.max_retries as i32 - retry.retries_attempted);
@@ -102,7 +102,7 @@ impl From<ConnectorLogLine> for ConnectorLogAnswer {
     fn from(line: ConnectorLogLine) -> ConnectorLogAnswer {
         ConnectorLogAnswer {
             id: line.id,
-            task_guid: line.task_guid,
+            task_guid: line.task_guid.0,
             line: line.line,
             created_at: line.created_at,
         }
@@ -184,9 +184,9 @@ async fn authorize_callback(
     task_guid: Option<Uuid>,
 ) -> Result<InstanceId, ApiError> {
     let id = instance.parse().map(InstanceId).ok();
-    let holds_task_token = id
-        .zip(task_guid)
-        .is_some_and(|(id, guid)| principal.allows(&service_tasks::callback_scope(id.0, guid)));
+    let holds_task_token = id.zip(task_guid).is_some_and(|(id, guid)| {
+        principal.allows(&service_tasks::callback_scope(id, TaskGuid(guid)))
+    });
     let model = match id {
         Some(id) => services::instances::model_of(&state.pool, id).await?,
         None => None,

@@ -4,6 +4,7 @@ use super::auth::Principal;
 use super::display;
 use super::error::{ApiError, Problem};
 use super::process_instances::InstanceAnswer;
+use crate::ids::InstanceId;
 use crate::services::messages::{self as stored, SendAnswer, SendRequest};
 use crate::services::ErrorCode;
 use crate::services::{self, input};
@@ -199,19 +200,19 @@ pub struct MessageSummary {
 
 fn fields_of(row: &services::messages::Message) -> MessageFields {
     MessageFields {
-        id: row.id,
+        id: row.id.0,
         name: row.name.clone(),
         message_type: row.message_type.into(),
         status: row.status.into(),
         state: stored::MessageState::of(row.message_type, row.status).into(),
         correlation_key: row.correlation_key.clone(),
-        process_instance_id: row.process_instance_id,
+        process_instance_id: row.process_instance_id.map(|id| id.0),
         process_model_identifier: row.process_model_identifier.clone(),
-        task_guid: row.task_guid,
+        task_guid: row.task_guid.map(|guid| guid.0),
         message_instance_uuid: row.message_instance_uuid,
         expires_at: row.expires_at,
         expires_at_in_seconds: row.expires_at.map(|t| t.timestamp()),
-        counterpart_id: row.counterpart_id,
+        counterpart_id: row.counterpart_id.map(|id| id.0),
         failure_cause: row.failure_cause.clone(),
         failure_reason: row.failure_reason.map(FailureReason::from),
         created_by: row.created_by.clone(),
@@ -224,14 +225,14 @@ fn fields_of(row: &services::messages::Message) -> MessageFields {
 
 impl From<&services::messages::Message> for MessageInstance {
     fn from(row: &services::messages::Message) -> MessageInstance {
-        let mut payload = row.payload.as_ref().map(|p| p.0.clone());
+        let mut payload = row.payload.clone();
         if let Some(payload) = &mut payload {
             display::untag(payload);
         }
         MessageInstance {
             fields: fields_of(row),
             payload,
-            correlation_keys: row.correlation_keys.0.clone(),
+            correlation_keys: row.correlation_keys.clone(),
         }
     }
 }
@@ -315,7 +316,7 @@ pub async fn send_message(
         SendAnswer::Instance(outcome) => {
             traces::annotate_current(|| {
                 vec![
-                    KeyValue::new("workflow.instance.id", outcome.id),
+                    KeyValue::new("workflow.instance.id", outcome.id.0),
                     KeyValue::new(
                         "workflow.process_model",
                         outcome.process_model_identifier.clone(),
@@ -385,19 +386,16 @@ pub async fn list_messages(
     query: web::Query<MessageListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require("instances:read:*")?;
-    let status = super::filter(&query.status);
-    let message_type = super::filter(&query.message_type);
+    let status = input::choice(super::filter(&query.status), "status")?;
+    let message_type = input::choice(super::filter(&query.message_type), "message_type")?;
     let name = super::filter(&query.name);
-    let message_state = super::filter(&query.state);
-    input::check_choice(status, "status", stored::MessageStatus::LABELS)?;
-    input::check_choice(message_state, "state", stored::MessageState::LABELS)?;
-    input::check_choice(message_type, "message_type", stored::MessageType::LABELS)?;
+    let message_state = input::choice(super::filter(&query.state), "state")?;
     if let Some(name) = name {
         input::check_text(name, ErrorCode::InvalidQuery, "name", input::MAX_NAME_BYTES)?;
     }
     let page = services::Page::new(query.page, query.per_page)?;
     let filter = services::messages::MessageFilter {
-        process_instance_id: query.process_instance_id,
+        process_instance_id: query.process_instance_id.map(InstanceId),
         name,
         status,
         message_type,
@@ -409,7 +407,7 @@ pub async fn list_messages(
             .results
             .iter()
             .map(|summary| MessageSummary {
-                fields: fields_of(&summary.row),
+                fields: fields_of(&summary.message),
                 truncated: summary.truncated,
             })
             .collect(),

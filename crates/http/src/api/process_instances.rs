@@ -4,6 +4,7 @@ use super::auth::Principal;
 use super::display;
 use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
+use crate::services::instances::states as stored;
 use crate::services::instances::InstanceOutcome;
 use crate::services::instances::{Instance, InstanceDetail, InstanceId, StoredTask, TaskGuid};
 use crate::services::ErrorCode;
@@ -71,11 +72,11 @@ pub struct ProcessInstanceAnswer {
 impl From<&InstanceOutcome> for ProcessInstanceAnswer {
     fn from(outcome: &InstanceOutcome) -> ProcessInstanceAnswer {
         ProcessInstanceAnswer {
-            id: outcome.id,
+            id: outcome.id.0,
             process_model_identifier: outcome.process_model_identifier.clone(),
             process_model_version: outcome.model_version.clone(),
             process_id: outcome.process_id.clone(),
-            status: status_of(&outcome.status),
+            status: outcome.status.into(),
             error: outcome.error.as_ref().map(error_of),
             created_at: outcome.created_at,
             updated_at: outcome.updated_at,
@@ -83,8 +84,31 @@ impl From<&InstanceOutcome> for ProcessInstanceAnswer {
     }
 }
 
-fn status_of(status: &str) -> InstanceStatus {
-    serde_json::from_value(Value::String(status.to_string())).unwrap_or(InstanceStatus::Error)
+impl From<stored::InstanceStatus> for InstanceStatus {
+    fn from(status: stored::InstanceStatus) -> InstanceStatus {
+        match status {
+            stored::InstanceStatus::Running => InstanceStatus::Running,
+            stored::InstanceStatus::Waiting => InstanceStatus::Waiting,
+            stored::InstanceStatus::UserInputRequired => InstanceStatus::UserInputRequired,
+            stored::InstanceStatus::Complete => InstanceStatus::Complete,
+            stored::InstanceStatus::Error => InstanceStatus::Error,
+            stored::InstanceStatus::Suspended => InstanceStatus::Suspended,
+            stored::InstanceStatus::Terminated => InstanceStatus::Terminated,
+        }
+    }
+}
+
+impl From<stored::TaskState> for TaskStateAnswer {
+    fn from(state: stored::TaskState) -> TaskStateAnswer {
+        match state {
+            stored::TaskState::Ready => TaskStateAnswer::Ready,
+            stored::TaskState::Waiting => TaskStateAnswer::Waiting,
+            stored::TaskState::Started => TaskStateAnswer::Started,
+            stored::TaskState::Completed => TaskStateAnswer::Completed,
+            stored::TaskState::Error => TaskStateAnswer::Error,
+            stored::TaskState::Cancelled => TaskStateAnswer::Cancelled,
+        }
+    }
 }
 
 fn error_of(error: &Value) -> InstanceErrorAnswer {
@@ -129,12 +153,12 @@ pub struct MigratedAnswer {
 impl From<&Instance> for ProcessInstanceAnswer {
     fn from(row: &Instance) -> ProcessInstanceAnswer {
         ProcessInstanceAnswer {
-            id: row.id,
+            id: row.id.0,
             process_model_identifier: row.process_model_identifier.clone(),
             process_model_version: row.model_version.clone(),
             process_id: row.process_id.clone(),
-            status: status_of(&row.status),
-            error: row.error.as_ref().map(|e| error_of(&e.0)),
+            status: row.status.into(),
+            error: row.error.as_ref().map(error_of),
             created_at: row.created_at,
             updated_at: row.updated_at,
         }
@@ -170,15 +194,14 @@ pub struct TaskAnswer {
 impl From<&StoredTask> for TaskAnswer {
     fn from(task: &StoredTask) -> TaskAnswer {
         TaskAnswer {
-            guid: task.guid,
+            guid: task.guid.0,
             element_id: task.element_id.clone(),
             element_type: task.element_type.clone(),
             name: task.name.clone(),
-            state: serde_json::from_value(Value::String(task.state.clone()))
-                .unwrap_or(TaskStateAnswer::Error),
-            scope: task.scope,
+            state: task.state.into(),
+            scope: task.scope.map(|scope| scope.0),
             process_id: task.process_id.clone(),
-            data: task.data.as_ref().map(|d| shown(d.0.clone())),
+            data: task.data.clone().map(shown),
             retries_attempted: task.retries_attempted,
             retry_at: task.retry_at,
             created_at: task.created_at,
@@ -225,11 +248,10 @@ impl From<InstanceDetail> for ProcessInstanceDetail {
         ProcessInstanceDetail {
             instance: ProcessInstanceAnswer::from(row),
             process_file_name: detail.process_file_name.clone(),
-            data: shown(row.data.0.clone()),
-            correlations: shown(row.correlations.0.clone()),
+            data: shown(row.data.clone()),
+            correlations: shown(row.correlations.clone()),
             data_objects: shown(
                 row.internal
-                    .0
                     .get("data_objects")
                     .cloned()
                     .unwrap_or_else(|| Value::Object(Map::new())),
@@ -239,7 +261,7 @@ impl From<InstanceDetail> for ProcessInstanceDetail {
                 .pending_timers
                 .into_iter()
                 .map(|t| PendingTimerAnswer {
-                    task_guid: t.task_guid,
+                    task_guid: t.task_guid.0,
                     element_id: t.element_id,
                     due_at: t.due_at,
                 })
@@ -457,24 +479,11 @@ pub async fn list_instances(
         Some(m) => Some(services::models::identifier_from_url(m)?),
         None => None,
     };
-    let status = super::filter(&query.status);
     principal.require(&format!(
         "instances:read:{}",
         model.as_ref().map_or("*", |m| m.as_str())
     ))?;
-    input::check_choice(
-        status,
-        "status",
-        &[
-            "running",
-            "waiting",
-            "user_input_required",
-            "complete",
-            "error",
-            "suspended",
-            "terminated",
-        ],
-    )?;
+    let status = input::choice(super::filter(&query.status), "status")?;
     let page = services::Page::new(query.page, query.per_page)?;
     let filter = services::instances::InstanceFilter {
         process_model_identifier: model.as_ref().map(|m| m.as_str()),

@@ -52,7 +52,7 @@ impl From<&Model> for ModelAnswer {
             display_name: model.display_name.clone(),
             primary_file_name: model.primary_file_name.clone(),
             primary_process_id: model.primary_process_id.clone(),
-            summary: summary_shown(&model.summary.0),
+            summary: summary_shown(&model.summary),
             version_sha: model.version_sha.clone(),
             created_at: model.created_at,
             updated_at: model.updated_at,
@@ -138,7 +138,7 @@ impl From<ModelDetail> for ModelDetailAnswer {
     fn from(detail: ModelDetail) -> ModelDetailAnswer {
         let current = detail.model.version_sha.clone();
         ModelDetailAnswer {
-            warnings: warnings_of(&detail.model.summary.0),
+            warnings: warnings_of(&detail.model.summary),
             model: ModelAnswer::from(&detail.model),
             versions_in_use: detail
                 .versions_in_use

@@ -15,10 +15,52 @@ pub fn model_not_found(identifier: &str) -> Error {
 }
 
 /// A process model as stored (its current version).
-pub type Model = store::models::ModelRow;
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub identifier: String,
+    pub display_name: String,
+    pub primary_file_name: Option<String>,
+    pub primary_process_id: String,
+    /// What the upload found: processes, messages, warnings.
+    pub summary: serde_json::Value,
+    pub version_sha: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
 
-/// A version that live instances run on.
-pub type VersionInUse = store::models::VersionInUse;
+impl From<store::models::ModelRow> for Model {
+    fn from(row: store::models::ModelRow) -> Model {
+        Model {
+            identifier: row.identifier,
+            display_name: row.display_name,
+            primary_file_name: row.primary_file_name,
+            primary_process_id: row.primary_process_id,
+            summary: row.summary.0,
+            version_sha: row.version_sha,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+/// A version that live instances run on, and how many do.
+#[derive(Debug, Clone)]
+pub struct VersionInUse {
+    pub version_sha: String,
+    pub live_instances: i64,
+    /// When it was stored (None for a version stored before versions were kept).
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<store::models::VersionInUse> for VersionInUse {
+    fn from(row: store::models::VersionInUse) -> VersionInUse {
+        VersionInUse {
+            version_sha: row.version_sha,
+            live_instances: row.live_instances,
+            created_at: row.created_at,
+        }
+    }
+}
 
 /// A file of the current version.
 #[derive(Debug, Clone)]
@@ -45,7 +87,7 @@ pub async fn show(pool: &PgPool, identifier: &ModelId) -> Result<ModelDetail> {
     let files = store::models::files(&mut conn, identifier).await?;
     let versions_in_use = store::models::versions_in_use(&mut conn, identifier).await?;
     Ok(ModelDetail {
-        model,
+        model: model.into(),
         files: files
             .into_iter()
             .map(|f| ModelFile {
@@ -54,7 +96,10 @@ pub async fn show(pool: &PgPool, identifier: &ModelId) -> Result<ModelDetail> {
                 sha256: f.sha256,
             })
             .collect(),
-        versions_in_use,
+        versions_in_use: versions_in_use
+            .into_iter()
+            .map(VersionInUse::from)
+            .collect(),
     })
 }
 
@@ -146,6 +191,6 @@ pub async fn list(pool: &PgPool, page: Page) -> Result<ModelPage> {
     let total = store::models::count(&mut conn).await?;
     Ok(ModelPage {
         pagination: page.pagination_of(total, rows.len()),
-        results: rows,
+        results: rows.into_iter().map(Model::from).collect(),
     })
 }

@@ -8,7 +8,6 @@ use crate::ids::{InstanceId, TaskGuid};
 use crate::services::unit_of_work::Applied;
 use crate::services::{retry_transaction, Error, ErrorCode, Result, UnitOfWork};
 use serde_json::json;
-use uuid::Uuid;
 
 /// What a callback did.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +25,7 @@ pub enum CallbackDone {
 pub struct CallbackAnswer {
     pub process_instance_id: i64,
     pub process_model_identifier: String,
-    pub task_guid: Uuid,
+    pub task_guid: TaskGuid,
     pub done: CallbackDone,
 }
 
@@ -37,13 +36,13 @@ pub async fn callback(
     task_guid: TaskGuid,
     outcome: &CallbackOutcome,
 ) -> Result<CallbackAnswer> {
-    retry_transaction!(callback_once(ctx, id.0, task_guid.0, outcome))
+    retry_transaction!(callback_once(ctx, id, task_guid, outcome))
 }
 
 async fn callback_once(
     ctx: &ServiceTaskContext<'_>,
-    id: i64,
-    task_guid: Uuid,
+    id: InstanceId,
+    task_guid: TaskGuid,
     outcome: &CallbackOutcome,
 ) -> Result<CallbackAnswer> {
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
@@ -53,7 +52,7 @@ async fn callback_once(
         .unwrap_or_default()
         .to_string();
     let answer = |done| CallbackAnswer {
-        process_instance_id: id,
+        process_instance_id: id.0,
         process_model_identifier: model.clone(),
         task_guid,
         done,
@@ -89,7 +88,11 @@ async fn callback_once(
 /// task waits for one: `process_instance_cannot_be_found` (gone since the caller was
 /// authorised), `process_instance_suspended`, `callback_not_found` (no such task) or
 /// `not_waiting_for_callback`.
-async fn check_waiting(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> Result<()> {
+async fn check_waiting(
+    uow: &mut UnitOfWork<'_>,
+    id: InstanceId,
+    task_guid: TaskGuid,
+) -> Result<()> {
     if !uow.load(id).await? {
         return Err(instance_cannot_be_found(id));
     }
@@ -97,7 +100,7 @@ async fn check_waiting(uow: &mut UnitOfWork<'_>, id: i64, task_guid: Uuid) -> Re
         // the worker tries again later (it must not take a refusal as final: the task waits)
         return Err(crate::services::lifecycle::suspended(id));
     }
-    let waiting = uow.state(id).and_then(|s| s.task(task_guid)).map(|t| {
+    let waiting = uow.state(id).and_then(|s| s.task(task_guid.0)).map(|t| {
         t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started)
     });
     match waiting {
@@ -124,13 +127,13 @@ enum NextStep {
 /// The event a callback's outcome makes, or the retry it schedules.
 async fn next_step(
     uow: &mut UnitOfWork<'_>,
-    id: i64,
-    task_guid: Uuid,
+    id: InstanceId,
+    task_guid: TaskGuid,
     outcome: &CallbackOutcome,
 ) -> Result<NextStep> {
     Ok(match outcome {
         CallbackOutcome::Success { result, .. } => NextStep::Apply(Event::ServiceSucceeded {
-            task_guid,
+            task_guid: task_guid.0,
             result: result.clone(),
         }),
         CallbackOutcome::Failure {
@@ -145,7 +148,7 @@ async fn next_step(
                 }
             }
             NextStep::Apply(Event::ServiceFailed {
-                task_guid,
+                task_guid: task_guid.0,
                 error_code: error_code.clone(),
                 message: message.clone(),
             })
@@ -156,9 +159,9 @@ async fn next_step(
 /// `service_task_error`: the callback's failure was caught by no boundary, and the instance
 /// is in error.
 fn uncaught_failure(
-    id: i64,
+    id: InstanceId,
     model: &str,
-    task_guid: Uuid,
+    task_guid: TaskGuid,
     error: &crate::engine::InstanceError,
 ) -> Error {
     Error::refused(ErrorCode::ServiceTaskError, error.message.clone()).with_extra(json!({
@@ -171,7 +174,7 @@ fn uncaught_failure(
     }))
 }
 
-fn not_waiting(task_guid: Uuid) -> Error {
+fn not_waiting(task_guid: TaskGuid) -> Error {
     Error::refused(
         ErrorCode::NotWaitingForCallback,
         format!("task {task_guid} is not waiting for a callback"),
@@ -187,7 +190,7 @@ pub fn instance_cannot_be_found(id: impl std::fmt::Display) -> Error {
     )
 }
 
-fn callback_not_found(id: i64, task_guid: Uuid) -> Error {
+fn callback_not_found(id: InstanceId, task_guid: TaskGuid) -> Error {
     Error::refused(
         ErrorCode::CallbackNotFound,
         format!("process instance {id} has no service task {task_guid}"),

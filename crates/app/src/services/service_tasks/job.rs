@@ -25,7 +25,7 @@ pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
     let traceparent = job.traceparent.as_deref();
     let span = SpanScope::start(ctx.traces, traceparent, "connector job", || {
         vec![
-            KeyValue::new("workflow.instance.id", job.process_instance_id),
+            KeyValue::new("workflow.instance.id", job.process_instance_id.0),
             KeyValue::new("workflow.task.guid", job.task_guid.to_string()),
             KeyValue::new("workflow.job.lease", i64::from(job.leases)),
         ]
@@ -61,7 +61,7 @@ async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
         // The answer is in hand: never call the proxy again for it. Fail the task with the
         // cause; only if that cannot be written either does the lease run out.
         Err(e) if !e.is_unavailable() => {
-            tracing::error!(instance = job.process_instance_id, task = %job.task_guid, error = %e,
+            tracing::error!(instance = job.process_instance_id.0, task = %job.task_guid, error = %e,
                 "the connector's answer could not be recorded; failing the task");
             let cause = format!("the connector's answer could not be recorded: {e}");
             retry_transaction!(fail_job(ctx, job, &cause))
@@ -94,12 +94,12 @@ async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Resul
     let id = job.process_instance_id;
     if uow.load(id).await? {
         let event = Event::ServiceFailed {
-            task_guid: job.task_guid,
+            task_guid: job.task_guid.0,
             error_code: "connector_call_failed".into(),
             message: cause.to_string(),
         };
         if let Applied::Refused(refused) = uow.apply(id, event).await? {
-            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector job failure not applied");
+            tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector job failure not applied");
         }
     }
     uow.drop_connector_job(job.task_guid).await?;
@@ -124,7 +124,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
     }
     let ready = uow
         .state(id)
-        .and_then(|state| state.task(job.task_guid))
+        .and_then(|state| state.task(job.task_guid.0))
         .is_some_and(|t| t.state == TaskState::Ready);
     if !ready {
         uow.drop_connector_job(job.task_guid).await?;
@@ -214,7 +214,7 @@ async fn apply_outcome(
     if let Some(event) = outcome_event(&mut uow, job, operator_id, outcome).await? {
         if let Applied::Refused(refused) = uow.apply(id, event).await? {
             // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
-            tracing::debug!(instance = id, task = %job.task_guid, %refused, "connector outcome not applied");
+            tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector outcome not applied");
         }
         // done, or waiting for its callback: either way the call is no longer due
         uow.drop_connector_job(job.task_guid).await?;
@@ -232,14 +232,17 @@ async fn outcome_event(
     outcome: &Outcome,
 ) -> Result<Option<Event>> {
     let task_guid = job.task_guid;
+    let engine_guid = task_guid.0;
     Ok(match outcome {
         Outcome::Success {
             command_response, ..
         } => Some(Event::ServiceSucceeded {
-            task_guid,
+            task_guid: engine_guid,
             result: connector::result_with_operator(command_response.clone(), operator_id),
         }),
-        Outcome::Accepted { .. } => Some(Event::ServiceAccepted { task_guid }),
+        Outcome::Accepted { .. } => Some(Event::ServiceAccepted {
+            task_guid: engine_guid,
+        }),
         Outcome::CommandFailure {
             error_code,
             message,
@@ -257,7 +260,7 @@ async fn outcome_event(
                     .await?
                     .is_some();
             (!retried).then(|| Event::ServiceFailed {
-                task_guid,
+                task_guid: engine_guid,
                 error_code: error_code.clone(),
                 message: message.clone(),
             })

@@ -17,11 +17,11 @@ use super::unit_of_work::EvaluatedCall;
 use super::{ModelCache, Result, UnitOfWork};
 use crate::connector::{self, ConnectorClient};
 use crate::ids::InstanceId;
+use crate::ids::TaskGuid;
 use crate::store;
 use crate::telemetry::traces::Traces;
 use sqlx::PgPool;
 use std::time::Duration;
-use uuid::Uuid;
 
 /// What the dispatcher and the callback need besides the database.
 pub struct ServiceTaskContext<'a> {
@@ -38,13 +38,13 @@ pub struct ServiceTaskContext<'a> {
     pub traces: Option<&'a Traces>,
 }
 
-pub use crate::store::jobs::Job;
+pub(crate) use crate::store::jobs::Job;
 
 /// A job leased this many times without an answer being recorded is not called again: its
 /// task fails (each lease that ran out was a call whose outcome is unknown).
 pub const MAX_LEASES: i32 = 3;
 
-pub fn callback_url(public_url: &str, instance_id: i64, task_guid: Uuid) -> String {
+pub fn callback_url(public_url: &str, instance_id: InstanceId, task_guid: TaskGuid) -> String {
     format!(
         "{}/v1.0/tasks/{instance_id}/{task_guid}/callback",
         public_url.trim_end_matches('/')
@@ -52,7 +52,7 @@ pub fn callback_url(public_url: &str, instance_id: i64, task_guid: Uuid) -> Stri
 }
 
 /// The scope of a per-task callback token.
-pub fn callback_scope(instance_id: i64, task_guid: Uuid) -> String {
+pub fn callback_scope(instance_id: InstanceId, task_guid: TaskGuid) -> String {
     format!("callback:{instance_id}/{task_guid}")
 }
 
@@ -67,8 +67,8 @@ pub struct RetryScheduled {
 /// Schedules the next attempt of a failed service task if its retry configuration allows.
 async fn schedule_retry(
     uow: &mut UnitOfWork<'_>,
-    id: i64,
-    task_guid: Uuid,
+    id: InstanceId,
+    task_guid: TaskGuid,
 ) -> Result<Option<RetryScheduled>> {
     let EvaluatedCall::Ready(call) = uow.service_call(id, task_guid).await? else {
         return Ok(None);
@@ -87,7 +87,24 @@ async fn schedule_retry(
 }
 
 /// A `wf__logs` line a connector sent.
-pub type ConnectorLogLine = store::connector_logs::LogLine;
+#[derive(Debug, Clone)]
+pub struct ConnectorLogLine {
+    pub id: i64,
+    pub task_guid: TaskGuid,
+    pub line: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<store::connector_logs::LogLine> for ConnectorLogLine {
+    fn from(row: store::connector_logs::LogLine) -> ConnectorLogLine {
+        ConnectorLogLine {
+            id: row.id,
+            task_guid: row.task_guid,
+            line: row.line,
+            created_at: row.created_at,
+        }
+    }
+}
 
 /// A page of an instance's `wf__logs` lines, oldest first.
 pub async fn connector_logs(
@@ -95,8 +112,11 @@ pub async fn connector_logs(
     id: InstanceId,
     page: crate::services::Page,
 ) -> Result<(Vec<ConnectorLogLine>, crate::services::Pagination)> {
-    let lines = store::connector_logs::of_instance(pool, id.0, page.limit(), page.offset()).await?;
-    let total = store::connector_logs::count_of_instance(pool, id.0, page.count_up_to()).await?;
+    let lines = store::connector_logs::of_instance(pool, id, page.limit(), page.offset()).await?;
+    let total = store::connector_logs::count_of_instance(pool, id, page.count_up_to()).await?;
     let pagination = page.pagination_of(total, lines.len());
-    Ok((lines, pagination))
+    Ok((
+        lines.into_iter().map(ConnectorLogLine::from).collect(),
+        pagination,
+    ))
 }

@@ -10,6 +10,7 @@ use super::super::{Error, Result};
 use super::UnitOfWork;
 use crate::bpmn::{DataStoreKind, ModelSpec};
 use crate::engine::{DataStoreContents, StoreContent};
+use crate::ids::InstanceId;
 use crate::store;
 use anyhow::anyhow;
 use serde_json::{Map, Value};
@@ -83,7 +84,7 @@ impl UnitOfWork<'_> {
     /// Carries out a store write of instance `id`'s step (the engine checked the value).
     pub(super) async fn write_data_store(
         &mut self,
-        id: i64,
+        id: InstanceId,
         store_id: &str,
         kind: DataStoreKind,
         value: Value,

@@ -7,6 +7,7 @@ use super::engine_runs::StepOutcome;
 use super::starts::StartedBy;
 use super::{OutgoingMessage, UnitOfWork, Unmatched, Work};
 use crate::engine::{Effect, Event};
+use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store;
 use crate::telemetry::traces;
 use anyhow::anyhow;
@@ -42,7 +43,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Steps an instance with an event of this unit's own (a message delivered, a signal):
     /// the engine refusing it is an internal error.
-    async fn step_queued(&mut self, id: i64, event: Event) -> Result<()> {
+    async fn step_queued(&mut self, id: InstanceId, event: Event) -> Result<()> {
         if !self.load(id).await? {
             return Ok(());
         }
@@ -61,9 +62,9 @@ impl<'c> UnitOfWork<'c> {
     /// it (its correlation key read now when not given).
     async fn match_buffer_if_waiting(
         &mut self,
-        id: i64,
+        id: InstanceId,
         task_guid: Uuid,
-        receive_id: i64,
+        receive_id: MessageId,
         name: &str,
         key: Option<String>,
     ) -> Result<()> {
@@ -91,7 +92,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Delivers a signal to an instance that waited for it when it was thrown, if it still
     /// does (its waits taken under its lock, so exactly once).
-    async fn deliver_signal(&mut self, id: i64, name: String, payload: Value) -> Result<()> {
+    async fn deliver_signal(&mut self, id: InstanceId, name: String, payload: Value) -> Result<()> {
         if !self.load(id).await? || !self.takes_events(id) {
             return Ok(());
         }
@@ -103,7 +104,7 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    async fn handle_effect(&mut self, id: i64, effect: Effect) -> Result<()> {
+    async fn handle_effect(&mut self, id: InstanceId, effect: Effect) -> Result<()> {
         match effect {
             Effect::SendMessage {
                 task_guid,
@@ -135,37 +136,39 @@ impl<'c> UnitOfWork<'c> {
                     .await?;
             }
             Effect::CancelMessageWait { task_guid } => {
-                store::messages::cancel_receives_of_task(&mut self.tx, task_guid).await?;
+                store::messages::cancel_receives_of_task(&mut self.tx, TaskGuid(task_guid)).await?;
             }
             Effect::CallService { task_guid } => {
                 let traceparent = traces::current_traceparent();
                 store::jobs::enqueue_connector_call(
                     &mut self.tx,
                     id,
-                    task_guid,
+                    TaskGuid(task_guid),
                     None,
                     traceparent.as_deref(),
                 )
                 .await?;
             }
             Effect::CancelServiceCall { task_guid } => {
-                store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+                store::jobs::cancel_for_task(&mut self.tx, TaskGuid(task_guid)).await?;
             }
             Effect::StartTimer {
                 task_guid,
                 element_id,
                 due,
             } => {
-                store::timers::insert(&mut self.tx, id, task_guid, &element_id, due).await?;
+                store::timers::insert(&mut self.tx, id, TaskGuid(task_guid), &element_id, due)
+                    .await?;
             }
             Effect::CancelTimer { task_guid } => {
-                store::timers::delete_for_task(&mut self.tx, task_guid).await?;
+                store::timers::delete_for_task(&mut self.tx, TaskGuid(task_guid)).await?;
             }
             Effect::WaitForSignal { task_guid, name } => {
-                store::timers::wait_for_signal(&mut self.tx, id, task_guid, &name).await?;
+                store::timers::wait_for_signal(&mut self.tx, id, TaskGuid(task_guid), &name)
+                    .await?;
             }
             Effect::CancelSignalWait { task_guid } => {
-                store::timers::cancel_signal_wait(&mut self.tx, task_guid).await?;
+                store::timers::cancel_signal_wait(&mut self.tx, TaskGuid(task_guid)).await?;
             }
             Effect::ThrowSignal { name, payload, .. } => {
                 self.broadcast_signal(Some(id), &name, &payload).await?;
@@ -189,7 +192,7 @@ impl<'c> UnitOfWork<'c> {
     /// step in this unit of work.
     pub async fn broadcast_signal(
         &mut self,
-        thrower: Option<i64>,
+        thrower: Option<InstanceId>,
         name: &str,
         payload: &Value,
     ) -> Result<()> {

@@ -12,12 +12,12 @@ use crate::engine::{
     Run, ServiceCall, StepContext,
 };
 use crate::expr::ScriptEnv;
+use crate::ids::{InstanceId, TaskGuid};
 use crate::store;
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
 use anyhow::anyhow;
 use serde_json::json;
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// What a run of the engine (a start or a step) came to. No Python being free for its
 /// scripts is not among them: that is `Error::ScriptsUnavailable`, as for any other use case.
@@ -74,7 +74,12 @@ pub enum EvaluatedCall {
 impl<'c> UnitOfWork<'c> {
     /// What the dispatcher needs to call the connector for a task of a held instance: its
     /// parameters evaluated, off the async threads when they need Python.
-    pub async fn service_call(&mut self, id: i64, task_guid: Uuid) -> Result<EvaluatedCall> {
+    pub async fn service_call(
+        &mut self,
+        id: InstanceId,
+        task_guid: TaskGuid,
+    ) -> Result<EvaluatedCall> {
+        let task_guid = task_guid.0;
         let Some(loaded) = self.instances.get(&id) else {
             return Ok(EvaluatedCall::NotHeld);
         };
@@ -101,7 +106,7 @@ impl<'c> UnitOfWork<'c> {
     /// model runs no Python: the hot path of plain message models).
     pub(super) async fn script_env(
         &mut self,
-        id: i64,
+        id: InstanceId,
         model: &str,
         spec: &ModelSpec,
     ) -> Result<ScriptEnv> {
@@ -110,7 +115,7 @@ impl<'c> UnitOfWork<'c> {
         }
         let site = self.cache.site();
         let mut env = ScriptEnv {
-            process_instance_id: Some(id),
+            process_instance_id: Some(id.0),
             process_model_identifier: Some(model.to_string()),
             user: self.actor.clone(),
             initiator: None,
@@ -132,7 +137,7 @@ impl<'c> UnitOfWork<'c> {
     /// the context comes back for a run that goes on.
     pub(super) async fn start_engine(
         &self,
-        (id, model): (i64, &str),
+        (id, model): (InstanceId, &str),
         spec: Arc<ModelSpec>,
         process_id: String,
         input: RunInput,
@@ -161,7 +166,11 @@ impl<'c> UnitOfWork<'c> {
     /// `engine::step` on a held instance. A process or decision it asks for from another
     /// model is found, pinned and linked, and the run goes on where it stopped (or, where it
     /// could not stop, is made again).
-    pub(super) async fn step_engine(&mut self, id: i64, event: Event) -> Result<StepOutcome> {
+    pub(super) async fn step_engine(
+        &mut self,
+        id: InstanceId,
+        event: Event,
+    ) -> Result<StepOutcome> {
         let calls_elsewhere = self.instances[&id].spec.calls_elsewhere;
         // kept only where a run may have to be made again
         let again = calls_elsewhere.then(|| event.clone());
@@ -194,7 +203,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Pins (or marks unavailable) a process or decision a held instance asked for, and links
     /// it into the spec the instance steps against.
-    async fn link_callee(&mut self, id: i64, callee: &Callee) -> Result<()> {
+    async fn link_callee(&mut self, id: InstanceId, callee: &Callee) -> Result<()> {
         let loaded = &self.instances[&id];
         let (model, version) = (
             loaded.process_model_identifier.clone(),
@@ -218,7 +227,7 @@ impl<'c> UnitOfWork<'c> {
     /// `engine step` span when traced; the context comes back for a run that goes on.
     async fn step_engine_once(
         &mut self,
-        id: i64,
+        id: InstanceId,
         input: RunInput,
         mut context: StepContext,
     ) -> Result<(EngineRun<Vec<Effect>>, StepContext)> {
@@ -254,7 +263,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// What a step of a held instance is given: the time, task ids, where its scripts run and
     /// the data stores it reads.
-    async fn engine_context(&mut self, id: i64) -> Result<StepContext> {
+    async fn engine_context(&mut self, id: InstanceId) -> Result<StepContext> {
         let (model, spec) = {
             let loaded = &self.instances[&id];
             (loaded.process_model_identifier.clone(), loaded.spec.clone())
@@ -266,7 +275,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// The data stores a held instance's spec reads, as they are now (for a run going on
     /// with a callee linked, which may read others).
-    async fn held_data_store_contents(&mut self, id: i64) -> Result<DataStoreContents> {
+    async fn held_data_store_contents(&mut self, id: InstanceId) -> Result<DataStoreContents> {
         let (model, spec) = {
             let loaded = &self.instances[&id];
             (loaded.process_model_identifier.clone(), loaded.spec.clone())
@@ -284,13 +293,13 @@ pub(super) enum RunInput {
 
 /// What an `engine step` span says: the instance, its model, the event and its message (a
 /// paused run going on says `continue`).
-fn step_attributes(id: i64, model: &str, input: &RunInput) -> Vec<KeyValue> {
+fn step_attributes(id: InstanceId, model: &str, input: &RunInput) -> Vec<KeyValue> {
     let kind = match input {
         RunInput::Event(event) => event.kind(),
         RunInput::Paused(..) => "continue",
     };
     let mut attributes = vec![
-        KeyValue::new("workflow.instance.id", id),
+        KeyValue::new("workflow.instance.id", id.0),
         KeyValue::new("workflow.process_model", model.to_string()),
         KeyValue::new("workflow.event", kind),
     ];
@@ -326,7 +335,7 @@ async fn on_a_blocking_thread<T: Send + 'static>(
         .map_err(|e| Error::Internal(anyhow!("an engine step's thread failed: {e}")))
 }
 
-pub(super) fn too_many_callees(id: i64) -> Error {
+pub(super) fn too_many_callees(id: InstanceId) -> Error {
     Error::Internal(anyhow!(
         "instance {id} asked for more than {MAX_CALLEE_LOOKUPS} called processes in one step"
     ))

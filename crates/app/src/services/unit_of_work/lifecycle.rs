@@ -9,12 +9,13 @@
 use super::super::Result;
 use super::{Applied, UnitOfWork, Work};
 use crate::engine;
+use crate::ids::InstanceId;
 use crate::store;
 use std::collections::BTreeSet;
 
 impl<'c> UnitOfWork<'c> {
     /// Suspends a held instance (the caller has loaded it).
-    pub async fn suspend(&mut self, id: i64) -> Result<Applied> {
+    pub async fn suspend(&mut self, id: InstanceId) -> Result<Applied> {
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         if let Err(refused) = engine::suspend(&mut loaded.state) {
             return Ok(Applied::Refused(refused));
@@ -27,7 +28,7 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Resumes a held, suspended instance and delivers what waited for it in the buffer.
-    pub async fn resume(&mut self, id: i64) -> Result<Applied> {
+    pub async fn resume(&mut self, id: InstanceId) -> Result<Applied> {
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
         if let Err(refused) = engine::resume(&spec, &mut loaded.state) {
@@ -46,7 +47,7 @@ impl<'c> UnitOfWork<'c> {
         for receive in receives {
             self.queue.push_back(Work::MatchBuffer {
                 id,
-                task_guid: receive.task_guid,
+                task_guid: receive.task_guid.0,
                 receive_id: receive.id,
                 name: receive.name,
                 key: Some(receive.correlation_key),
@@ -58,7 +59,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Terminates a held instance: every live task, timer, connector call and waiting receive
     /// is cancelled in this transaction.
-    pub async fn terminate(&mut self, id: i64) -> Result<Applied> {
+    pub async fn terminate(&mut self, id: InstanceId) -> Result<Applied> {
         let loaded = self.instances.get_mut(&id).expect("loaded by the caller");
         let spec = loaded.spec.clone();
         match engine::terminate(&spec, &mut loaded.state) {
@@ -75,7 +76,7 @@ impl<'c> UnitOfWork<'c> {
     /// Gives a held instance in error back the task that failed, which the engine no longer
     /// holds (finished tasks are stored, not kept in its state), so that `Event::Retry` can run
     /// it again. Nothing when the error names no element or no such task is stored.
-    pub async fn restore_failed_task(&mut self, id: i64) -> Result<()> {
+    pub async fn restore_failed_task(&mut self, id: InstanceId) -> Result<()> {
         let loaded = self.instances.get(&id).expect("loaded by the caller");
         let Some(element_id) = loaded.state.error.as_ref().map(|e| e.element_id.clone()) else {
             return Ok(());
@@ -88,12 +89,12 @@ impl<'c> UnitOfWork<'c> {
             return Ok(());
         };
         let task = engine::Task {
-            guid: row.guid,
+            guid: row.guid.0,
             element_id: row.element_id,
             element_type: row.element_type,
             name: row.name,
             state: engine::TaskState::Error,
-            scope: row.scope,
+            scope: row.scope.map(|scope| scope.0),
             data: row.data.map(|d| d.0),
             dirty: false,
         };
@@ -105,7 +106,7 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Whether a held instance is suspended.
-    pub fn is_suspended(&self, id: i64) -> bool {
+    pub fn is_suspended(&self, id: InstanceId) -> bool {
         self.state(id)
             .is_some_and(|state| state.status == engine::InstanceStatus::Suspended)
     }

@@ -32,6 +32,7 @@ pub use routing::RetrievalFailure;
 use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::engine::{EngineError, Event, InstanceError, InstanceState};
+use crate::ids::{InstanceId, MessageId};
 use crate::store::{self, instances::InstanceRow};
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
 use chrono::{DateTime, Utc};
@@ -47,21 +48,21 @@ const MAX_STEPS: usize = 1_000;
 pub struct UnitOfWork<'c> {
     tx: Transaction<'static, Postgres>,
     cache: &'c ModelCache,
-    instances: HashMap<i64, Loaded>,
+    instances: HashMap<InstanceId, Loaded>,
     /// Load order, so instances are written back in the order they were locked.
-    order: Vec<i64>,
+    order: Vec<InstanceId>,
     queue: VecDeque<Work>,
     steps: usize,
     /// Receives this unit has routed a message to; they are marked completed when the send
     /// is recorded (every writer of a receive holds its instance's lock, so none can take
     /// them meanwhile), and no other message of this unit may take them.
-    claimed_receives: Vec<i64>,
+    claimed_receives: Vec<MessageId>,
     /// Who moved the instances (a token's subject): `get_current_user()` in their scripts.
     actor: Option<String>,
     /// Signals delivered by this unit: (signal name, instance).
-    signal_deliveries: Vec<(String, i64)>,
+    signal_deliveries: Vec<(String, InstanceId)>,
     /// Instances started by signals in this unit: (signal name, instance).
-    signal_starts: Vec<(String, i64)>,
+    signal_starts: Vec<(String, InstanceId)>,
     /// Tasks a message was routed to in this unit (their step may still be queued): another
     /// message for one of them waits until that step has run.
     deliveries_in_flight: std::collections::HashSet<Uuid>,
@@ -129,19 +130,19 @@ impl Loaded {
 }
 
 enum Work {
-    Step(i64, Event),
-    Effects(i64, Vec<crate::engine::Effect>),
+    Step(InstanceId, Event),
+    Effects(InstanceId, Vec<crate::engine::Effect>),
     /// A signal (name, payload) for an instance that waited for it when it was thrown:
     /// delivered if the instance still waits (the delivery takes its waits under its lock, so
     /// exactly once).
-    Signal(i64, String, Value),
+    Signal(InstanceId, String, Value),
     /// A receive of a task that already has a message on its way in this unit (a catch with
     /// several messages): it looks in the buffer once that delivery has stepped, if the task
     /// still waits for it (its correlation key is read then when not given).
     MatchBuffer {
-        id: i64,
+        id: InstanceId,
         task_guid: Uuid,
-        receive_id: i64,
+        receive_id: MessageId,
         name: String,
         key: Option<String>,
     },
@@ -158,17 +159,17 @@ pub enum Applied {
 
 /// The instances a committed unit of work held, as they were written.
 pub struct Committed {
-    instances: HashMap<i64, Loaded>,
+    instances: HashMap<InstanceId, Loaded>,
 }
 
 impl Committed {
     /// `{"process_instance": {...}, "task_data": {...}}` for an instance the unit held.
-    pub fn answer(&self, id: i64) -> Option<InstanceOutcome> {
+    pub fn answer(&self, id: InstanceId) -> Option<InstanceOutcome> {
         self.instances.get(&id).map(|loaded| loaded.outcome(id))
     }
 
     /// The instance's error after the unit, if it ended in one.
-    pub fn error(&self, id: i64) -> Option<&InstanceError> {
+    pub fn error(&self, id: InstanceId) -> Option<&InstanceError> {
         self.instances.get(&id)?.state.error.as_ref()
     }
 }
@@ -177,9 +178,12 @@ impl Committed {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Routed {
     /// Completed the waiting receive of this instance.
-    Delivered { instance_id: i64, receive_id: i64 },
+    Delivered {
+        instance_id: InstanceId,
+        receive_id: MessageId,
+    },
     /// Started this instance through a Message Start Event.
-    Started { instance_id: i64 },
+    Started { instance_id: InstanceId },
     /// Kept `ready` for a receive that appears later.
     Buffered,
     /// Nothing waits for it and it may not be buffered. `cause` says why, for the caller;
@@ -188,7 +192,7 @@ pub enum Routed {
     NotAccepted {
         cause: String,
         reason: NoMatch,
-        early_for: Option<i64>,
+        early_for: Option<InstanceId>,
     },
 }
 
@@ -213,11 +217,11 @@ impl From<NoMatch> for store::messages::FailureReason {
 /// A message being sent: from the API (with its stored row when it has an idempotency key)
 /// or thrown by an instance's task.
 pub struct OutgoingMessage<'a> {
-    pub id: Option<i64>,
+    pub id: Option<MessageId>,
     pub name: &'a str,
     pub payload: &'a Value,
     /// The throwing instance and task.
-    pub sender: Option<(i64, Uuid)>,
+    pub sender: Option<(InstanceId, Uuid)>,
     pub created_by: Option<&'a str>,
 }
 
@@ -253,7 +257,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Locks and loads an instance unless this unit of work already holds it.
     /// `Ok(false)` when it does not exist.
-    pub async fn load(&mut self, id: i64) -> Result<bool> {
+    pub async fn load(&mut self, id: InstanceId) -> Result<bool> {
         if self.instances.contains_key(&id) {
             return Ok(true);
         }
@@ -282,7 +286,7 @@ impl<'c> UnitOfWork<'c> {
 
     fn insert_loaded(
         &mut self,
-        id: i64,
+        id: InstanceId,
         row: InstanceRow,
         spec: Arc<ModelSpec>,
         callees: callees::Callees,
@@ -306,7 +310,7 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// The instances this unit delivered the signal to (each once).
-    pub fn signal_deliveries(&self, name: &str) -> Vec<i64> {
+    pub fn signal_deliveries(&self, name: &str) -> Vec<InstanceId> {
         self.signal_deliveries
             .iter()
             .filter(|(signal, _)| signal == name)
@@ -315,7 +319,7 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// The instances signals of this name started in this unit.
-    pub fn signal_starts(&self, name: &str) -> Vec<i64> {
+    pub fn signal_starts(&self, name: &str) -> Vec<InstanceId> {
         self.signal_starts
             .iter()
             .filter(|(signal, _)| signal == name)
@@ -324,22 +328,22 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// The engine state of an instance this unit holds.
-    pub fn state(&self, id: i64) -> Option<&InstanceState> {
+    pub fn state(&self, id: InstanceId) -> Option<&InstanceState> {
         self.instances.get(&id).map(|l| &l.state)
     }
 
     /// The compiled model an instance this unit holds steps against.
-    pub fn spec(&self, id: i64) -> Option<Arc<ModelSpec>> {
+    pub fn spec(&self, id: InstanceId) -> Option<Arc<ModelSpec>> {
         self.instances.get(&id).map(|l| l.spec.clone())
     }
 
     /// The model version an instance this unit holds steps against.
-    pub fn model_version(&self, id: i64) -> Option<&str> {
+    pub fn model_version(&self, id: InstanceId) -> Option<&str> {
         self.instances.get(&id).map(|l| l.model_version.as_str())
     }
 
     /// The model of an instance this unit holds.
-    pub fn process_model_identifier(&self, id: i64) -> Option<&str> {
+    pub fn process_model_identifier(&self, id: InstanceId) -> Option<&str> {
         self.instances
             .get(&id)
             .map(|l| l.process_model_identifier.as_str())

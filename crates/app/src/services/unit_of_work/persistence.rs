@@ -3,7 +3,8 @@
 
 use super::super::Result;
 use super::{Loaded, UnitOfWork};
-use crate::engine::{InstanceState, Task};
+use crate::engine::{InstanceState, InstanceStatus, Task};
+use crate::ids::InstanceId;
 use crate::store::{self, instances::InstanceRow};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
@@ -26,7 +27,7 @@ impl<'c> UnitOfWork<'c> {
                 &mut self.tx,
                 &store::instances::InstanceUpdate {
                     id,
-                    status: state.status.as_str(),
+                    status: state.status,
                     data: &Value::Object(state.data.clone()),
                     correlations: &json!(state.correlations),
                     internal: &json!(state.internal),
@@ -45,13 +46,13 @@ impl<'c> UnitOfWork<'c> {
 
 impl Loaded {
     /// The parts of this instance its answer shows.
-    pub(super) fn outcome(&self, id: i64) -> InstanceOutcome {
+    pub(super) fn outcome(&self, id: InstanceId) -> InstanceOutcome {
         InstanceOutcome {
             id,
             process_model_identifier: self.process_model_identifier.clone(),
             model_version: self.model_version.clone(),
             process_id: self.state.process_id.clone(),
-            status: self.state.status.as_str().to_string(),
+            status: self.state.status,
             error: self.state.error.as_ref().map(|e| json!(e)),
             data: Value::Object(self.state.data.clone()),
             created_at: self.created_at,
@@ -64,11 +65,11 @@ impl Loaded {
 /// and error, and its task data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceOutcome {
-    pub id: i64,
+    pub id: InstanceId,
     pub process_model_identifier: String,
     pub model_version: String,
     pub process_id: String,
-    pub status: String,
+    pub status: InstanceStatus,
     /// `{element_id, message, error_code, file}` when it is in error.
     pub error: Option<Value>,
     pub data: Value,
@@ -135,8 +136,7 @@ pub(super) fn state_from_rows(row: &InstanceRow, live_tasks: Value) -> Result<In
         .map_err(|e| anyhow!("stored tasks of instance {} are unreadable: {e}", row.id))?;
     let state = InstanceState {
         process_id: row.process_id.clone(),
-        status: serde_json::from_value(Value::String(row.status.clone()))
-            .map_err(|e| anyhow!("stored status of instance {}: {e}", row.id))?,
+        status: row.status,
         data: match &row.data.0 {
             Value::Object(map) => map.clone(),
             _ => Map::new(),

@@ -4,6 +4,7 @@
 
 use super::super::Result;
 use super::UnitOfWork;
+use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store::{
     self,
     instances::{InstanceRow, TaskRow},
@@ -38,11 +39,14 @@ impl UnitOfWork<'_> {
 
     /// Stores a message that carries an idempotency uuid; `None` when the uuid is taken (the
     /// transaction that took it has committed once this returns).
-    pub async fn claim_message_uuid(&mut self, message: &NewMessage<'_>) -> Result<Option<i64>> {
+    pub async fn claim_message_uuid(
+        &mut self,
+        message: &NewMessage<'_>,
+    ) -> Result<Option<MessageId>> {
         Ok(store::messages::insert(&mut self.tx, message).await?)
     }
 
-    pub async fn message(&mut self, id: i64) -> Result<Option<MessageRow>> {
+    pub async fn message(&mut self, id: MessageId) -> Result<Option<MessageRow>> {
         Ok(store::messages::find(&mut self.tx, id).await?)
     }
 
@@ -56,12 +60,16 @@ impl UnitOfWork<'_> {
     }
 
     /// An instance's row as stored, without locking it (for answers that step nothing).
-    pub async fn stored_instance(&mut self, id: i64) -> Result<Option<InstanceRow>> {
+    pub async fn stored_instance(&mut self, id: InstanceId) -> Result<Option<InstanceRow>> {
         Ok(store::instances::find(&mut self.tx, id).await?)
     }
 
     /// A task of an instance as stored, finished ones included (the engine holds live ones).
-    pub async fn stored_task(&mut self, id: i64, task_guid: Uuid) -> Result<Option<TaskRow>> {
+    pub async fn stored_task(
+        &mut self,
+        id: InstanceId,
+        task_guid: TaskGuid,
+    ) -> Result<Option<TaskRow>> {
         Ok(store::instances::task(&mut self.tx, id, task_guid).await?)
     }
 
@@ -72,19 +80,19 @@ impl UnitOfWork<'_> {
     }
 
     /// The task's connector call is no longer due (done, failed, or waiting for a callback).
-    pub async fn drop_connector_job(&mut self, task_guid: Uuid) -> Result<()> {
+    pub async fn drop_connector_job(&mut self, task_guid: TaskGuid) -> Result<()> {
         Ok(store::jobs::cancel_for_task(&mut self.tx, task_guid).await?)
     }
 
     /// A leased connector call of a suspended instance waits for the resume.
-    pub async fn requeue_connector_job(&mut self, task_guid: Uuid) -> Result<()> {
+    pub async fn requeue_connector_job(&mut self, task_guid: TaskGuid) -> Result<()> {
         Ok(store::jobs::requeue(&mut self.tx, task_guid).await?)
     }
 
     pub async fn record_connector_logs(
         &mut self,
-        id: i64,
-        task_guid: Uuid,
+        id: InstanceId,
+        task_guid: TaskGuid,
         logs: &[String],
     ) -> Result<()> {
         Ok(store::connector_logs::insert(&mut self.tx, id, task_guid, logs).await?)
@@ -100,12 +108,12 @@ impl UnitOfWork<'_> {
     }
 
     /// Who started an instance (a token subject), for `get_process_initiator_user()`.
-    pub(super) async fn started_by(&mut self, id: i64) -> Result<Option<String>> {
+    pub(super) async fn started_by(&mut self, id: InstanceId) -> Result<Option<String>> {
         Ok(store::instances::started_by(&mut self.tx, id).await?)
     }
 
     /// Attempts of a service task that have failed and were retried.
-    pub async fn retries_attempted(&mut self, task_guid: Uuid) -> Result<i32> {
+    pub async fn retries_attempted(&mut self, task_guid: TaskGuid) -> Result<i32> {
         Ok(store::instances::retries_attempted(&mut self.tx, task_guid).await?)
     }
 
@@ -113,8 +121,8 @@ impl UnitOfWork<'_> {
     /// again after `delay`; returns when.
     pub async fn schedule_retry(
         &mut self,
-        id: i64,
-        task_guid: Uuid,
+        id: InstanceId,
+        task_guid: TaskGuid,
         delay: Duration,
     ) -> Result<DateTime<Utc>> {
         let retry_at = store::instances::schedule_retry(&mut self.tx, task_guid, delay).await?;
@@ -127,7 +135,7 @@ impl UnitOfWork<'_> {
             traceparent.as_deref(),
         )
         .await?;
-        self.reset_for_retry(id, task_guid);
+        self.reset_for_retry(id, task_guid.0);
         Ok(retry_at)
     }
 }

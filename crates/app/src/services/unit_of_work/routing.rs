@@ -10,6 +10,7 @@ use super::{NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
 use crate::expr::{self, ErrorKind, Expression};
+use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store::{
     self,
     messages::{FailureReason, MessageStatus, NewMessage},
@@ -87,7 +88,7 @@ impl<'c> UnitOfWork<'c> {
         keys: &[String],
     ) -> Result<Option<Routed>> {
         // receives of instances suspended while this lookup waited for their lock
-        let mut passed: Vec<i64> = Vec::new();
+        let mut passed: Vec<MessageId> = Vec::new();
         loop {
             let excluded = [self.claimed_receives.as_slice(), &passed].concat();
             // The lookup locks the receive's instance: the lock every writer of a receive holds,
@@ -111,7 +112,7 @@ impl<'c> UnitOfWork<'c> {
             let waiting = self.state(receive.process_instance_id).is_some_and(|s| {
                 !s.status.is_final()
                     && s.tasks.iter().any(|t| {
-                        t.guid == receive.task_guid
+                        t.guid == receive.task_guid.0
                             && matches!(t.state, TaskState::Waiting | TaskState::Ready)
                     })
             });
@@ -120,14 +121,14 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, receive.task_guid).await?;
                 continue;
             }
-            if self.deliveries_in_flight.contains(&receive.task_guid) {
+            if self.deliveries_in_flight.contains(&receive.task_guid.0) {
                 // Another of the task's messages is on its way: whether it still waits for this
                 // one is known once that has stepped; this message goes elsewhere (or to the
                 // buffer, where the receive looks for it then).
                 self.claimed_receives.push(receive.id);
                 self.queue.push_back(Work::MatchBuffer {
                     id: receive.process_instance_id,
-                    task_guid: receive.task_guid,
+                    task_guid: receive.task_guid.0,
                     receive_id: receive.id,
                     name: name.to_string(),
                     key: None,
@@ -136,11 +137,11 @@ impl<'c> UnitOfWork<'c> {
             }
             // The instance is locked and its task still waits: the receive is this message's.
             self.claimed_receives.push(receive.id);
-            self.deliveries_in_flight.insert(receive.task_guid);
+            self.deliveries_in_flight.insert(receive.task_guid.0);
             self.queue.push_back(Work::Step(
                 receive.process_instance_id,
                 Event::MessageDelivered {
-                    task_guid: receive.task_guid,
+                    task_guid: receive.task_guid.0,
                     name: name.to_string(),
                     payload: payload.clone(),
                 },
@@ -182,7 +183,7 @@ impl<'c> UnitOfWork<'c> {
         &mut self,
         name: &str,
         values: &CorrelationValues,
-    ) -> Result<Option<(i64, String)>> {
+    ) -> Result<Option<(InstanceId, String)>> {
         if values.is_empty() {
             return Ok(None);
         }
@@ -192,7 +193,7 @@ impl<'c> UnitOfWork<'c> {
     /// Records a waiting receive; a buffered send that matches is delivered at once.
     pub(super) async fn wait_for_message(
         &mut self,
-        id: i64,
+        id: InstanceId,
         task_guid: Uuid,
         name: &str,
         expected: &CorrelationValues,
@@ -209,7 +210,7 @@ impl<'c> UnitOfWork<'c> {
                 correlation_keys: &expected_json,
                 correlation_key: &canonical_key(expected),
                 process_instance_id: Some(id),
-                task_guid: Some(task_guid),
+                task_guid: Some(TaskGuid(task_guid)),
                 message_instance_uuid: None,
                 ttl_seconds: None,
                 created_by: None,
@@ -237,9 +238,9 @@ impl<'c> UnitOfWork<'c> {
     /// Delivers a buffered send that matches a new receive, if one is buffered.
     pub(super) async fn match_buffer(
         &mut self,
-        id: i64,
+        id: InstanceId,
         task_guid: Uuid,
-        receive_id: i64,
+        receive_id: MessageId,
         name: &str,
         key: &str,
     ) -> Result<()> {
@@ -308,7 +309,7 @@ impl<'c> UnitOfWork<'c> {
         values: &CorrelationValues,
         routed: &Routed,
         ttl_seconds: Option<i64>,
-    ) -> Result<i64> {
+    ) -> Result<MessageId> {
         let (status, target, receive_id, (cause, reason), ttl) = match routed {
             Routed::Delivered {
                 instance_id,
@@ -345,7 +346,7 @@ impl<'c> UnitOfWork<'c> {
             _ => Vec::new(),
         };
         let (sender, task_guid) = match sent.sender {
-            Some((instance, task)) => (Some(instance), Some(task)),
+            Some((instance, task)) => (Some(instance), Some(TaskGuid(task))),
             None => (None, None),
         };
         Ok(store::messages::record_send(

@@ -8,6 +8,7 @@ use super::engine_runs::{too_many_callees, EngineRun, RunInput};
 use super::{UnitOfWork, Work};
 use crate::bpmn::ModelSpec;
 use crate::engine::{Effect, EngineError, Event, InstanceState};
+use crate::ids::InstanceId;
 use crate::services::ErrorCode;
 use crate::store::{self, models::ModelRow};
 use serde_json::{json, Map, Value};
@@ -37,7 +38,7 @@ impl<'c> UnitOfWork<'c> {
         &mut self,
         process_model_identifier: &str,
         data: Map<String, Value>,
-    ) -> Result<i64> {
+    ) -> Result<InstanceId> {
         let id = self
             .create_instance(
                 process_model_identifier,
@@ -59,7 +60,7 @@ impl<'c> UnitOfWork<'c> {
         process_id: &str,
         start_event_id: &str,
         data: Map<String, Value>,
-    ) -> Result<i64> {
+    ) -> Result<InstanceId> {
         let id = self
             .create_instance(
                 process_model_identifier,
@@ -82,7 +83,7 @@ impl<'c> UnitOfWork<'c> {
         start_event_id: Option<String>,
         data: Map<String, Value>,
         started_by: StartedBy,
-    ) -> Result<i64> {
+    ) -> Result<InstanceId> {
         // held until commit: the model cannot be deleted under the new instance
         store::models::lock_instances_of(&mut self.tx, process_model_identifier, false).await?;
         let model = store::models::find(&mut self.tx, process_model_identifier)
@@ -131,7 +132,7 @@ impl<'c> UnitOfWork<'c> {
     /// `process_instance_cannot_start`.
     async fn first_step(
         &mut self,
-        id: i64,
+        id: InstanceId,
         model: &ModelRow,
         mut spec: Arc<ModelSpec>,
         process_id: &str,

@@ -7,6 +7,7 @@ use super::engine_runs::StepOutcome;
 use super::{Applied, UnitOfWork, Work, MAX_STEPS};
 use crate::bpmn::ModelSpec;
 use crate::engine::{self, Event, InstanceError, TaskState};
+use crate::ids::{InstanceId, TaskGuid};
 use crate::store;
 use anyhow::anyhow;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ impl<'c> UnitOfWork<'c> {
     /// Applies a caller's event (task completion, callback) to an instance and runs on.
     /// A caller mistake (task not waiting, unknown task) is `Applied::Refused`, with nothing
     /// changed.
-    pub async fn apply(&mut self, id: i64, event: Event) -> Result<Applied> {
+    pub async fn apply(&mut self, id: InstanceId, event: Event) -> Result<Applied> {
         if !self.load(id).await? {
             return Err(super::super::instances::instance_not_found(id));
         }
@@ -35,15 +36,15 @@ impl<'c> UnitOfWork<'c> {
     /// its task goes ERROR and its waits and calls are closed.
     pub async fn fail_instance_at_task(
         &mut self,
-        id: i64,
-        task_guid: Uuid,
+        id: InstanceId,
+        task_guid: TaskGuid,
         error: InstanceError,
     ) -> Result<()> {
         if !self.load(id).await? {
             return Ok(());
         }
         let loaded = self.instances.get_mut(&id).expect("loaded above");
-        let effects = engine::fail(&loaded.spec, &mut loaded.state, Some(task_guid), error);
+        let effects = engine::fail(&loaded.spec, &mut loaded.state, Some(task_guid.0), error);
         self.mark_stepped(id)?;
         self.queue.push_back(Work::Effects(id, effects));
         self.run_queued().await
@@ -51,7 +52,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Puts a failed service task back to READY for its next attempt (no engine step: the
     /// task simply has not run yet).
-    pub(super) fn reset_for_retry(&mut self, id: i64, task_guid: Uuid) {
+    pub(super) fn reset_for_retry(&mut self, id: InstanceId, task_guid: Uuid) {
         if let Some(loaded) = self.instances.get_mut(&id) {
             if let Some(task) = loaded.state.tasks.iter_mut().find(|t| t.guid == task_guid) {
                 task.state = TaskState::Ready;
@@ -66,7 +67,7 @@ impl<'c> UnitOfWork<'c> {
     /// version carries its live tasks); its later steps in this unit use that version.
     pub async fn move_to_version(
         &mut self,
-        id: i64,
+        id: InstanceId,
         version_sha: &str,
         spec: Arc<ModelSpec>,
     ) -> Result<()> {
@@ -92,13 +93,13 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Whether a held instance can step (not final, not suspended).
-    pub(super) fn takes_events(&self, id: i64) -> bool {
+    pub(super) fn takes_events(&self, id: InstanceId) -> bool {
         self.state(id).is_some_and(|state| {
             !state.status.is_final() && state.status != crate::engine::InstanceStatus::Suspended
         })
     }
 
-    pub(super) fn mark_stepped(&mut self, id: i64) -> Result<()> {
+    pub(super) fn mark_stepped(&mut self, id: InstanceId) -> Result<()> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(Error::Internal(anyhow!(
@@ -128,7 +129,7 @@ impl<'c> UnitOfWork<'c> {
 
     /// Fires a claimed timer: locks its instance, takes the timer (gone: another worker fired
     /// it or a step cancelled it, and nothing happens) and steps the instance. Whether it fired.
-    pub async fn fire_timer(&mut self, instance_id: i64, timer_id: i64) -> Result<bool> {
+    pub async fn fire_timer(&mut self, instance_id: InstanceId, timer_id: i64) -> Result<bool> {
         // suspended after the claim: its timer is held now, and fires once it is resumed
         if !self.load(instance_id).await? || !self.takes_events(instance_id) {
             return Ok(false);
@@ -137,12 +138,17 @@ impl<'c> UnitOfWork<'c> {
             return Ok(false);
         };
         match self
-            .apply(instance_id, Event::TimerFired { task_guid })
+            .apply(
+                instance_id,
+                Event::TimerFired {
+                    task_guid: task_guid.0,
+                },
+            )
             .await?
         {
             Applied::Stepped => Ok(true),
             Applied::Refused(why) => {
-                tracing::warn!(instance = instance_id, task = %task_guid, error = %why, "a due timer's task no longer waits for it; the timer is dropped");
+                tracing::warn!(instance = instance_id.0, task = %task_guid, error = %why, "a due timer's task no longer waits for it; the timer is dropped");
                 Ok(false)
             }
         }
