@@ -1,18 +1,40 @@
-//! The outside world the pure core is given: the system clock, random seeds and the script
-//! host are reached here, in the shell, and passed to the engine and to expressions.
+//! The outside world the pure core is given: the time and the seeds of new task ids come from
+//! a [`Clock`] (the port; [`SystemClock`] in the service, a fixed one in tests), the script
+//! host from the model cache, and both are passed to the engine and to expressions here.
 
 use super::ModelCache;
 use crate::engine::{StepContext, TaskIds};
 use crate::expr::{self, ScriptEnv};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-/// One engine step's view: now, a random seed for the ids of the tasks it creates, the Python
-/// its scripts run on, and where they run.
+/// Where the shell reads the time and draws the seed of each step's task ids.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+    /// A seed no other step of any replica draws (the task ids of a step follow from it).
+    fn task_id_seed(&self) -> Uuid;
+}
+
+/// The system's clock and random seeds.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    fn task_id_seed(&self) -> Uuid {
+        Uuid::new_v4()
+    }
+}
+
+/// One engine step's view: now, a seed for the ids of the tasks it creates, the Python its
+/// scripts run on, and where they run.
 pub(crate) fn step_context(cache: &ModelCache, env: ScriptEnv) -> StepContext {
+    let clock = cache.clock();
     StepContext::new(
-        Utc::now(),
-        TaskIds::from_seed(Uuid::new_v4()),
+        clock.now(),
+        TaskIds::from_seed(clock.task_id_seed()),
         cache.scripts(),
     )
     .with_env(env)
@@ -21,5 +43,58 @@ pub(crate) fn step_context(cache: &ModelCache, env: ScriptEnv) -> StepContext {
 /// What an expression evaluated outside a step (correlation retrieval, service parameters)
 /// uses: now, and the Python.
 pub(crate) fn expr_context(cache: &ModelCache) -> expr::Context {
-    expr::Context::new(Utc::now(), cache.scripts())
+    expr::Context::new(cache.clock().now(), cache.scripts())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    struct Fixed;
+
+    impl Clock for Fixed {
+        fn now(&self) -> DateTime<Utc> {
+            DateTime::UNIX_EPOCH
+        }
+
+        fn task_id_seed(&self) -> Uuid {
+            Uuid::from_u128(7)
+        }
+    }
+
+    #[test]
+    fn steps_take_the_time_and_task_ids_from_the_clock_of_the_cache() {
+        let scripts: Arc<dyn crate::expr::ScriptHost> = Arc::new(NoPython);
+        let cache = ModelCache::new(scripts).with_clock(Arc::new(Fixed));
+        let mut context = step_context(&cache, ScriptEnv::default());
+        assert_eq!(context.now, DateTime::UNIX_EPOCH);
+        let mut expected = TaskIds::from_seed(Uuid::from_u128(7));
+        assert_eq!(context.task_ids.next_id(), expected.next_id());
+        assert_eq!(expr_context(&cache).now, DateTime::UNIX_EPOCH);
+    }
+
+    struct NoPython;
+
+    impl crate::expr::ScriptHost for NoPython {
+        fn eval(
+            &self,
+            _: &str,
+            _: &serde_json::Map<String, serde_json::Value>,
+            _: &expr::Context,
+        ) -> Result<serde_json::Value, expr::ExprError> {
+            unreachable!("no script runs here")
+        }
+        fn exec(
+            &self,
+            _: &str,
+            _: &serde_json::Map<String, serde_json::Value>,
+            _: &expr::Context,
+        ) -> Result<serde_json::Map<String, serde_json::Value>, expr::ExprError> {
+            unreachable!("no script runs here")
+        }
+        fn check(&self, _: &str, _: bool) -> Result<(), expr::ExprError> {
+            unreachable!("no script runs here")
+        }
+    }
 }

@@ -92,8 +92,9 @@ pub async fn evaluate(
     let found = find(pool, cache, decision_id, model).await?;
     let decision = found.decision.clone();
     let scripts = cache.scripts();
+    let now = cache.clock().now();
     let evaluated = tokio::task::spawn_blocking(move || {
-        let cx = Context::new(chrono::Utc::now(), scripts);
+        let cx = Context::new(now, scripts);
         crate::dmn::evaluate(&decision, &data, &cx)
     })
     .await

@@ -2,7 +2,7 @@
 //! Nothing here knows HTTP; `api` maps [`Error`] to responses.
 
 pub mod api_keys;
-mod clock;
+pub mod clock;
 pub mod data_stores;
 pub mod decisions;
 pub mod error_code;

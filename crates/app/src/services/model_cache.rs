@@ -1,6 +1,7 @@
 //! Compiled models and retrieval expressions, kept per process. Keyed by content (the
 //! model's `version_sha`, the expression's source), so replicas never serve a stale model.
 
+use super::clock::{Clock, SystemClock};
 use super::Result;
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{Expression, ScriptHost};
@@ -29,6 +30,8 @@ pub struct ModelCache {
     scripts: Arc<dyn ScriptHost>,
     /// What the script functions say about this service.
     site: ScriptSite,
+    /// Where steps read the time and draw their task ids' seeds.
+    clock: Arc<dyn Clock>,
 }
 
 /// What the script functions `get_frontend_url()` and `get_env()` answer.
@@ -45,7 +48,18 @@ impl ModelCache {
             expressions: RwLock::default(),
             scripts,
             site: ScriptSite::default(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// Steps read the time and draw their seeds from `clock` (tests fix them).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> ModelCache {
+        self.clock = clock;
+        self
+    }
+
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
     }
 
     pub fn with_site(mut self, site: ScriptSite) -> ModelCache {

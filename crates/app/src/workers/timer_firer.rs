@@ -32,7 +32,7 @@ pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
             "timer worker",
         )
         .await;
-        let round = fire_due_once(&state, Utc::now()).await;
+        let round = fire_due_once(&state, state.models.clock().now()).await;
         if round.claimed as i64 >= BATCH {
             continue;
         }

@@ -3,7 +3,7 @@
 
 use super::{schedule_retry, RetryScheduled, ServiceTaskContext};
 use crate::connector::CallbackOutcome;
-use crate::engine::{EngineError, Event, TaskState};
+use crate::engine::{EngineError, Event};
 use crate::ids::{InstanceId, TaskGuid};
 use crate::services::unit_of_work::Applied;
 use crate::services::{retry_transaction, Error, ErrorCode, Result, UnitOfWork};
@@ -100,8 +100,15 @@ async fn check_waiting(
         // the worker tries again later (it must not take a refusal as final: the task waits)
         return Err(crate::services::lifecycle::suspended(id));
     }
-    let waiting = uow.state(id).and_then(|s| s.task(task_guid.0)).map(|t| {
-        t.element_type == "serviceTask" && matches!(t.state, TaskState::Ready | TaskState::Started)
+    // the engine's own rule: a service task whose call is due or under way
+    let spec = uow.spec(id);
+    let waiting = uow.state(id).and_then(|state| {
+        let task = state.task(task_guid.0)?;
+        let element = spec
+            .as_ref()?
+            .process(&state.process_id)?
+            .element(&task.element_id);
+        Some(element.is_some_and(|element| task.has_service_call(element)))
     });
     match waiting {
         Some(true) => Ok(()),

@@ -3,13 +3,15 @@
 
 use super::super::Result;
 use super::{Loaded, UnitOfWork};
-use crate::engine::{InstanceState, InstanceStatus, Task};
+use crate::engine::{InstanceState, InstanceStatus, Task, TaskState};
 use crate::ids::InstanceId;
 use crate::store::{self, instances::InstanceRow};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
     /// Writes every stepped instance and its changed tasks (the transaction stays open).
@@ -90,11 +92,11 @@ async fn task_rows(
     let changed_and_live = changed.len() + state.tasks.len();
     let live = state.tasks.clone();
     let serialise = move || {
-        let changed: Vec<Value> = changed
+        let changed: Vec<TaskRecord> = changed
             .iter()
-            .map(|(task, process)| task_record(task, process.as_deref()))
+            .map(|(task, process)| TaskRecord::of(task, process.as_deref()))
             .collect();
-        let live: Vec<Value> = live.iter().map(task_row_json).collect();
+        // the live tasks are kept as the engine's tasks serialise (read back the same way)
         Ok::<_, serde_json::Error>((
             serde_json::value::to_raw_value(&changed)?,
             serde_json::value::to_raw_value(&live)?,
@@ -111,23 +113,33 @@ async fn task_rows(
     Ok(rows.map_err(|e| anyhow!("the tasks of a step cannot be serialised: {e}"))?)
 }
 
-fn task_row_json(task: &Task) -> Value {
-    json!({
-        "guid": task.guid,
-        "element_id": task.element_id,
-        "element_type": task.element_type,
-        "name": task.name,
-        "state": task.state.as_str(),
-        "scope": task.scope,
-        "data": task.data,
-    })
+/// A task as its `tasks` row is written: the columns `store::instances::update` reads with
+/// `jsonb_to_recordset`, and the process its element belongs to.
+#[derive(Serialize)]
+struct TaskRecord<'a> {
+    guid: Uuid,
+    element_id: &'a str,
+    element_type: &'a str,
+    name: Option<&'a str>,
+    state: TaskState,
+    scope: Option<Uuid>,
+    data: Option<&'a Value>,
+    process_id: Option<&'a str>,
 }
 
-/// A task as its `tasks` row is written: with the process its element belongs to.
-fn task_record(task: &Task, process: Option<&str>) -> Value {
-    let mut row = task_row_json(task);
-    row["process_id"] = json!(process);
-    row
+impl<'a> TaskRecord<'a> {
+    fn of(task: &'a Task, process_id: Option<&'a str>) -> TaskRecord<'a> {
+        TaskRecord {
+            guid: task.guid,
+            element_id: &task.element_id,
+            element_type: &task.element_type,
+            name: task.name.as_deref(),
+            state: task.state,
+            scope: task.scope,
+            data: task.data.as_ref(),
+            process_id,
+        }
+    }
 }
 
 /// Rebuilds the engine's state of an instance from its row and live tasks.
