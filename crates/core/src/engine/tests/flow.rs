@@ -360,19 +360,7 @@ fn a_call_runs_a_process_of_another_model_once_linked() {
         r#"<bpmn:startEvent id="s"/><bpmn:callActivity id="call" calledElement="other"/><bpmn:endEvent id="e"/>{}"#,
         chain(&["s", "call", "e"]),
     ));
-    let callee = build_model(
-        &[(
-            "other.bpmn".to_string(),
-            format!(
-                r#"<bpmn:definitions xmlns:bpmn="{BPMN_NS}" id="D"><bpmn:process id="other" isExecutable="true">
-                <bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}</bpmn:process></bpmn:definitions>"#,
-                script("work", "done = True"),
-                chain(&["s", "work", "e"])
-            ),
-        )],
-        None,
-    )
-    .unwrap();
+    let callee = other_model();
     let called = Callee::Process("called".into());
     let linked = caller
         .with_callees(&[(called, &callee)], Default::default())

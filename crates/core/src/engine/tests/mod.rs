@@ -211,6 +211,23 @@ fn script(id: &str, src: &str) -> String {
     format!(r#"<bpmn:scriptTask id="{id}"><bpmn:script>{src}</bpmn:script></bpmn:scriptTask>"#)
 }
 
+/// A model of its own defining the process `other`: one script task (`work`, `done = True`).
+fn other_model() -> ModelSpec {
+    build_model(
+        &[(
+            "other.bpmn".to_string(),
+            format!(
+                r#"<bpmn:definitions xmlns:bpmn="{BPMN_NS}" id="D"><bpmn:process id="other" isExecutable="true">
+                <bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}</bpmn:process></bpmn:definitions>"#,
+                script("work", "done = True"),
+                chain(&["s", "work", "e"])
+            ),
+        )],
+        None,
+    )
+    .unwrap()
+}
+
 fn chain(ids: &[&str]) -> String {
     ids.windows(2)
         .map(|w| flow(&format!("{}_to_{}", w[0], w[1]), w[0], w[1]))

@@ -39,23 +39,6 @@ fn counted_context(scripts: &Arc<CountedScripts>) -> StepContext {
     StepContext::new(now(), TaskIds::from_seed(Uuid::nil()), scripts.clone())
 }
 
-/// A process `other` of another model: one script task.
-fn other_model() -> ModelSpec {
-    build_model(
-        &[(
-            "other.bpmn".to_string(),
-            format!(
-                r#"<bpmn:definitions xmlns:bpmn="{BPMN_NS}" id="D"><bpmn:process id="other" isExecutable="true">
-                <bpmn:startEvent id="s"/>{}<bpmn:endEvent id="e"/>{}</bpmn:process></bpmn:definitions>"#,
-                script("work", "done = True"),
-                chain(&["s", "work", "e"])
-            ),
-        )],
-        None,
-    )
-    .unwrap()
-}
-
 fn linked(caller: &ModelSpec) -> ModelSpec {
     caller
         .with_callees(
