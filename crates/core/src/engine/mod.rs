@@ -15,6 +15,7 @@
 //! points against panics; `migrate` says whether an instance fits another version.
 
 mod activities;
+mod behaviours;
 mod boundaries;
 mod branches;
 mod commands;
