@@ -6,9 +6,8 @@
 //! suspended instance); the engine only records the status and, on resume, works out the
 //! status the instance's live tasks give it.
 
-use super::commands::process_of;
 use super::context::{StepContext, TaskIds};
-use super::interpreter::{Interpreter, Outcome};
+use super::interpreter::{process_of, Interpreter, Outcome};
 use super::paused::Run;
 use super::waits::HeldWait;
 use super::{Effect, EngineError, InstanceState, InstanceStatus, TaskState};
