@@ -52,8 +52,8 @@ use std::fmt;
 use uuid::Uuid;
 
 pub use activities::SCRIPTS_UNAVAILABLE;
-pub use context::{StepContext, TaskIds};
-pub use data_stores::{kkv_apply, DataStoreContents, StoreContent};
+pub use context::{DataStoreContents, StepContext, StoreContent, TaskIds};
+pub use data_stores::kkv_apply;
 pub use guard::{
     continue_start, continue_step, fail, service_call, start, start_run, step, step_run, terminate,
     ENGINE_PANIC,
