@@ -5,7 +5,7 @@
 use super::{other_family, ElementBehaviour, ElementTask};
 use crate::bpmn::ElementKind;
 use crate::engine::interpreter::{Interpreter, Outcome};
-use crate::engine::TaskState;
+use crate::engine::{Effect, TaskState};
 
 pub(super) struct CatchEvents;
 
@@ -23,7 +23,15 @@ impl ElementBehaviour for CatchEvents {
                 Ok(())
             }
             ElementKind::MessageCatch(message) => {
-                run.wait_for_message(guid, element, message, scope)
+                let expected = run.expected_correlation(element, message)?;
+                run.set_state(guid, TaskState::Waiting);
+                run.effects.push(Effect::WaitForMessage {
+                    task_guid: guid,
+                    name: message.message_name.clone(),
+                    expected,
+                });
+                // a receive task is an activity: its boundaries wait with it
+                run.start_boundaries(guid, element, scope)
             }
             ElementKind::ConditionalCatch(_) => {
                 // no shell wait: the condition is checked when each step has run
