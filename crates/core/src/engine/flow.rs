@@ -65,6 +65,22 @@ impl<'m> Interpreter<'m> {
             self.state.internal.races.insert(guid, race);
         }
         self.current = Some(guid);
+        self.activate(ElementTask {
+            guid,
+            element,
+            scope: token.scope,
+        })
+    }
+
+    /// What every activation shares (inputs, data objects and stores read, pre-script), then
+    /// the multi-instance body, or the element's behaviour, takes over. A task that failed runs
+    /// from here again on a retry.
+    pub(super) fn activate(&mut self, task: ElementTask<'m>) -> Outcome {
+        let ElementTask {
+            guid,
+            element,
+            scope,
+        } = task;
         if let Some(io) = &element.io {
             self.pass_inputs(guid, element, io)?;
         }
@@ -74,8 +90,11 @@ impl<'m> Interpreter<'m> {
             self.pre_script(element)?;
         }
         match &element.multi_instance {
-            Some(multi) => self.start_multi_instance(guid, element, multi, token.scope),
-            None => self.execute(guid, element, token.scope),
+            // an instance of the activity (retried) is the element itself, not a new body
+            Some(multi) if !self.is_instance(guid) => {
+                self.start_multi_instance(guid, element, multi, scope)
+            }
+            _ => self.execute(guid, element, scope),
         }
     }
 
