@@ -172,17 +172,7 @@ impl<'m> Interpreter<'m> {
                 return Ok(()); // parallelMultiple: it waits for the rest
             }
         }
-        match &self.element_of(guid).kind {
-            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
-                self.fire_non_interrupting(guid, next)
-            }
-            ElementKind::Boundary(_) => self.fire_boundary(guid),
-            ElementKind::EventSubProcessStart { .. } => self.fire_listener(guid, next),
-            _ => {
-                self.count_execution(&self.task(guid).element_id.clone())?;
-                self.complete_activity(guid)
-            }
-        }
+        behaviour_of(&self.element_of(guid).kind).triggered(self, guid, next)
     }
 
     /// One trigger of a catch set happened. Any-of: the set fires, and the task's other waits

@@ -5,6 +5,8 @@
 
 use super::{ElementBehaviour, ElementTask};
 use crate::engine::interpreter::{Interpreter, ModelFailure, Outcome};
+use crate::engine::Cycle;
+use uuid::Uuid;
 
 pub(super) struct EventSubProcesses;
 
@@ -14,5 +16,10 @@ impl ElementBehaviour for EventSubProcesses {
             &task.element.id,
             "an event subprocess is not entered by a sequence flow",
         ))
+    }
+
+    /// Only an event subprocess's start event waits (it listens): its event subprocess runs.
+    fn triggered<'m>(&self, run: &mut Interpreter<'m>, guid: Uuid, next: Option<Cycle>) -> Outcome {
+        run.fire_listener(guid, next)
     }
 }

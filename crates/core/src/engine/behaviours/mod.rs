@@ -1,11 +1,12 @@
-//! The element behaviours: what a task does over its life, one type per element family,
-//! behind one small lifecycle (Zeebe's element processors and restate's command handlers are
-//! the models). `flow` creates a task when a token enters an element and hands it to
-//! [`behaviour_of`] its element to `activate`; `complete_activity` does what every completion
-//! shares, then lets the family `leave` (choose the flows the tokens take); `cancel_task` does
-//! what every cancellation shares (the waits of `waits`, the boundaries), then lets the family
-//! `terminate` what is its own. The families keep calling the interpreter's helpers: the trait
-//! only says *which* of them a family's task goes through, and when.
+//! The element behaviours: what a task does over its life, one type per element family, behind
+//! one small lifecycle (Zeebe's element processors and restate's command handlers are the
+//! models). `flow` creates a task when a token enters an element and hands it to
+//! [`behaviour_of`] its element to `activate`; a task that waits is `triggered` when what it
+//! waits for happens; `complete_activity` does what every completion shares, then lets the
+//! family `leave` (choose the flows the tokens take); `cancel_task` does what every
+//! cancellation shares (the waits of `waits`, the boundaries), then lets the family `terminate`
+//! what is its own. The families keep calling the interpreter's helpers: the trait only says
+//! *which* of them a family's task goes through, and when.
 //!
 //! A multi-instance activity is no family of its own: its body (`multi_instance`) wraps the
 //! element's behaviour, whatever the element.
@@ -21,6 +22,7 @@ mod tasks;
 mod throw_events;
 
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::Cycle;
 use crate::bpmn::{ElementKind, ElementSpec};
 use boundary_events::BoundaryEvents;
 use catch_events::CatchEvents;
@@ -49,6 +51,19 @@ pub(super) trait ElementBehaviour {
     /// The task exists (inputs passed, pre-script run): what the element does now — complete
     /// at once, start waiting, or start what runs inside it.
     fn activate<'m>(&self, run: &mut Interpreter<'m>, task: ElementTask<'m>) -> Outcome;
+
+    /// The trigger the waiting task waited for happened (`fire_trigger` closed what else it
+    /// waited for); `next` is a cycle timer's next occurrence. The task completes: it waited
+    /// for just this. Boundary events and event subprocesses do more.
+    fn triggered<'m>(
+        &self,
+        run: &mut Interpreter<'m>,
+        guid: Uuid,
+        _next: Option<Cycle>,
+    ) -> Outcome {
+        run.count_execution(&run.task(guid).element_id.clone())?;
+        run.complete_activity(guid)
+    }
 
     /// The task completed (`complete_activity` did the shared part): tokens go on along the
     /// flows it takes. Every flow whose condition holds, else the default flow; gateways
