@@ -15,15 +15,15 @@
 //! task, `triggered` when what it waits for happens, `leave` by the flows it takes once
 //! `complete_activity` did what every completion shares, `terminate` what it holds of its own
 //! once `cancel_task` closed what every cancellation does. The families call the helpers their
-//! elements need: `activities` (script, decision, human and service tasks), `events` (start,
-//! end, messages), `timers`, `signals`, `conditions`, `gateways` (flow choice, joins),
-//! `boundaries` (boundary events, errors, escalations, cancelling a task), `subprocesses`,
-//! `event_subprocesses`, `multi_instance` (the body around an activity's instances, whatever
-//! its family), `loops`, `branches`, `data_objects`, `data_stores`. `waits` is the one rule of
-//! which waits a live task holds and how they close; `outcome` turns the run into the new state
-//! and effects; `paused` stops a run for a callee and goes on with it. `guard` wraps the public
-//! entry points against panics; `migrate` says whether an instance fits another version. The
-//! modules import each other in no cycle.
+//! elements need: `activities` (what moves a waiting human or service task on), `events`
+//! (firing start events, messages), `timers`, `signals`, `conditions`, `gateways` (flow choice,
+//! joins), `boundaries` (boundary events, errors, escalations, cancelling a task),
+//! `subprocesses`, `event_subprocesses`, `multi_instance` (the body around an activity's
+//! instances, whatever its family), `loops`, `branches`, `data_objects`, `data_stores`. `waits`
+//! is the one rule of which waits a live task holds and how they close; `outcome` turns the run
+//! into the new state and effects; `paused` stops a run for a callee and goes on with it.
+//! `guard` wraps the public entry points against panics; `migrate` says whether an instance
+//! fits another version. The modules import each other in no cycle.
 
 mod activities;
 mod behaviours;
