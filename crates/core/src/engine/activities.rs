@@ -1,71 +1,17 @@
-//! Tasks: script tasks and business rule tasks run at once; user and manual tasks wait for a person; service tasks ask
-//! the shell for a connector call and wait for its result. Also what the dispatcher needs to
-//! make that call (`service_call`).
+//! Tasks once they wait (what they do when a token reaches them is their behaviour, see
+//! `behaviours::tasks`): a person completes a user or manual task; the connector's answers
+//! move a service task on, and its failure is thrown as an error. Also what the dispatcher
+//! needs to make a service task's call (`service_call`).
 
 use super::boundaries::Thrown;
-use super::interpreter::{Interpreter, ModelFailure, Outcome};
-use super::multi_instance::deep_merge;
-use super::{Effect, InstanceError, InstanceState, Map, ServiceCall, TaskState};
-use crate::bpmn::{Callee, ElementKind, ElementSpec, ModelSpec, ServiceTaskSpec};
-use crate::expr::{self, ErrorKind, Script};
+use super::interpreter::{Interpreter, Outcome};
+use super::{InstanceError, InstanceState, Map, ServiceCall, TaskState};
+use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ServiceTaskSpec};
+use crate::expr::{self, ErrorKind};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-impl<'m> Interpreter<'m> {
-    pub fn run_script_task(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        script: &Option<Script>,
-    ) -> Outcome {
-        if let Some(script) = script {
-            self.run_script(element, script, "script")?;
-        }
-        self.complete_activity(guid)
-    }
-
-    /// Evaluates the decision with what an expression of the task sees, and merges the
-    /// result into the task data (SpiffWorkflow's deep merge).
-    pub fn run_business_rule_task(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        decision_id: &str,
-    ) -> Outcome {
-        let Some(decision) = self.model.decisions.get(decision_id) else {
-            return Err(self.callee_missing(element, Callee::Decision(decision_id.to_string())));
-        };
-        let cx = self.context_of_current_task();
-        let evaluation =
-            crate::dmn::evaluate(decision, &self.expression_data(), &cx).map_err(|e| {
-                let what = format!("the decision '{decision_id}'");
-                ModelFailure::of_expression(&element.id, e, &what)
-            })?;
-        let owner = self.state.data_owner(self.current);
-        deep_merge(self.state.data_of_mut(owner), evaluation.result);
-        self.complete_activity(guid)
-    }
-
-    pub fn wait_for_person(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        scope: Option<Uuid>,
-    ) -> Outcome {
-        self.set_state(guid, TaskState::Waiting);
-        self.start_boundaries(guid, element, scope)
-    }
-
-    pub fn call_service(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        scope: Option<Uuid>,
-    ) -> Outcome {
-        self.effects.push(Effect::CallService { task_guid: guid });
-        self.start_boundaries(guid, element, scope)
-    }
-
+impl Interpreter<'_> {
     /// A person completed a waiting task: their answer is merged (top-level keys) into data.
     pub fn complete_human_task(&mut self, guid: Uuid, answer: Map) -> Outcome {
         self.current = Some(guid);

@@ -5,6 +5,7 @@
 //! enclosing subprocess (each with its payload, see `signals`). Cancelling a task takes its
 //! waits with it.
 
+use super::behaviours::behaviour_of;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::state::Cycle;
 use super::waits::HeldWait;
@@ -171,17 +172,7 @@ impl<'m> Interpreter<'m> {
                 return Ok(()); // parallelMultiple: it waits for the rest
             }
         }
-        match &self.element_of(guid).kind {
-            ElementKind::Boundary(boundary) if !boundary.cancel_activity => {
-                self.fire_non_interrupting(guid, next)
-            }
-            ElementKind::Boundary(_) => self.fire_boundary(guid),
-            ElementKind::EventSubProcessStart { .. } => self.fire_listener(guid, next),
-            _ => {
-                self.count_execution(&self.task(guid).element_id.clone())?;
-                self.complete_activity(guid)
-            }
-        }
+        behaviour_of(&self.element_of(guid).kind).triggered(self, guid, next)
     }
 
     /// One trigger of a catch set happened. Any-of: the set fires, and the task's other waits
@@ -232,7 +223,8 @@ impl<'m> Interpreter<'m> {
         self.state.internal.branch_origins.remove(&attached);
     }
 
-    /// Cancel a live task: its wait effects, its boundaries, and (subprocess) everything inside.
+    /// Cancel a live task: its wait effects, its boundaries, and what its family holds besides
+    /// (a subprocess everything inside, a multi-instance activity its instances).
     pub fn cancel_task(&mut self, guid: Uuid) {
         if !self.is_live(guid) {
             return;
@@ -246,10 +238,12 @@ impl<'m> Interpreter<'m> {
         self.state.internal.local_data.remove(&guid);
         self.leave_branch(guid);
         self.set_state(guid, TaskState::Cancelled);
+        // a multi-instance activity's own task is the body around its instances, whatever
+        // its element's family
         if self.is_multi_activity(guid) {
             self.cancel_instances(guid);
-        } else if matches!(element.kind, ElementKind::SubProcess { .. }) {
-            self.cancel_children(guid);
+        } else {
+            behaviour_of(&element.kind).terminate(self, guid);
         }
         self.cancel_boundaries(guid);
         self.state.internal.boundaries.remove(&guid);

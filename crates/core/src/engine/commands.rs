@@ -3,8 +3,7 @@
 //! untouched), then runs the interpreter on a copy and hands back the new state and effects.
 
 use super::context::{StepContext, TaskIds};
-use super::interpreter::Abort;
-use super::interpreter::{Interpreter, ModelFailure, Outcome};
+use super::interpreter::{process_of, Interpreter, ModelFailure, Outcome};
 use super::paused::Run;
 use super::{
     Effect, EngineError, Event, InstanceError, InstanceState, InstanceStatus, Task, TaskState,
@@ -13,15 +12,6 @@ use crate::bpmn::{ElementKind, ElementSpec, ModelSpec, ProcessSpec};
 use serde_json::Value;
 use std::sync::Arc;
 use uuid::Uuid;
-
-pub(super) fn process_of<'m>(
-    model: &'m ModelSpec,
-    id: &str,
-) -> Result<&'m ProcessSpec, EngineError> {
-    model
-        .process(id)
-        .ok_or_else(|| EngineError::Invalid(format!("process '{id}' is not in this model")))
-}
 
 /// Create an instance and run it until every path waits or ends (or asks for a callee).
 pub fn start(
@@ -135,24 +125,6 @@ fn start_message(element: &ElementSpec) -> Option<&str> {
             element.message_catch().map(|m| m.message_name.as_str())
         }
         _ => None,
-    }
-}
-
-/// A step that could not run its scripts, or that needs a called process it was not given,
-/// did not happen: the caller may try it again.
-pub(super) fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
-    match outcome {
-        Err(ModelFailure {
-            abort: Some(abort),
-            message,
-            ..
-        }) => Err(match abort {
-            Abort::ScriptsUnavailable => EngineError::Unavailable(message.clone()),
-            Abort::CalleeNeeded(callee) | Abort::AsksFor(callee) => {
-                EngineError::CalleeNeeded(callee.clone())
-            }
-        }),
-        _ => Ok(()),
     }
 }
 

@@ -1,12 +1,12 @@
-//! What a step takes from outside the engine: the time, the ids of the tasks it creates, and
-//! the Python that runs its scripts. All are passed in, never reached for inside the core, so
-//! the same model, state, event and context always give the same outcome, and tests can pin
-//! ids and times.
+//! What a step takes from outside the engine: the time, the ids of the tasks it creates, the
+//! Python that runs its scripts, and what the model's data stores hold. All are passed in,
+//! never reached for inside the core, so the same model, state, event and context always give
+//! the same outcome, and tests can pin ids and times.
 
-use super::data_stores::DataStoreContents;
 use crate::expr::{self, ErrorKind, ExprError, Map, ScriptEnv, ScriptHost};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::{Builder, Uuid};
 
@@ -23,6 +23,23 @@ pub struct StepContext {
     pub env: Arc<ScriptEnv>,
     /// What the data stores of the model hold (loaded only for models that use stores).
     pub data_stores: Arc<DataStoreContents>,
+}
+
+/// What the data stores of a step's model hold, by store id, as the shell found them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DataStoreContents {
+    pub stores: BTreeMap<String, StoreContent>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreContent {
+    /// A JSON or JSON file store's value.
+    Value(Value),
+    /// A KKV store's entries: top-level key -> secondary key -> value.
+    Entries(Arc<Map>),
+    /// The store cannot be used by this instance (none exists where its model may see one,
+    /// or it is too large to load): why.
+    Unavailable(String),
 }
 
 impl StepContext {

@@ -5,33 +5,16 @@
 //! under the store's id to the store when it completes, and the value leaves its data.
 //!
 //! The core does no IO: the shell loads what the model's stores hold before the step
-//! ([`DataStoreContents`]) and applies the step's writes ([`super::Effect::WriteDataStore`]) in
+//! ([`DataStoreContents`](super::DataStoreContents)) and applies the step's writes ([`super::Effect::WriteDataStore`]) in
 //! the step's transaction. Within a step a read sees the step's earlier writes.
 
+use super::context::StoreContent;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::Effect;
 use crate::bpmn::{DataStoreKind, ElementSpec};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::Uuid;
-
-/// What the data stores of a step's model hold, by store id, as the shell found them.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DataStoreContents {
-    pub stores: BTreeMap<String, StoreContent>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum StoreContent {
-    /// A JSON or JSON file store's value.
-    Value(Value),
-    /// A KKV store's entries: top-level key -> secondary key -> value.
-    Entries(Arc<Map<String, Value>>),
-    /// The store cannot be used by this instance (none exists where its model may see one,
-    /// or it is too large to load): why.
-    Unavailable(String),
-}
 
 impl<'m> Interpreter<'m> {
     /// Before the task runs: the JSON stores it reads go into its data (a KKV store reaches

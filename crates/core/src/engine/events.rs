@@ -1,13 +1,13 @@
-//! Start, end and message events: firing start events, what an end event does (terminate,
-//! throw an error, send a message), sending messages with their correlation values, and
-//! waiting for and receiving messages (catch events, receive tasks; boundaries reuse these).
+//! Start and message events: firing a process's start events, sending messages with their
+//! correlation values, what a waiting receive expects, and receiving messages (catch events,
+//! receive tasks, boundaries). What a catch, throw or end event does when a token reaches it is
+//! its behaviour (see `behaviours`).
 
-use super::boundaries::{Fired, Thrown};
+use super::boundaries::Fired;
 use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::{Effect, TaskState};
 use crate::bpmn::{
-    BoundaryTrigger, CatchSet, ElementKind, ElementSpec, EndKind, MessageCatchSpec,
-    MessageThrowSpec, Throw,
+    BoundaryTrigger, CatchSet, ElementKind, ElementSpec, MessageCatchSpec, MessageThrowSpec, Throw,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -64,53 +64,6 @@ impl<'m> Interpreter<'m> {
         self.set_state(guid, TaskState::Waiting);
         self.state.internal.fired.insert(guid, fired);
         Ok(())
-    }
-
-    pub fn reach_end_event(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        kind: &'m EndKind,
-        scope: Option<Uuid>,
-    ) -> Outcome {
-        match kind {
-            EndKind::Message(message) => self.send_message(guid, element, message)?,
-            EndKind::Multiple(throws) => self.throw_all(guid, element, throws, scope)?,
-            _ => {}
-        }
-        self.post_script(element)?;
-        self.set_state(guid, TaskState::Completed);
-        match kind {
-            EndKind::Terminate => {
-                self.terminate(scope);
-                Ok(())
-            }
-            EndKind::Error(error) => {
-                let message = error
-                    .error_name
-                    .clone()
-                    .or_else(|| error.error_code.clone())
-                    .unwrap_or_else(|| "error end event".to_string());
-                let payload = match &error.payload {
-                    Some(expression) => {
-                        Some(self.eval(element, expression, "payloadExpression")?)
-                    }
-                    None => None,
-                };
-                let thrown = Thrown {
-                    code: error.error_code.clone(),
-                    message,
-                    payload,
-                };
-                self.throw_error(None, scope, &element.id, thrown)
-            }
-            EndKind::Signal(signal) => self.throw_signal(guid, element, signal),
-            EndKind::Escalation(escalation) => {
-                self.throw_escalation(guid, element, scope, escalation)
-            }
-            EndKind::Cancel => self.cancel_transaction(scope, &element.id),
-            EndKind::None | EndKind::Message(_) | EndKind::Multiple(_) => Ok(()),
-        }
     }
 
     /// A throw event with several definitions throws every one, in document order.
@@ -196,23 +149,6 @@ impl<'m> Interpreter<'m> {
             }
         }
         Ok(values)
-    }
-
-    pub fn wait_for_message(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        message: &'m MessageCatchSpec,
-        scope: Option<Uuid>,
-    ) -> Outcome {
-        let expected = self.expected_correlation(element, message)?;
-        self.set_state(guid, TaskState::Waiting);
-        self.effects.push(Effect::WaitForMessage {
-            task_guid: guid,
-            name: message.message_name.clone(),
-            expected,
-        });
-        self.start_boundaries(guid, element, scope)
     }
 
     /// What a waiting receive requires of a message: the established values of the

@@ -1,10 +1,12 @@
 //! The step driver: tokens run until every path waits or ends. A token entering an element
-//! creates its task and hands it to the element's family (activities, events, gateways,
-//! subprocesses); a completed task sends tokens along the outgoing flows its family chooses.
+//! creates its task and hands it to the behaviour of the element's family (`behaviours`); a
+//! completed task, once what every completion shares is done, sends tokens along the flows
+//! its family chooses.
 
+use super::behaviours::{behaviour_of, ElementTask};
 use super::interpreter::{Abort, Interpreter, ModelFailure, Outcome, Token};
 use super::TaskState;
-use crate::bpmn::{Callee, ElementKind, ElementSpec};
+use crate::bpmn::{Callee, ElementSpec};
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
@@ -50,7 +52,11 @@ impl<'m> Interpreter<'m> {
                 let guid = self.new_task(element, token.scope, TaskState::Completed);
                 self.join_branch(guid, token.branch);
                 self.current = Some(guid);
-                return self.leave(element, token.scope, None);
+                return self.leave(ElementTask {
+                    guid,
+                    element,
+                    scope: token.scope,
+                });
             }
         }
         let guid = self.new_task(element, token.scope, TaskState::Ready);
@@ -59,6 +65,22 @@ impl<'m> Interpreter<'m> {
             self.state.internal.races.insert(guid, race);
         }
         self.current = Some(guid);
+        self.activate(ElementTask {
+            guid,
+            element,
+            scope: token.scope,
+        })
+    }
+
+    /// What every activation shares (inputs, data objects and stores read, pre-script), then
+    /// the multi-instance body, or the element's behaviour, takes over. A task that failed runs
+    /// from here again on a retry.
+    pub(super) fn activate(&mut self, task: ElementTask<'m>) -> Outcome {
+        let ElementTask {
+            guid,
+            element,
+            scope,
+        } = task;
         if let Some(io) = &element.io {
             self.pass_inputs(guid, element, io)?;
         }
@@ -68,108 +90,27 @@ impl<'m> Interpreter<'m> {
             self.pre_script(element)?;
         }
         match &element.multi_instance {
-            Some(multi) => self.start_multi_instance(guid, element, multi, token.scope),
-            None => self.execute(guid, element, token.scope),
+            // an instance of the activity (retried) is the element itself, not a new body
+            Some(multi) if !self.is_instance(guid) => {
+                self.start_multi_instance(guid, element, multi, scope)
+            }
+            _ => self.execute(guid, element, scope),
         }
     }
 
-    /// What the element does once its task exists, by family.
+    /// What the element does once its task exists: its family's behaviour takes over.
     pub fn execute(
         &mut self,
         guid: Uuid,
         element: &'m ElementSpec,
         scope: Option<Uuid>,
     ) -> Outcome {
-        match &element.kind {
-            ElementKind::StartEvent { .. }
-            | ElementKind::TimerStart(_)
-            | ElementKind::SignalStart(_)
-            | ElementKind::MultipleStart(_)
-            | ElementKind::PassThrough
-            | ElementKind::Boundary(_)
-            | ElementKind::ExclusiveGateway
-            | ElementKind::ParallelGateway
-            | ElementKind::InclusiveGateway
-            | ElementKind::EventGateway => self.complete_activity(guid),
-            ElementKind::TimerCatch(timer) => self.start_timer(guid, element, timer),
-            ElementKind::ConditionalCatch(_) => {
-                // checked when the step has run (`fire_met_conditions`)
-                self.set_state(guid, TaskState::Waiting);
-                Ok(())
-            }
-            ElementKind::LinkThrow { target, .. } => {
-                self.complete_activity(guid)?;
-                self.tokens.push_back(Token {
-                    element: target.clone(),
-                    scope,
-                    flow: None,
-                    race: None,
-                    joined: false,
-                    repeat: false,
-                    branch: self.current_branch(),
-                });
-                Ok(())
-            }
-            ElementKind::LinkCatch { .. } => self.complete_activity(guid),
-            ElementKind::MultipleCatch(set) => {
-                for trigger in &set.triggers {
-                    self.wait_for_trigger(guid, element, trigger, None)?;
-                }
-                Ok(())
-            }
-            ElementKind::MultipleThrow(throws) => {
-                self.throw_all(guid, element, throws, scope)?;
-                self.go_on_unless_interrupted(guid)
-            }
-            ElementKind::SignalCatch(signal) => {
-                self.wait_for_signal(guid, signal);
-                Ok(())
-            }
-            ElementKind::SignalThrow(signal) => {
-                self.throw_signal(guid, element, signal)?;
-                self.go_on_unless_interrupted(guid)
-            }
-            ElementKind::EscalationThrow(escalation) => {
-                self.throw_escalation(guid, element, scope, escalation)?;
-                self.go_on_unless_interrupted(guid)
-            }
-            ElementKind::ScriptTask { script } => self.run_script_task(guid, element, script),
-            ElementKind::MessageThrow(message) => {
-                self.send_message(guid, element, message)?;
-                self.complete_activity(guid)
-            }
-            ElementKind::EndEvent(kind) => self.reach_end_event(guid, element, kind, scope),
-            ElementKind::UserTask | ElementKind::ManualTask => {
-                self.wait_for_person(guid, element, scope)
-            }
-            ElementKind::ServiceTask(_) => self.call_service(guid, element, scope),
-            ElementKind::MessageCatch(message) => {
-                self.wait_for_message(guid, element, message, scope)
-            }
-            ElementKind::SubProcess {
-                start_events, io, ..
-            } => self.start_subprocess(guid, element, start_events, io.as_ref(), scope),
-            ElementKind::Faulty { reason } => Err(ModelFailure::new(&element.id, reason.clone())),
-            ElementKind::CallActivity { called_element } => {
-                // a process of the model left as a call: a recursive call, copied in now
-                let callee = if self.model.processes.contains_key(called_element) {
-                    Callee::Recursion(element.id.clone())
-                } else {
-                    Callee::Process(called_element.clone())
-                };
-                Err(self.callee_missing(element, callee))
-            }
-            ElementKind::BusinessRuleTask { decision_id } => {
-                self.run_business_rule_task(guid, element, decision_id)
-            }
-            // never entered by a token: they start from their triggers
-            ElementKind::EventSubProcess { .. } | ElementKind::EventSubProcessStart { .. } => {
-                Err(ModelFailure::new(
-                    &element.id,
-                    "an event subprocess is not entered by a sequence flow",
-                ))
-            }
-        }
+        let task = ElementTask {
+            guid,
+            element,
+            scope,
+        };
+        behaviour_of(&element.kind).activate(self, task)
     }
 
     /// A call activity whose process, or a business rule task whose decision, is not in the
@@ -187,19 +128,10 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    /// A throw event goes on after its event was caught, unless what caught it interrupted
-    /// the (sub)process it is in.
-    fn go_on_unless_interrupted(&mut self, guid: Uuid) -> Outcome {
-        if self.is_live(guid) {
-            self.complete_activity(guid)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Post-script, COMPLETED, cancel the boundary events (and the rivals of a race it won),
-    /// follow the outgoing flows (an instance of a multi-instance activity hands its result to
-    /// the activity instead).
+    /// What every completion shares: post-script, outputs, COMPLETED, cancel the boundary
+    /// events (and the rivals of a race it won); then the family leaves by the flows it takes
+    /// (an instance of a multi-instance activity hands its result to the activity instead, a
+    /// standard loop runs again while its condition holds).
     pub fn complete_activity(&mut self, guid: Uuid) -> Outcome {
         let element = self.element_of(guid);
         let scope = self.task(guid).scope;
@@ -231,19 +163,26 @@ impl<'m> Interpreter<'m> {
                 return Ok(());
             }
         }
-        // the catch events after an event-based gateway race each other
-        let race = matches!(element.kind, ElementKind::EventGateway).then_some(guid);
-        self.leave(element, scope, race)
+        self.leave(ElementTask {
+            guid,
+            element,
+            scope,
+        })
     }
 
-    /// Queue tokens for the targets of the outgoing flows the element takes.
-    fn leave(
-        &mut self,
-        element: &'m ElementSpec,
-        scope: Option<Uuid>,
-        race: Option<Uuid>,
-    ) -> Outcome {
-        for flow_id in self.outgoing_flows(element)? {
+    /// Tokens go on along the flows the element's family takes (none: an implicit end, and
+    /// no condition is evaluated).
+    fn leave(&mut self, task: ElementTask<'m>) -> Outcome {
+        if task.element.outgoing.is_empty() {
+            return Ok(());
+        }
+        behaviour_of(&task.element.kind).leave(self, task)
+    }
+
+    /// Queue a token for the target of each flow (`race`: the event-based gateway whose catch
+    /// events the tokens reach).
+    pub(super) fn follow(&mut self, flows: Vec<&'m str>, scope: Option<Uuid>, race: Option<Uuid>) {
+        for flow_id in flows {
             let flow = &self.process.flows[flow_id];
             self.tokens.push_back(Token {
                 element: flow.target.clone(),
@@ -255,6 +194,5 @@ impl<'m> Interpreter<'m> {
                 branch: self.current_branch(),
             });
         }
-        Ok(())
     }
 }

@@ -16,22 +16,11 @@ pub(super) fn join_key(scope: Option<Uuid>, gateway: &str) -> String {
 }
 
 impl<'m> Interpreter<'m> {
-    /// The flows to follow when `element` completes (none: an implicit end).
-    pub fn outgoing_flows(&self, element: &'m ElementSpec) -> Result<Vec<&'m str>, ModelFailure> {
-        if element.outgoing.is_empty() {
-            return Ok(vec![]);
-        }
-        match &element.kind {
-            ElementKind::ParallelGateway | ElementKind::EventGateway => {
-                Ok(element.outgoing.iter().map(String::as_str).collect())
-            }
-            ElementKind::ExclusiveGateway => self.exclusive_choice(element).map(|f| vec![f]),
-            _ => self.conditional_flows(element),
-        }
-    }
-
     /// The first flow whose condition holds, else the default flow.
-    fn exclusive_choice(&self, gateway: &'m ElementSpec) -> Result<&'m str, ModelFailure> {
+    pub(super) fn exclusive_choice(
+        &self,
+        gateway: &'m ElementSpec,
+    ) -> Result<&'m str, ModelFailure> {
         for flow in non_default_flows(gateway) {
             if self.condition_holds(gateway, flow)? {
                 return Ok(flow);
@@ -46,7 +35,10 @@ impl<'m> Interpreter<'m> {
     }
 
     /// Every flow whose condition holds (a flow without one always does), else the default.
-    fn conditional_flows(&self, element: &'m ElementSpec) -> Result<Vec<&'m str>, ModelFailure> {
+    pub(super) fn conditional_flows(
+        &self,
+        element: &'m ElementSpec,
+    ) -> Result<Vec<&'m str>, ModelFailure> {
         let mut taken = vec![];
         for flow in non_default_flows(element) {
             if self.condition_holds(element, flow)? {

@@ -4,7 +4,7 @@
 //! The families add their own `impl Interpreter` blocks in their modules.
 
 use super::context::StepContext;
-use super::{Effect, InstanceState, Task, TaskState, MAX_EXECUTIONS_PER_STEP};
+use super::{Effect, EngineError, InstanceState, Task, TaskState, MAX_EXECUTIONS_PER_STEP};
 use crate::bpmn::{Callee, ElementSpec, ModelSpec, ProcessSpec};
 use crate::expr::{self, ErrorKind, ExprError, Expression, Script, TaskRef};
 use serde_json::Value;
@@ -59,6 +59,24 @@ impl ModelFailure {
 
 pub(super) type Outcome = Result<(), ModelFailure>;
 
+/// A step that could not run its scripts, or that needs a called process it was not given,
+/// did not happen: the caller may try it again.
+pub(super) fn refuse_aborted(outcome: &Outcome) -> Result<(), EngineError> {
+    match outcome {
+        Err(ModelFailure {
+            abort: Some(abort),
+            message,
+            ..
+        }) => Err(match abort {
+            Abort::ScriptsUnavailable => EngineError::Unavailable(message.clone()),
+            Abort::CalleeNeeded(callee) | Abort::AsksFor(callee) => {
+                EngineError::CalleeNeeded(callee.clone())
+            }
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// A token about to enter an element.
 #[derive(Debug)]
 pub(super) struct Token {
@@ -75,6 +93,16 @@ pub(super) struct Token {
     pub repeat: bool,
     /// The non-interrupting boundary event whose path it is on (see `branches`).
     pub branch: Option<Uuid>,
+}
+
+/// The process an instance runs, or the caller's mistake of naming one the model lacks.
+pub(super) fn process_of<'m>(
+    model: &'m ModelSpec,
+    id: &str,
+) -> Result<&'m ProcessSpec, EngineError> {
+    model
+        .process(id)
+        .ok_or_else(|| EngineError::Invalid(format!("process '{id}' is not in this model")))
 }
 
 pub(super) struct Interpreter<'m> {

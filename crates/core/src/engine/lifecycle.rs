@@ -6,9 +6,9 @@
 //! suspended instance); the engine only records the status and, on resume, works out the
 //! status the instance's live tasks give it.
 
-use super::commands::process_of;
+use super::behaviours::ElementTask;
 use super::context::{StepContext, TaskIds};
-use super::interpreter::{Interpreter, Outcome};
+use super::interpreter::{process_of, Interpreter, Outcome};
 use super::paused::Run;
 use super::waits::HeldWait;
 use super::{Effect, EngineError, InstanceState, InstanceStatus, TaskState};
@@ -132,20 +132,11 @@ impl Interpreter<'_> {
         self.task_mut(failed).data = None;
         self.set_state(failed, TaskState::Ready);
         self.current = Some(failed);
-        if let Some(io) = &element.io {
-            self.pass_inputs(failed, element, io)?;
-        }
-        self.read_data_objects(failed, element);
-        self.read_data_stores(failed, element)?;
-        if self.runs_scripts_of(failed, element) {
-            self.pre_script(element)?;
-        }
-        match &element.multi_instance {
-            Some(multi) if !self.is_instance(failed) => {
-                self.start_multi_instance(failed, element, multi, scope)
-            }
-            _ => self.execute(failed, element, scope),
-        }
+        self.activate(ElementTask {
+            guid: failed,
+            element,
+            scope,
+        })
     }
 
     /// The effects that open again what a failure closed for the tasks still live: message

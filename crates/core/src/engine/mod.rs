@@ -6,15 +6,27 @@
 //! Runtime failures inside the model put the instance in `Error` (the step returns Ok);
 //! `EngineError` is only for caller mistakes and leaves the state untouched.
 //!
-//! Layout: `commands` (start, step, fail) check the input and drive an `interpreter`; `flow`
-//! moves tokens and dispatches each element to its family: `activities` (tasks), `events`
-//! (start, end, message), `gateways`, `boundaries` (boundary events, errors, signals),
-//! `subprocesses`, `multi_instance`, `loops`; `waits` is the one rule of which waits a live
-//! task holds and how they close; `outcome` turns the run into the new state and effects;
-//! `paused` stops a run for a callee and goes on with it. `guard` wraps the public entry
-//! points against panics; `migrate` says whether an instance fits another version.
+//! Layout: `commands` (start, step, fail) and `lifecycle` (suspend, resume, terminate, retry)
+//! check the input and drive an `interpreter`, which holds the step's copy of the state and the
+//! helpers every element uses; `context` is what the step is given from outside. `flow` moves
+//! tokens: a token entering an element creates its task and hands it to the element's family in
+//! `behaviours` — one type per family (tasks, start, catch, throw and end events, boundary
+//! events, gateways, subprocesses, event subprocesses) with the same lifecycle: `activate` the
+//! task, `triggered` when what it waits for happens, `leave` by the flows it takes once
+//! `complete_activity` did what every completion shares, `terminate` what it holds of its own
+//! once `cancel_task` closed what every cancellation does. The families call the helpers their
+//! elements need: `activities` (what moves a waiting human or service task on), `events`
+//! (firing start events, messages), `timers`, `signals`, `conditions`, `gateways` (flow choice,
+//! joins), `boundaries` (boundary events, errors, escalations, cancelling a task),
+//! `subprocesses`, `event_subprocesses`, `multi_instance` (the body around an activity's
+//! instances, whatever its family), `loops`, `branches`, `data_objects`, `data_stores`. `waits`
+//! is the one rule of which waits a live task holds and how they close; `outcome` turns the run
+//! into the new state and effects; `paused` stops a run for a callee and goes on with it.
+//! `guard` wraps the public entry points against panics; `migrate` says whether an instance
+//! fits another version. The modules import each other in no cycle.
 
 mod activities;
+mod behaviours;
 mod boundaries;
 mod branches;
 mod commands;
@@ -51,8 +63,8 @@ use std::fmt;
 use uuid::Uuid;
 
 pub use activities::SCRIPTS_UNAVAILABLE;
-pub use context::{StepContext, TaskIds};
-pub use data_stores::{kkv_apply, DataStoreContents, StoreContent};
+pub use context::{DataStoreContents, StepContext, StoreContent, TaskIds};
+pub use data_stores::kkv_apply;
 pub use guard::{
     continue_start, continue_step, fail, service_call, start, start_run, step, step_run, terminate,
     ENGINE_PANIC,

@@ -8,9 +8,10 @@
 //! A callee met elsewhere than at a token's arrival (a failed call activity run again by a
 //! retry) still stops the run as a whole (`EngineError::CalleeNeeded`): the caller runs it again.
 
-use super::commands::{process_of, refuse_aborted};
 use super::context::StepContext;
-use super::interpreter::{Abort, Interpreter, ModelFailure, Outcome, Token};
+use super::interpreter::{
+    process_of, refuse_aborted, Abort, Interpreter, ModelFailure, Outcome, Token,
+};
 use super::{DataStoreContents, Effect, EngineError, InstanceState, StoreContent};
 use crate::bpmn::{Callee, ElementKind, ElementSpec, ModelSpec};
 use std::collections::{BTreeMap, HashSet, VecDeque};

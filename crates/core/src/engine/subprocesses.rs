@@ -1,58 +1,15 @@
-//! Embedded subprocesses: a subprocess task starts its start events inside its own scope,
-//! completes when no path inside it is live, and takes everything inside with it when it is
-//! cancelled or a terminate end event ends its scope.
+//! Embedded subprocesses once started (starting one is its behaviour, see
+//! `behaviours::subprocesses`): a subprocess completes when no path inside it is live, and
+//! takes everything inside with it when it is cancelled or a terminate end event ends its
+//! scope. Also the data a task or call with an ioSpecification passes in and hands on.
 
-use super::interpreter::{Interpreter, ModelFailure, Outcome, Token};
+use super::interpreter::{Interpreter, ModelFailure, Outcome};
 use super::Map;
 use super::TaskState;
 use crate::bpmn::{BoundaryTrigger, ElementKind, ElementSpec, IoSpec, SubProcessForm};
 use uuid::Uuid;
 
 impl<'m> Interpreter<'m> {
-    pub fn start_subprocess(
-        &mut self,
-        guid: Uuid,
-        element: &'m ElementSpec,
-        start_events: &'m [String],
-        io: Option<&'m IoSpec>,
-        scope: Option<Uuid>,
-    ) -> Outcome {
-        self.set_state(guid, TaskState::Started);
-        if let Some(io) = io {
-            self.pass_inputs(guid, element, io)?;
-        } else if self.copies_data(guid, element) {
-            // SpiffWorkflow's rule for a call: the child starts on a copy of the caller's
-            // data, which becomes the caller's when it completes
-            let copy = self.data().clone();
-            self.state.internal.local_data.insert(guid, copy);
-        }
-        if matches!(
-            element.kind,
-            ElementKind::SubProcess {
-                form: SubProcessForm::Transaction,
-                ..
-            }
-        ) {
-            // what a cancel end event undoes
-            let before = self.data().clone();
-            self.state.internal.transactions.insert(guid, before);
-        }
-        self.start_boundaries(guid, element, scope)?;
-        self.arm_event_subprocesses(Some(guid))?;
-        for start in start_events {
-            self.tokens.push_back(Token {
-                element: start.clone(),
-                scope: Some(guid),
-                flow: None,
-                race: None,
-                joined: false,
-                repeat: false,
-                branch: None,
-            });
-        }
-        Ok(())
-    }
-
     /// A started subprocess (or event subprocess) none of whose tasks is live any more, but
     /// for the listeners of its own event subprocesses.
     pub fn finished_subprocess(&self) -> Option<Uuid> {
@@ -97,7 +54,7 @@ impl<'m> Interpreter<'m> {
 
     /// A call without an ioSpecification works on a copy of its caller's data (unless it is an
     /// instance of a multi-instance call activity, which has a copy already).
-    fn copies_data(&self, guid: Uuid, element: &ElementSpec) -> bool {
+    pub(super) fn copies_data(&self, guid: Uuid, element: &ElementSpec) -> bool {
         let is_call = matches!(
             element.kind,
             ElementKind::SubProcess {
