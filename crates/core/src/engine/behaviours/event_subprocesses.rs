@@ -22,4 +22,11 @@ impl ElementBehaviour for EventSubProcesses {
     fn triggered<'m>(&self, run: &mut Interpreter<'m>, guid: Uuid, next: Option<Cycle>) -> Outcome {
         run.fire_listener(guid, next)
     }
+
+    /// An event subprocess under way goes with everything inside it (an interrupting one
+    /// around it ended its process): nothing of it may be left waiting. A listener holds
+    /// nothing inside.
+    fn terminate(&self, run: &mut Interpreter<'_>, guid: Uuid) {
+        run.cancel_children(guid);
+    }
 }

@@ -183,3 +183,41 @@ fn a_timer_event_subprocess_fires_while_the_process_waits() {
     assert_eq!(task(&st, "u").state, TaskState::Waiting);
     assert_eq!(st.status, InstanceStatus::UserInputRequired);
 }
+
+/// An interrupting event subprocess ends everything else in its process, a non-interrupting
+/// event subprocess under way included, with the tasks inside it: nothing is left waiting in
+/// a process that has moved on (SpiffWorkflow cancels the whole subtree).
+#[test]
+fn an_interrupting_event_subprocess_ends_one_under_way_with_its_tasks() {
+    let m = model_with(
+        &format!(
+            r#"<bpmn:startEvent id="s"/><bpmn:userTask id="u"/><bpmn:endEvent id="e"/>{}{}{}"#,
+            chain(&["s", "u", "e"]),
+            event_subprocess(
+                "side",
+                r#"<bpmn:signalEventDefinition signalRef="note"/>"#,
+                false,
+                r#"<bpmn:userTask id="side_work"/>"#,
+            ),
+            event_subprocess(
+                "stop",
+                r#"<bpmn:signalEventDefinition signalRef="halt"/>"#,
+                true,
+                &script("stop_work", "stopped = True"),
+            ),
+        ),
+        r#"<bpmn:signal id="note" name="NOTE"/><bpmn:signal id="halt" name="HALT"/>"#,
+    );
+    let (mut st, _) = start_with(&m, json!({}));
+    let signal = |name: &str| Event::Signal {
+        name: name.into(),
+        payload: Value::Null,
+    };
+    step(&m, &mut st, signal("NOTE")).unwrap();
+    assert_eq!(task(&st, "side_work").state, TaskState::Waiting);
+    step(&m, &mut st, signal("HALT")).unwrap();
+    assert_eq!(st.data["stopped"], json!(true));
+    assert_eq!(task(&st, "u").state, TaskState::Cancelled);
+    assert_eq!(task(&st, "side_work").state, TaskState::Cancelled);
+    assert_eq!(st.status, InstanceStatus::Complete, "{:?}", st.tasks);
+}
