@@ -8,7 +8,7 @@ mod labels;
 pub mod ids;
 pub mod states;
 
-pub use ids::{InstanceId, MessageId, TaskGuid};
+pub use ids::{InstanceId, MessageId, ModelId, TaskGuid};
 
 /// An enum of text labels (see the state enums): what a caller needs to read one from text.
 pub trait Labelled: Sized + Copy {

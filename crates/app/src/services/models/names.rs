@@ -5,26 +5,14 @@ use super::ModelId;
 use crate::services::{Error, ErrorCode, Result};
 
 /// The longest process model identifier (bytes).
-pub const MAX_IDENTIFIER_BYTES: usize = 255;
+pub const MAX_IDENTIFIER_BYTES: usize = ModelId::MAX_BYTES;
 /// The longest segment of an identifier (bytes).
-pub const MAX_SEGMENT_BYTES: usize = 100;
-
-/// A segment of an identifier, or a file name's stem: a letter or digit, then letters, digits,
-/// `-`, `_` and `.` (so no hidden `.name`, no `..`, no spaces or control characters).
-fn is_plain_name(segment: &str) -> bool {
-    let mut chars = segment.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        && segment.len() <= MAX_SEGMENT_BYTES
-}
+pub const MAX_SEGMENT_BYTES: usize = ModelId::MAX_SEGMENT_BYTES;
 
 /// `group:sub:model` (URL form) -> `group/sub/model`, checked segment by segment.
 pub fn identifier_from_url(modified: &str) -> Result<ModelId> {
-    let identifier = modified.replace(':', "/");
-    let valid =
-        identifier.len() <= MAX_IDENTIFIER_BYTES && identifier.split('/').all(is_plain_name);
-    if !valid {
-        return Err(Error::refused(
+    ModelId::parse(&modified.replace(':', "/")).ok_or_else(|| {
+        Error::refused(
             ErrorCode::InvalidProcessModelIdentifier,
             format!(
                 "'{}' is not a process model identifier: segments separated by ':', each a \
@@ -32,9 +20,8 @@ pub fn identifier_from_url(modified: &str) -> Result<ModelId> {
                  {MAX_SEGMENT_BYTES} bytes a segment, {MAX_IDENTIFIER_BYTES} in all)",
                 cut(modified)
             ),
-        ));
-    }
-    Ok(ModelId::checked(identifier))
+        )
+    })
 }
 
 /// The longest model file name (bytes), as most file systems allow.
