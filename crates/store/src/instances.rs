@@ -4,12 +4,12 @@ use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
-use workflow_types::{task_state, InstanceId, InstanceStatus, TaskGuid, TaskState};
+use workflow_types::{task_state, InstanceId, InstanceStatus, ModelId, TaskGuid, TaskState};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct InstanceRow {
     pub id: InstanceId,
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub process_id: String,
     pub status: InstanceStatus,
     pub data: Json<Value>,
@@ -52,7 +52,7 @@ pub struct TaskRow {
 
 pub async fn insert(
     conn: &mut PgConnection,
-    process_model_identifier: &str,
+    process_model_identifier: &ModelId,
     model_version: &str,
     process_id: &str,
     started_by: Option<&str>,
@@ -213,7 +213,7 @@ pub async fn task(
 /// newest first; a `None` filter is no filter.
 pub async fn list(
     conn: &mut PgConnection,
-    process_model_identifier: Option<&str>,
+    process_model_identifier: Option<&ModelId>,
     status: Option<InstanceStatus>,
     limit: i64,
     offset: i64,
@@ -238,7 +238,7 @@ pub async fn list(
 /// total of a huge table is not worth reading it whole on every page).
 pub async fn count(
     conn: &mut PgConnection,
-    process_model_identifier: Option<&str>,
+    process_model_identifier: Option<&ModelId>,
     status: Option<InstanceStatus>,
     up_to: i64,
 ) -> sqlx::Result<i64> {
@@ -284,7 +284,7 @@ pub async fn schedule_retry(
 }
 
 /// The model an instance runs, if the instance exists.
-pub async fn model_of(pool: &sqlx::PgPool, id: InstanceId) -> sqlx::Result<Option<String>> {
+pub async fn model_of(pool: &sqlx::PgPool, id: InstanceId) -> sqlx::Result<Option<ModelId>> {
     sqlx::query_scalar("SELECT process_model_identifier FROM process_instances WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)

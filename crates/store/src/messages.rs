@@ -6,7 +6,8 @@ use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
 use uuid::Uuid;
 use workflow_types::{
-    failure_reason, instance_status, message_status, message_type, InstanceId, MessageId, TaskGuid,
+    failure_reason, instance_status, message_status, message_type, InstanceId, MessageId, ModelId,
+    TaskGuid,
 };
 
 /// A message's type, status, state label and failure reason: the enums every layer uses.
@@ -41,7 +42,7 @@ pub struct MessageRow {
     pub correlation_keys: Json<Value>,
     pub correlation_key: String,
     pub process_instance_id: Option<InstanceId>,
-    pub process_model_identifier: Option<String>,
+    pub process_model_identifier: Option<ModelId>,
     pub task_guid: Option<TaskGuid>,
     pub message_instance_uuid: Option<Uuid>,
     pub expires_at: Option<DateTime<Utc>>,

@@ -3,11 +3,11 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
-use workflow_types::instance_status;
+use workflow_types::{instance_status, ModelId};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ModelRow {
-    pub identifier: String,
+    pub identifier: ModelId,
     pub display_name: String,
     pub primary_file_name: Option<String>,
     pub primary_process_id: String,
@@ -25,7 +25,7 @@ pub struct FileRow {
 }
 
 pub struct NewModel<'a> {
-    pub identifier: &'a str,
+    pub identifier: &'a ModelId,
     pub display_name: &'a str,
     pub primary_file_name: Option<&'a str>,
     pub primary_process_id: &'a str,
@@ -33,7 +33,7 @@ pub struct NewModel<'a> {
     pub version_sha: &'a str,
 }
 
-pub async fn find(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Option<ModelRow>> {
+pub async fn find(conn: &mut PgConnection, identifier: &ModelId) -> sqlx::Result<Option<ModelRow>> {
     sqlx::query_as(
         "SELECT identifier, display_name, primary_file_name, primary_process_id, summary, \
          version_sha, created_at, updated_at FROM process_models WHERE identifier = $1",
@@ -50,7 +50,7 @@ pub async fn find(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Opt
 /// An advisory lock rather than a row lock on the model: nothing is written per start.
 pub async fn lock_instances_of(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     exclusive: bool,
 ) -> sqlx::Result<()> {
     let sql = if exclusive {
@@ -81,7 +81,7 @@ pub async fn count(conn: &mut PgConnection) -> sqlx::Result<i64> {
 }
 
 /// Serialises writers of one model (file uploads, startup loading) for the transaction.
-pub async fn lock_identifier(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<()> {
+pub async fn lock_identifier(conn: &mut PgConnection, identifier: &ModelId) -> sqlx::Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('model:' || $1, 0))")
         .bind(identifier)
         .execute(conn)
@@ -89,7 +89,7 @@ pub async fn lock_identifier(conn: &mut PgConnection, identifier: &str) -> sqlx:
     Ok(())
 }
 
-pub async fn files(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<Vec<FileRow>> {
+pub async fn files(conn: &mut PgConnection, identifier: &ModelId) -> sqlx::Result<Vec<FileRow>> {
     sqlx::query_as(
         "SELECT file_name, content, sha256 FROM process_model_files \
          WHERE process_model_identifier = $1 ORDER BY file_name",
@@ -122,7 +122,7 @@ pub async fn upsert(conn: &mut PgConnection, model: &NewModel<'_>) -> sqlx::Resu
 
 pub async fn upsert_file(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     file_name: &str,
     content: &str,
     sha256: &str,
@@ -145,8 +145,8 @@ pub async fn upsert_file(
 pub async fn trigger_owner(
     conn: &mut PgConnection,
     message_name: &str,
-    except_identifier: &str,
-) -> sqlx::Result<Option<String>> {
+    except_identifier: &ModelId,
+) -> sqlx::Result<Option<ModelId>> {
     sqlx::query_scalar(
         "SELECT process_model_identifier FROM message_triggers \
          WHERE message_name = $1 AND process_model_identifier <> $2",
@@ -172,7 +172,7 @@ pub struct Retrieval<'a> {
 /// Replaces the model's start triggers and retrieval expressions.
 pub async fn replace_routing(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     triggers: &[Trigger<'_>],
     retrievals: &[Retrieval<'_>],
 ) -> sqlx::Result<()> {
@@ -215,7 +215,7 @@ pub async fn replace_routing(
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TriggerRow {
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub process_id: String,
     pub start_event_id: String,
 }
@@ -277,7 +277,7 @@ impl VersionRow {
 /// Records a version (idempotent: the same files make the same version).
 pub async fn insert_version(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     version_sha: &str,
     primary_process_id: &str,
     files: &[(String, String)],
@@ -305,7 +305,7 @@ pub async fn insert_version(
 
 pub async fn version(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     version_sha: &str,
 ) -> sqlx::Result<Option<VersionRow>> {
     sqlx::query_as(
@@ -330,7 +330,7 @@ pub struct VersionInUse {
 /// (one in error may be retried, on its version).
 pub async fn versions_in_use(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
 ) -> sqlx::Result<Vec<VersionInUse>> {
     sqlx::query_as(
         concat!("SELECT pi.model_version AS version_sha, count(*) AS live_instances, \
@@ -351,8 +351,8 @@ pub async fn versions_in_use(
 pub async fn process_owners(
     conn: &mut PgConnection,
     process_ids: &[&str],
-    except_identifier: &str,
-) -> sqlx::Result<Vec<(String, String)>> {
+    except_identifier: &ModelId,
+) -> sqlx::Result<Vec<(String, ModelId)>> {
     sqlx::query_as(
         "SELECT process_id, process_model_identifier FROM process_definitions \
          WHERE process_id = ANY($1) AND process_model_identifier <> $2 ORDER BY process_id",
@@ -367,7 +367,7 @@ pub async fn process_owners(
 /// another model took in the meantime is a unique violation.
 pub async fn replace_process_definitions(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     process_ids: &[&str],
 ) -> sqlx::Result<()> {
     // two statements: within one, the unique index would still see the rows being deleted
@@ -390,7 +390,7 @@ pub async fn replace_process_definitions(
 pub async fn process_definer(
     conn: &mut PgConnection,
     process_id: &str,
-) -> sqlx::Result<Option<(String, String)>> {
+) -> sqlx::Result<Option<(ModelId, String)>> {
     sqlx::query_as(
         "SELECT pm.identifier, pm.version_sha FROM process_definitions d \
          JOIN process_models pm ON pm.identifier = d.process_model_identifier \
@@ -404,7 +404,7 @@ pub async fn process_definer(
 /// The decisions a model defines become `decision_ids` (its current version's).
 pub async fn replace_decision_definitions(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     decision_ids: &[&str],
 ) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM decision_definitions WHERE process_model_identifier = $1")
@@ -426,7 +426,7 @@ pub async fn replace_decision_definitions(
 pub async fn decision_definers(
     conn: &mut PgConnection,
     decision_id: &str,
-) -> sqlx::Result<Vec<(String, String)>> {
+) -> sqlx::Result<Vec<(ModelId, String)>> {
     sqlx::query_as(
         "SELECT pm.identifier, pm.version_sha FROM decision_definitions d \
          JOIN process_models pm ON pm.identifier = d.process_model_identifier \
@@ -440,7 +440,7 @@ pub async fn decision_definers(
 /// Models whose processes are not indexed yet (stored before `process_definitions` existed).
 pub async fn without_process_definitions(
     conn: &mut PgConnection,
-) -> sqlx::Result<Vec<(String, String)>> {
+) -> sqlx::Result<Vec<(ModelId, String)>> {
     sqlx::query_as(
         "SELECT pm.identifier, pm.version_sha FROM process_models pm \
          WHERE NOT EXISTS (SELECT 1 FROM process_definitions d \
@@ -453,7 +453,10 @@ pub async fn without_process_definitions(
 
 /// How many instances of a model are not complete or terminated (an instance in error may be
 /// retried, a suspended one resumed: both still need the model).
-pub async fn count_live_instances(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<i64> {
+pub async fn count_live_instances(
+    conn: &mut PgConnection,
+    identifier: &ModelId,
+) -> sqlx::Result<i64> {
     sqlx::query_scalar(concat!(
         "SELECT count(*) FROM process_instances \
          WHERE process_model_identifier = $1 AND status NOT IN ('",
@@ -469,7 +472,7 @@ pub async fn count_live_instances(conn: &mut PgConnection, identifier: &str) -> 
 
 /// Deletes a model with its files, versions, triggers and definitions (their rows cascade);
 /// whether it existed.
-pub async fn delete(conn: &mut PgConnection, identifier: &str) -> sqlx::Result<bool> {
+pub async fn delete(conn: &mut PgConnection, identifier: &ModelId) -> sqlx::Result<bool> {
     let deleted = sqlx::query("DELETE FROM process_models WHERE identifier = $1")
         .bind(identifier)
         .execute(conn)

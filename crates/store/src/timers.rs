@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
-use workflow_types::{InstanceId, TaskGuid};
+use workflow_types::{InstanceId, ModelId, TaskGuid};
 
 /// Woken when a timer is written: a worker sleeping until a later timer looks again.
 pub const TIMERS_CHANNEL: &str = "workflow_backend_timers";
@@ -225,7 +225,7 @@ pub async fn take_signal_waits(
 /// A timer start event's schedule as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct StartTimer {
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub start_event_id: String,
     pub process_id: String,
     pub expression: String,
@@ -236,7 +236,7 @@ pub struct StartTimer {
 
 pub async fn start_timers_of(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
 ) -> sqlx::Result<Vec<StartTimer>> {
     sqlx::query_as(
         "SELECT process_model_identifier, start_event_id, process_id, expression, due_at, \
@@ -252,7 +252,7 @@ pub async fn start_timers_of(
 /// `timers`) and signal starts, and wakes the timer workers at commit.
 pub async fn replace_starts(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     timers: &[StartTimer],
     signals: &[(String, String, String)],
 ) -> sqlx::Result<()> {
@@ -305,7 +305,7 @@ pub async fn replace_starts(
 pub async fn signal_starts_for(
     conn: &mut PgConnection,
     signal_name: &str,
-) -> sqlx::Result<Vec<(String, String, String)>> {
+) -> sqlx::Result<Vec<(ModelId, String, String)>> {
     sqlx::query_as(
         "SELECT process_model_identifier, process_id, start_event_id FROM signal_starts \
          WHERE signal_name = $1 ORDER BY process_model_identifier, start_event_id",
@@ -321,7 +321,7 @@ pub async fn claim_due_starts(
     now: DateTime<Utc>,
     limit: i64,
     lease: Duration,
-) -> sqlx::Result<Vec<(String, String)>> {
+) -> sqlx::Result<Vec<(ModelId, String)>> {
     sqlx::query_as(
         "UPDATE start_timers SET claimed_until = $1 + make_interval(secs => $3) \
          WHERE (process_model_identifier, start_event_id) IN \
@@ -341,7 +341,7 @@ pub async fn claim_due_starts(
 /// worker fired this occurrence, or a new version replaced it).
 pub async fn lock_due_start(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     start_event_id: &str,
     now: DateTime<Utc>,
 ) -> sqlx::Result<Option<StartTimer>> {
@@ -361,7 +361,7 @@ pub async fn lock_due_start(
 /// Moves a fired timer start to its next occurrence, or deletes it after its last.
 pub async fn advance_start(
     conn: &mut PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     start_event_id: &str,
     next: Option<(DateTime<Utc>, Option<i32>)>,
 ) -> sqlx::Result<()> {

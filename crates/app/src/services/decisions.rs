@@ -17,7 +17,7 @@ pub const MAX_DECISION_ID_BYTES: usize = 255;
 
 /// A decision, and the model whose current version defines it.
 pub struct FoundDecision {
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub decision: Arc<Decision>,
 }
 
@@ -29,7 +29,6 @@ pub async fn find(
     decision_id: &str,
     model: Option<&ModelId>,
 ) -> Result<FoundDecision> {
-    let model = model.map(ModelId::as_str);
     super::input::check_text(
         decision_id,
         ErrorCode::InvalidDecisionId,
@@ -65,7 +64,7 @@ pub async fn find(
         .decisions
         .get(decision_id)
         .cloned()
-        .ok_or_else(|| not_found(decision_id, Some(&identifier)))?;
+        .ok_or_else(|| not_found(decision_id, Some(identifier.as_str())))?;
     Ok(FoundDecision {
         process_model_identifier: identifier,
         decision,

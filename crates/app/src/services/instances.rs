@@ -20,13 +20,13 @@ pub async fn start(
     data: &Map<String, Value>,
     actor: &str,
 ) -> Result<InstanceOutcome> {
-    retry_transaction!(start_once(pool, cache, model.as_str(), data, actor))
+    retry_transaction!(start_once(pool, cache, model, data, actor))
 }
 
 async fn start_once(
     pool: &PgPool,
     cache: &ModelCache,
-    model: &str,
+    model: &ModelId,
     data: &Map<String, Value>,
     actor: &str,
 ) -> Result<InstanceOutcome> {
@@ -120,8 +120,8 @@ pub(super) async fn move_instance(
 ) -> Result<String> {
     let model = uow
         .process_model_identifier(id)
-        .unwrap_or_default()
-        .to_string();
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("instance {id} is not held"))?;
     let from = uow.model_version(id).unwrap_or_default().to_string();
     let target = match target_version {
         Some(version) => version.to_string(),
@@ -229,7 +229,7 @@ pub mod states {
 #[derive(Debug, Clone)]
 pub struct Instance {
     pub id: InstanceId,
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub process_id: String,
     pub status: InstanceStatus,
     pub data: Value,
@@ -369,7 +369,7 @@ pub struct InstancePage {
 /// Which instances a list shows; `None` is no filter.
 #[derive(Debug, Clone, Copy)]
 pub struct InstanceFilter<'a> {
-    pub process_model_identifier: Option<&'a str>,
+    pub process_model_identifier: Option<&'a ModelId>,
     pub status: Option<InstanceStatus>,
 }
 
@@ -398,7 +398,7 @@ pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Res
 }
 
 /// The model of an instance, for authorisation before a step (`None`: no such instance).
-pub async fn model_of(pool: &PgPool, id: InstanceId) -> Result<Option<String>> {
+pub async fn model_of(pool: &PgPool, id: InstanceId) -> Result<Option<ModelId>> {
     Ok(store::instances::model_of(pool, id).await?)
 }
 

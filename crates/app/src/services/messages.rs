@@ -4,6 +4,7 @@ use super::unit_of_work::{Committed, OutgoingMessage, RetrievalFailure, Routed, 
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::correlation::CorrelationValues;
 pub use crate::ids::MessageId;
+use crate::ids::ModelId;
 use crate::ids::{InstanceId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
@@ -314,7 +315,7 @@ pub struct Message {
     pub correlation_key: String,
     /// The instance that sent or waits for it, or that a send reached.
     pub process_instance_id: Option<InstanceId>,
-    pub process_model_identifier: Option<String>,
+    pub process_model_identifier: Option<ModelId>,
     pub task_guid: Option<TaskGuid>,
     pub message_instance_uuid: Option<Uuid>,
     pub expires_at: Option<DateTime<Utc>>,

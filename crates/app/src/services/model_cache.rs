@@ -5,6 +5,7 @@ use super::clock::{Clock, SystemClock};
 use super::Result;
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{Expression, ScriptHost};
+use crate::ids::ModelId;
 use crate::store;
 use anyhow::anyhow;
 use sqlx::PgConnection;
@@ -81,7 +82,7 @@ impl ModelCache {
     pub async fn spec(
         &self,
         conn: &mut PgConnection,
-        identifier: &str,
+        identifier: &ModelId,
         version_sha: &str,
     ) -> Result<Arc<ModelSpec>> {
         self.version_spec(conn, identifier, version_sha)
@@ -103,7 +104,7 @@ impl ModelCache {
     pub async fn version_spec(
         &self,
         conn: &mut PgConnection,
-        identifier: &str,
+        identifier: &ModelId,
         version_sha: &str,
     ) -> Result<Option<Arc<ModelSpec>>> {
         if let Some(spec) = self.specs.read().expect("cache lock").get(version_sha) {

@@ -6,6 +6,7 @@
 use super::{retry_transaction, ModelCache, Result, UnitOfWork};
 use crate::engine::Cycle;
 use crate::ids::InstanceId;
+use crate::ids::ModelId;
 use crate::store::{self, timers::DueTimer};
 use crate::telemetry::traces::{KeyValue, SpanScope, Traces};
 use chrono::{DateTime, Utc};
@@ -50,7 +51,7 @@ pub async fn fire_due(
     for (model, start_event_id) in &starts {
         let span = SpanScope::start(traces, None, "timer fired", || {
             vec![
-                KeyValue::new("workflow.process_model", model.clone()),
+                KeyValue::new("workflow.process_model", model.to_string()),
                 KeyValue::new("workflow.start_event", start_event_id.clone()),
             ]
         });
@@ -107,7 +108,7 @@ pub async fn fire_due(
 async fn fire_start(
     pool: &PgPool,
     cache: &ModelCache,
-    model: &str,
+    model: &ModelId,
     start_event_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<InstanceId>> {
@@ -156,7 +157,7 @@ async fn fire_start(
         .await?;
     unit.commit().await?;
     tracing::debug!(
-        model,
+        model = model.as_str(),
         start_event = start_event_id,
         instance = id.0,
         "timer start event fired"

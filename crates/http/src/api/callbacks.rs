@@ -57,7 +57,7 @@ impl From<service_tasks::CallbackAnswer> for CallbackAnswer {
             ok: true,
             status: CallbackStatus::Completed,
             process_instance_id: answer.process_instance_id,
-            process_model_identifier: answer.process_model_identifier,
+            process_model_identifier: answer.process_model_identifier.to_string(),
             task_guid: None,
             retry_at: None,
             retries_attempted: None,

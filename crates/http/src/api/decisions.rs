@@ -208,7 +208,7 @@ fn decision_answer(found: &FoundDecision) -> DecisionAnswer {
     DecisionAnswer {
         decision_id: decision.id.clone(),
         name: decision.name.clone(),
-        process_model_identifier: found.process_model_identifier.clone(),
+        process_model_identifier: found.process_model_identifier.to_string(),
         file_name: decision.file.clone(),
         hit_policy: table.hit_policy.as_dmn().to_string(),
         aggregation: table.aggregation.map(|a| a.as_dmn().to_string()),
@@ -268,7 +268,7 @@ fn evaluation_answer(found: &FoundDecision, evaluation: Evaluation) -> Evaluatio
     display::untag(&mut result);
     EvaluationAnswer {
         decision_id: found.decision.id.clone(),
-        process_model_identifier: found.process_model_identifier.clone(),
+        process_model_identifier: found.process_model_identifier.to_string(),
         hit_policy: table.hit_policy.as_dmn().to_string(),
         matched_rules: rules(&evaluation.matched),
         selected_rules: rules(&evaluation.selected),

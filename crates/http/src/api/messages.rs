@@ -207,7 +207,10 @@ fn fields_of(row: &services::messages::Message) -> MessageFields {
         state: stored::MessageState::of(row.message_type, row.status).into(),
         correlation_key: row.correlation_key.clone(),
         process_instance_id: row.process_instance_id.map(|id| id.0),
-        process_model_identifier: row.process_model_identifier.clone(),
+        process_model_identifier: row
+            .process_model_identifier
+            .as_ref()
+            .map(ToString::to_string),
         task_guid: row.task_guid.map(|guid| guid.0),
         message_instance_uuid: row.message_instance_uuid,
         expires_at: row.expires_at,
@@ -319,7 +322,7 @@ pub async fn send_message(
                     KeyValue::new("workflow.instance.id", outcome.id.0),
                     KeyValue::new(
                         "workflow.process_model",
-                        outcome.process_model_identifier.clone(),
+                        outcome.process_model_identifier.to_string(),
                     ),
                 ]
             });

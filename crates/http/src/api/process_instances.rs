@@ -6,7 +6,9 @@ use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
 use crate::services::instances::states as stored;
 use crate::services::instances::InstanceOutcome;
-use crate::services::instances::{Instance, InstanceDetail, InstanceId, StoredTask, TaskGuid};
+use crate::services::instances::{
+    Instance, InstanceDetail, InstanceId, ModelId, StoredTask, TaskGuid,
+};
 use crate::services::ErrorCode;
 use crate::services::{self, input};
 use crate::App;
@@ -73,7 +75,7 @@ impl From<&InstanceOutcome> for ProcessInstanceAnswer {
     fn from(outcome: &InstanceOutcome) -> ProcessInstanceAnswer {
         ProcessInstanceAnswer {
             id: outcome.id.0,
-            process_model_identifier: outcome.process_model_identifier.clone(),
+            process_model_identifier: outcome.process_model_identifier.to_string(),
             process_model_version: outcome.model_version.clone(),
             process_id: outcome.process_id.clone(),
             status: outcome.status.into(),
@@ -154,7 +156,7 @@ impl From<&Instance> for ProcessInstanceAnswer {
     fn from(row: &Instance) -> ProcessInstanceAnswer {
         ProcessInstanceAnswer {
             id: row.id.0,
-            process_model_identifier: row.process_model_identifier.clone(),
+            process_model_identifier: row.process_model_identifier.to_string(),
             process_model_version: row.model_version.clone(),
             process_id: row.process_id.clone(),
             status: row.status.into(),
@@ -383,7 +385,7 @@ pub async fn show_instance(
     let (modified, id) = path.into_inner();
     let model = services::models::identifier_from_url(&modified)?;
     let found = authorize(&principal, &state, id, "read", None).await?;
-    if model.as_str() != found {
+    if model != found {
         return Err(services::instances::instance_not_found(id).into());
     }
     instance_detail(&state, id).await
@@ -417,8 +419,8 @@ pub(crate) async fn authorize(
     id: InstanceId,
     action: &str,
     alternative: Option<&str>,
-) -> Result<String, ApiError> {
-    let allowed = |model: &str| {
+) -> Result<ModelId, ApiError> {
+    let allowed = |model: &ModelId| {
         principal.allows(&format!("instances:{action}:{model}"))
             || alternative.is_some_and(|scope| principal.allows(scope))
     };
@@ -486,7 +488,7 @@ pub async fn list_instances(
     let status = input::choice(super::filter(&query.status), "status")?;
     let page = services::Page::new(query.page, query.per_page)?;
     let filter = services::instances::InstanceFilter {
-        process_model_identifier: model.as_ref().map(|m| m.as_str()),
+        process_model_identifier: model.as_ref(),
         status,
     };
     let page = services::instances::list(&state.pool, &filter, page).await?;

@@ -46,9 +46,9 @@ pub struct ModelAnswer {
 impl From<&Model> for ModelAnswer {
     fn from(model: &Model) -> ModelAnswer {
         ModelAnswer {
-            id: model.identifier.clone(),
-            identifier: model.identifier.clone(),
-            modified_process_model_identifier: model.identifier.replace('/', ":"),
+            id: model.identifier.to_string(),
+            identifier: model.identifier.to_string(),
+            modified_process_model_identifier: model.identifier.as_str().replace('/', ":"),
             display_name: model.display_name.clone(),
             primary_file_name: model.primary_file_name.clone(),
             primary_process_id: model.primary_process_id.clone(),

@@ -5,6 +5,7 @@
 
 use super::starts::schedule_starts;
 use crate::bpmn::{ModelError, ModelSpec};
+use crate::ids::ModelId;
 use crate::services::model_cache::build_off_async_threads;
 use crate::services::{Error, ErrorCode, ModelCache, Result};
 use crate::store::{self, models::Retrieval, models::Trigger};
@@ -26,7 +27,7 @@ pub struct ModelMetadata {
 pub(super) async fn save_model(
     conn: &mut sqlx::PgConnection,
     cache: &ModelCache,
-    identifier: &str,
+    identifier: &ModelId,
     metadata: &ModelMetadata,
     files: &[(String, String)],
     python_warnings: Vec<ModelError>,
@@ -71,7 +72,7 @@ fn primary_process_id(metadata: &ModelMetadata, files: &[(String, String)]) -> O
 /// start event already has one of this model's.
 async fn check_message_starts_are_free(
     conn: &mut sqlx::PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     spec: &ModelSpec,
 ) -> Result<()> {
     for start in &spec.message_starts {
@@ -94,7 +95,7 @@ async fn check_message_starts_are_free(
 /// No other model defines one of this model's processes (see [`process_id_conflict`]).
 async fn check_process_ids_are_free(
     conn: &mut sqlx::PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     spec: &ModelSpec,
 ) -> Result<()> {
     let process_ids: Vec<&str> = spec.processes.keys().map(String::as_str).collect();
@@ -103,7 +104,7 @@ async fn check_process_ids_are_free(
         .into_iter()
         .next()
     {
-        return Err(process_id_conflict(identifier, &process_id, &owner));
+        return Err(process_id_conflict(identifier, &process_id, owner.as_str()));
     }
     Ok(())
 }
@@ -111,13 +112,14 @@ async fn check_process_ids_are_free(
 /// The model's row (its current version `sha`), the version, and its files.
 async fn store_version(
     conn: &mut sqlx::PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     metadata: &ModelMetadata,
     spec: &ModelSpec,
     sha: &str,
     files: &[(String, String)],
 ) -> Result<()> {
     let display_name = metadata.display_name.clone().unwrap_or_else(|| {
+        let identifier = identifier.as_str();
         identifier
             .rsplit('/')
             .next()
@@ -154,7 +156,7 @@ async fn store_version(
 /// properties' retrieval expressions.
 async fn store_routing(
     conn: &mut sqlx::PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     spec: &ModelSpec,
 ) -> Result<()> {
     let triggers: Vec<Trigger> = spec
@@ -188,7 +190,7 @@ async fn store_routing(
 /// tasks of other models find it.
 async fn store_definitions(
     conn: &mut sqlx::PgConnection,
-    identifier: &str,
+    identifier: &ModelId,
     spec: &ModelSpec,
 ) -> Result<()> {
     let process_ids: Vec<&str> = spec.processes.keys().map(String::as_str).collect();
@@ -256,7 +258,7 @@ pub async fn index_process_definitions(pool: &PgPool, cache: &ModelCache) -> Res
 
 /// Process ids are looked up service-wide (a call activity finds a process of another model by
 /// its id), so two models may not define the same one.
-fn process_id_conflict(identifier: &str, process_id: &str, owner: &str) -> Error {
+fn process_id_conflict(identifier: &ModelId, process_id: &str, owner: &str) -> Error {
     Error::refused(
         ErrorCode::ProcessIdConflict,
         format!(

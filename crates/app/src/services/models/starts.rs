@@ -3,6 +3,7 @@
 
 use super::save::invalid_model;
 use crate::bpmn::{ModelError, ModelSpec};
+use crate::ids::ModelId;
 use crate::services::{Error, ModelCache, Result};
 use crate::store;
 use anyhow::anyhow;
@@ -12,7 +13,7 @@ use anyhow::anyhow;
 pub(super) async fn schedule_starts(
     conn: &mut sqlx::PgConnection,
     cache: &ModelCache,
-    identifier: &str,
+    identifier: &ModelId,
     spec: &ModelSpec,
 ) -> Result<()> {
     let existing = store::timers::start_timers_of(conn, identifier).await?;
@@ -44,7 +45,7 @@ pub(super) async fn schedule_starts(
             invalid_model(ModelError::new(file, Some(&start.start_event_id), reason))
         })?;
         timers.push(store::timers::StartTimer {
-            process_model_identifier: identifier.to_string(),
+            process_model_identifier: identifier.clone(),
             start_event_id: start.start_event_id.clone(),
             process_id: start.process_id.clone(),
             expression: source,

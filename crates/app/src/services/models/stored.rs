@@ -7,7 +7,7 @@ use crate::store;
 use sqlx::PgPool;
 
 /// 404 `process_model_not_found`.
-pub fn model_not_found(identifier: &str) -> Error {
+pub fn model_not_found(identifier: &ModelId) -> Error {
     Error::refused(
         ErrorCode::ProcessModelNotFound,
         format!("process model '{identifier}' does not exist"),
@@ -17,7 +17,7 @@ pub fn model_not_found(identifier: &str) -> Error {
 /// A process model as stored (its current version).
 #[derive(Debug, Clone)]
 pub struct Model {
-    pub identifier: String,
+    pub identifier: ModelId,
     pub display_name: String,
     pub primary_file_name: Option<String>,
     pub primary_process_id: String,
@@ -79,7 +79,6 @@ pub struct ModelDetail {
 }
 
 pub async fn show(pool: &PgPool, identifier: &ModelId) -> Result<ModelDetail> {
-    let identifier = identifier.as_str();
     let mut conn = pool.acquire().await?;
     let model = store::models::find(&mut conn, identifier)
         .await?
@@ -111,7 +110,6 @@ pub async fn file(
     version: Option<&str>,
 ) -> Result<String> {
     check_file_name(file_name)?;
-    let identifier = identifier.as_str();
     let mut conn = pool.acquire().await?;
     let files = match version {
         None => {
@@ -154,7 +152,6 @@ pub async fn file(
 /// Deletes a model (its files, versions, message and timer starts), unless instances of it
 /// are live: 409 `process_model_in_use` then, with their number.
 pub async fn delete(pool: &PgPool, identifier: &ModelId) -> Result<()> {
-    let identifier = identifier.as_str();
     let mut tx = pool.begin().await?;
     // as an upload does: no file of it is written meanwhile
     store::models::lock_identifier(&mut tx, identifier).await?;

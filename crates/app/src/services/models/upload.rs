@@ -22,7 +22,7 @@ pub async fn put_file(
     file_name: &str,
     content: &str,
 ) -> Result<(bool, ModelDetail)> {
-    let identifier = model.as_str();
+    let identifier = model;
     check_file_name(file_name)?;
     if content.contains('\0') {
         return Err(Error::refused(
@@ -109,8 +109,7 @@ async fn load_folder(
     identifier: &str,
     folder: &Path,
 ) -> Result<()> {
-    let identifier = identifier_from_url(identifier)?;
-    let identifier = identifier.as_str();
+    let identifier = &identifier_from_url(identifier)?;
     let metadata: ModelMetadata = match std::fs::read_to_string(folder.join("process_model.json")) {
         Ok(text) => serde_json::from_str(&text)
             .map_err(|e| anyhow::anyhow!("{}/process_model.json: {e}", folder.display()))?,

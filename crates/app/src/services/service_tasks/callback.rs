@@ -4,6 +4,7 @@
 use super::{schedule_retry, RetryScheduled, ServiceTaskContext};
 use crate::connector::CallbackOutcome;
 use crate::engine::{EngineError, Event};
+use crate::ids::ModelId;
 use crate::ids::{InstanceId, TaskGuid};
 use crate::services::unit_of_work::Applied;
 use crate::services::{retry_transaction, Error, ErrorCode, Result, UnitOfWork};
@@ -24,7 +25,7 @@ pub enum CallbackDone {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallbackAnswer {
     pub process_instance_id: i64,
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub task_guid: TaskGuid,
     pub done: CallbackDone,
 }
@@ -49,8 +50,8 @@ async fn callback_once(
     check_waiting(&mut uow, id, task_guid).await?;
     let model = uow
         .process_model_identifier(id)
-        .unwrap_or_default()
-        .to_string();
+        .cloned()
+        .ok_or_else(|| instance_cannot_be_found(id))?;
     let answer = |done| CallbackAnswer {
         process_instance_id: id.0,
         process_model_identifier: model.clone(),
@@ -167,7 +168,7 @@ async fn next_step(
 /// is in error.
 fn uncaught_failure(
     id: InstanceId,
-    model: &str,
+    model: &ModelId,
     task_guid: TaskGuid,
     error: &crate::engine::InstanceError,
 ) -> Error {

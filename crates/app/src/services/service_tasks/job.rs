@@ -166,7 +166,7 @@ fn prepared_call(
         .state(id)
         .map(|state| Value::Object(state.data.clone()))
         .expect("loaded");
-    let model = uow.process_model_identifier(id).unwrap_or_default();
+    let model = uow.process_model_identifier(id).expect("loaded");
     let mut body = call.params;
     body.insert("wf__process_instance_id".into(), json!(id));
     body.insert("wf__process_model_identifier".into(), json!(model));

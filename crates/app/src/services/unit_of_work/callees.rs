@@ -10,6 +10,7 @@
 use super::super::{ModelCache, Result};
 use super::UnitOfWork;
 use crate::bpmn::{call_depth, Callee, ModelSpec, MAX_CALL_DEPTH};
+use crate::ids::ModelId;
 use crate::store;
 use anyhow::anyhow;
 use serde::{Deserialize, Serialize};
@@ -23,14 +24,14 @@ pub(super) const MAX_CALLEE_LOOKUPS: usize = 64;
 /// The model version a called process runs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pin {
-    pub model: String,
+    pub model: ModelId,
     pub version: String,
 }
 
 /// Which model defines a called process or decision.
 enum Definer {
     /// This model, at its current version.
-    Model { model: String, version: String },
+    Model { model: ModelId, version: String },
     /// No model (or, for a decision, several): why, as the instance's error says it.
     Missing(String),
 }
@@ -74,7 +75,7 @@ impl Callees {
 pub(super) async fn linked_spec(
     conn: &mut PgConnection,
     cache: &ModelCache,
-    identifier: &str,
+    identifier: &ModelId,
     version: &str,
     callees: &Callees,
 ) -> Result<Arc<ModelSpec>> {
@@ -122,7 +123,7 @@ impl<'c> UnitOfWork<'c> {
     /// version of the model defining it, or marks it unavailable; the spec to step again with.
     pub(super) async fn provide_callee(
         &mut self,
-        identifier: &str,
+        identifier: &ModelId,
         version: &str,
         callees: &mut Callees,
         callee: &Callee,
@@ -157,7 +158,7 @@ impl<'c> UnitOfWork<'c> {
     async fn definer(
         &mut self,
         callee: &Callee,
-        identifier: &str,
+        identifier: &ModelId,
         version: &str,
     ) -> Result<Definer> {
         let found = match callee {
@@ -194,7 +195,7 @@ impl<'c> UnitOfWork<'c> {
 
 /// A recursive call is copied in from the processes the instance already has (pinned under
 /// the instance's own model), unless it is deeper than `MAX_CALL_DEPTH`.
-fn recursion(call: &str, identifier: &str, version: &str) -> Definer {
+fn recursion(call: &str, identifier: &ModelId, version: &str) -> Definer {
     let depth = call_depth(call);
     if depth > MAX_CALL_DEPTH {
         return Definer::Missing(format!(
@@ -202,7 +203,7 @@ fn recursion(call: &str, identifier: &str, version: &str) -> Definer {
         ));
     }
     Definer::Model {
-        model: identifier.to_string(),
+        model: identifier.clone(),
         version: version.to_string(),
     }
 }

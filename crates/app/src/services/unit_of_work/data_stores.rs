@@ -11,6 +11,7 @@ use super::UnitOfWork;
 use crate::bpmn::{DataStoreKind, ModelSpec};
 use crate::engine::{DataStoreContents, StoreContent};
 use crate::ids::InstanceId;
+use crate::ids::ModelId;
 use crate::store;
 use anyhow::anyhow;
 use serde_json::{Map, Value};
@@ -23,7 +24,7 @@ impl UnitOfWork<'_> {
     /// What the stores of `spec` hold, as an instance of `model` sees them.
     pub(super) async fn data_store_contents(
         &mut self,
-        model: &str,
+        model: &ModelId,
         spec: &ModelSpec,
     ) -> Result<DataStoreContents> {
         let mut contents = DataStoreContents::default();
@@ -45,7 +46,7 @@ impl UnitOfWork<'_> {
             .await?;
             if let Some((row_id, _)) = &found {
                 self.data_store_rows
-                    .insert((model.to_string(), id.clone()), *row_id);
+                    .insert((model.clone(), id.clone()), *row_id);
             }
             let content = match (found, used.kind) {
                 (None, kind) => StoreContent::Unavailable(format!(
@@ -134,9 +135,9 @@ impl UnitOfWork<'_> {
 
 /// Where a model's stores may be, deepest first: `a/b/m` -> `a/b/m`, `a/b`, `a`, `` (every
 /// model).
-pub fn locations_of(model: &str) -> Vec<String> {
+pub fn locations_of(model: &ModelId) -> Vec<String> {
     let mut locations = vec![model.to_string()];
-    let mut path = model;
+    let mut path = model.as_str();
     while let Some((parent, _)) = path.rsplit_once('/') {
         locations.push(parent.to_string());
         path = parent;
@@ -151,7 +152,8 @@ mod tests {
 
     #[test]
     fn a_model_sees_the_stores_of_its_groups_deepest_first() {
-        assert_eq!(locations_of("a/b/m"), ["a/b/m", "a/b", "a", ""]);
-        assert_eq!(locations_of("m"), ["m", ""]);
+        let model = |id: &str| crate::ids::ModelId::parse(id).unwrap();
+        assert_eq!(locations_of(&model("a/b/m")), ["a/b/m", "a/b", "a", ""]);
+        assert_eq!(locations_of(&model("m")), ["m", ""]);
     }
 }

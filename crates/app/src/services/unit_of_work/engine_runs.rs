@@ -12,6 +12,7 @@ use crate::engine::{
     Run, ServiceCall, StepContext,
 };
 use crate::expr::ScriptEnv;
+use crate::ids::ModelId;
 use crate::ids::{InstanceId, TaskGuid};
 use crate::store;
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
@@ -107,7 +108,7 @@ impl<'c> UnitOfWork<'c> {
     pub(super) async fn script_env(
         &mut self,
         id: InstanceId,
-        model: &str,
+        model: &ModelId,
         spec: &ModelSpec,
     ) -> Result<ScriptEnv> {
         if !spec.needs_python {
@@ -137,7 +138,7 @@ impl<'c> UnitOfWork<'c> {
     /// the context comes back for a run that goes on.
     pub(super) async fn start_engine(
         &self,
-        (id, model): (InstanceId, &str),
+        (id, model): (InstanceId, &ModelId),
         spec: Arc<ModelSpec>,
         process_id: String,
         input: RunInput,
@@ -293,7 +294,7 @@ pub(super) enum RunInput {
 
 /// What an `engine step` span says: the instance, its model, the event and its message (a
 /// paused run going on says `continue`).
-fn step_attributes(id: InstanceId, model: &str, input: &RunInput) -> Vec<KeyValue> {
+fn step_attributes(id: InstanceId, model: &ModelId, input: &RunInput) -> Vec<KeyValue> {
     let kind = match input {
         RunInput::Event(event) => event.kind(),
         RunInput::Paused(..) => "continue",

@@ -32,6 +32,7 @@ pub use routing::RetrievalFailure;
 use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::engine::{EngineError, Event, InstanceError, InstanceState};
+use crate::ids::ModelId;
 use crate::ids::{InstanceId, MessageId};
 use crate::store::{self, instances::InstanceRow};
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
@@ -68,11 +69,11 @@ pub struct UnitOfWork<'c> {
     deliveries_in_flight: std::collections::HashSet<Uuid>,
     /// The data store rows this unit's steps loaded, by (model, store id): their writes go
     /// there (locked when loaded) without looking them up again.
-    data_store_rows: HashMap<(String, String), i64>,
+    data_store_rows: HashMap<(ModelId, String), i64>,
 }
 
 struct Loaded {
-    process_model_identifier: String,
+    process_model_identifier: ModelId,
     model_version: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -343,17 +344,15 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// The model of an instance this unit holds.
-    pub fn process_model_identifier(&self, id: InstanceId) -> Option<&str> {
-        self.instances
-            .get(&id)
-            .map(|l| l.process_model_identifier.as_str())
+    pub fn process_model_identifier(&self, id: InstanceId) -> Option<&ModelId> {
+        self.instances.get(&id).map(|l| &l.process_model_identifier)
     }
 
     /// The compiled model of a version (from the cache, or built from its stored files);
     /// `None` when the model has no such version.
     pub async fn version_spec(
         &mut self,
-        process_model_identifier: &str,
+        process_model_identifier: &ModelId,
         version_sha: &str,
     ) -> Result<Option<Arc<ModelSpec>>> {
         self.cache

@@ -5,6 +5,7 @@ use super::super::Result;
 use super::{Loaded, UnitOfWork};
 use crate::engine::{InstanceState, InstanceStatus, Task, TaskState};
 use crate::ids::InstanceId;
+use crate::ids::ModelId;
 use crate::store::{self, instances::InstanceRow};
 use anyhow::anyhow;
 use chrono::{DateTime, Utc};
@@ -68,7 +69,7 @@ impl Loaded {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceOutcome {
     pub id: InstanceId,
-    pub process_model_identifier: String,
+    pub process_model_identifier: ModelId,
     pub model_version: String,
     pub process_id: String,
     pub status: InstanceStatus,

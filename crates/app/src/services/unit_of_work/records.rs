@@ -4,6 +4,7 @@
 
 use super::super::Result;
 use super::UnitOfWork;
+use crate::ids::ModelId;
 use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store::{
     self,
@@ -20,7 +21,7 @@ impl UnitOfWork<'_> {
     /// (another worker fired this occurrence, or a new version replaced it).
     pub async fn lock_due_start_timer(
         &mut self,
-        identifier: &str,
+        identifier: &ModelId,
         start_event_id: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<store::timers::StartTimer>> {
@@ -30,7 +31,7 @@ impl UnitOfWork<'_> {
     /// Moves a fired timer start to its next occurrence, or ends it after its last.
     pub async fn advance_start_timer(
         &mut self,
-        identifier: &str,
+        identifier: &ModelId,
         start_event_id: &str,
         next: Option<(DateTime<Utc>, Option<i32>)>,
     ) -> Result<()> {
@@ -74,7 +75,7 @@ impl UnitOfWork<'_> {
     }
 
     /// The version a model's new instances start on; `None` when the model does not exist.
-    pub async fn current_version(&mut self, model: &str) -> Result<Option<String>> {
+    pub async fn current_version(&mut self, model: &ModelId) -> Result<Option<String>> {
         let row = store::models::find(&mut self.tx, model).await?;
         Ok(row.map(|row| row.version_sha))
     }

@@ -9,6 +9,7 @@ use super::{UnitOfWork, Work};
 use crate::bpmn::ModelSpec;
 use crate::engine::{Effect, EngineError, Event, InstanceState};
 use crate::ids::InstanceId;
+use crate::ids::ModelId;
 use crate::services::ErrorCode;
 use crate::store::{self, models::ModelRow};
 use serde_json::{json, Map, Value};
@@ -36,7 +37,7 @@ impl<'c> UnitOfWork<'c> {
     /// to its wait states.
     pub async fn start_instance(
         &mut self,
-        process_model_identifier: &str,
+        process_model_identifier: &ModelId,
         data: Map<String, Value>,
     ) -> Result<InstanceId> {
         let id = self
@@ -56,7 +57,7 @@ impl<'c> UnitOfWork<'c> {
     /// occurrence, a signal) and runs it to its wait states.
     pub async fn start_instance_at(
         &mut self,
-        process_model_identifier: &str,
+        process_model_identifier: &ModelId,
         process_id: &str,
         start_event_id: &str,
         data: Map<String, Value>,
@@ -78,7 +79,7 @@ impl<'c> UnitOfWork<'c> {
     /// the caller runs the queue.
     pub(super) async fn create_instance(
         &mut self,
-        process_model_identifier: &str,
+        process_model_identifier: &ModelId,
         process_id: Option<&str>,
         start_event_id: Option<String>,
         data: Map<String, Value>,
