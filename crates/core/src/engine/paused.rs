@@ -69,11 +69,17 @@ impl PausedRun {
 }
 
 impl<'m> Interpreter<'m> {
-    /// The callee a token reaching `element` must have before the element runs: the process
-    /// of a call activity left unlinked, the decision of a business rule task the model does
-    /// not define. None when it is there, or known not to be usable (the element then fails
+    /// The callee a token reaching `element` must have before the element runs, if the run
+    /// may ask for it: None when it is there, or known not to be usable (the element then fails
     /// the instance when it runs).
     pub(super) fn callee_to_ask_for(&self, element: &ElementSpec) -> Option<Callee> {
+        let callee = self.callee_lacking(element)?;
+        (!self.model.unavailable_callees.contains_key(&callee.key())).then_some(callee)
+    }
+
+    /// What `element` needs that the model lacks: the process of a call activity left
+    /// unlinked, the decision of a business rule task the model does not define.
+    pub(super) fn callee_lacking(&self, element: &ElementSpec) -> Option<Callee> {
         let callee = match &element.kind {
             // a process of the model left as a call is a recursive call, copied in when reached
             ElementKind::CallActivity { called_element }
@@ -89,7 +95,7 @@ impl<'m> Interpreter<'m> {
             }
             _ => return None,
         };
-        (!self.model.unavailable_callees.contains_key(&callee.key())).then_some(callee)
+        Some(callee)
     }
 
     /// Puts `token` back first in the queue and stops the run for `callee`.

@@ -4,7 +4,7 @@
 //! activity still left as a call here has no process to run.
 
 use super::{other_family, ElementBehaviour, ElementTask};
-use crate::bpmn::{Callee, ElementKind, SubProcessForm};
+use crate::bpmn::{ElementKind, SubProcessForm};
 use crate::engine::interpreter::{Interpreter, Outcome, Token};
 use crate::engine::TaskState;
 use uuid::Uuid;
@@ -15,14 +15,11 @@ impl ElementBehaviour for SubProcesses {
     fn activate<'m>(&self, run: &mut Interpreter<'m>, task: ElementTask<'m>) -> Outcome {
         match &task.element.kind {
             ElementKind::SubProcess { .. } => start(run, task),
-            ElementKind::CallActivity { called_element } => {
-                // met where the run could not stop for it (see `paused`): a process of the
-                // model left as a call is a recursive call, copied in when reached
-                let callee = if run.model.processes.contains_key(called_element) {
-                    Callee::Recursion(task.element.id.clone())
-                } else {
-                    Callee::Process(called_element.clone())
-                };
+            ElementKind::CallActivity { .. } => {
+                // met where the run could not stop for it (see `paused`), or known missing
+                let callee = run
+                    .callee_lacking(task.element)
+                    .expect("a call activity left unlinked lacks its process");
                 Err(run.callee_missing(task.element, callee))
             }
             _ => other_family(task.element),
