@@ -160,7 +160,7 @@ impl<'c> UnitOfWork<'c> {
                 )
                 .await?;
             context = used;
-            let callee = match run {
+            let (callee, paused) = match run {
                 EngineRun::Done((state, effects)) => {
                     return Ok(Started {
                         spec,
@@ -175,21 +175,20 @@ impl<'c> UnitOfWork<'c> {
                         refused.to_string(),
                     ))
                 }
-                EngineRun::AsksFor(ref callee, _) | EngineRun::CalleeNeeded(ref callee) => {
-                    callee.clone()
-                }
+                EngineRun::AsksFor(callee, paused) => (callee, Some(paused)),
+                EngineRun::CalleeNeeded(callee) => (callee, None),
             };
             spec = self
                 .provide_callee(&model.identifier, &model.version_sha, &mut callees, &callee)
                 .await?;
             let stores = self.data_store_contents(&model.identifier, &spec).await?;
-            input = match (run, &again) {
-                (EngineRun::AsksFor(_, paused), _) => RunInput::Paused(paused, stores),
-                (_, Some(start)) => {
+            input = match (paused, &again) {
+                (Some(paused), _) => RunInput::Paused(paused, stores),
+                (None, Some(start)) => {
                     context = step_context(self.cache, env.clone()).with_data_stores(stores);
                     RunInput::Event(start.clone())
                 }
-                (_, None) => {
+                (None, None) => {
                     return Err(Error::refused(
                         ErrorCode::ProcessInstanceCannotStart,
                         EngineError::CalleeNeeded(callee).to_string(),
