@@ -49,3 +49,24 @@ fn a_panic_in_a_step_puts_the_instance_in_error() {
     );
     let _ = effects;
 }
+
+/// An instance whose process the model no longer has is failed without the engine knowing its
+/// tasks' waits: it asks the shell to close every wait the instance holds, rather than leave
+/// receives, connector jobs or timers of a stopped instance open.
+#[test]
+fn failing_an_instance_whose_process_is_gone_closes_all_its_waits() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "e"])
+    ));
+    let mut state = InstanceState::new("Gone", Map::new());
+    let error = InstanceError {
+        element_id: String::new(),
+        message: "its process is gone".into(),
+        error_code: None,
+        file: None,
+    };
+    let effects = crate::engine::fail(&m, &mut state, None, error);
+    assert_eq!(state.status, InstanceStatus::Error);
+    assert_eq!(effects, vec![Effect::CloseWaitsOfInstance]);
+}
