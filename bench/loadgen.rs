@@ -1,14 +1,19 @@
 //! Load generator for the messages API. Against a running server it measures messages/s and
-//! latency percentiles for (a) message start of a one-step process and (b) correlation to
-//! already-waiting instances, at 1 and 16 concurrent clients, and prints one line per case.
+//! latency percentiles, at 1 and 16 concurrent clients, one line per case, for the three front
+//! doors: message start that leaves a waiting instance (`wait-start`, an order model waiting for
+//! its payment), correlation to those waiting instances (`correlate`) and the service-task round
+//! trip (`service`, below); and for message start of a one-step process (`start`) and of one
+//! with a script task (`script`). With LOADGEN_CASES=doors only the three doors run.
+//!
+//! With LOADGEN_PGBENCH_TPS (pgbench's 16-client rate, `bench/pgbench/run`, measured in the same
+//! invocation) it ends with each door's share of it against its target, and with
+//! LOADGEN_PGBENCH_LATENCY_MS (pgbench's 1-client mean latency) each 1-client latency as a
+//! multiple of it.
 //!
 //! With BUFFERED > 0 it then buffers that many messages of one name (TTL 300 s, none of which
 //! match) and measures message start of a model whose instances wait for that name (each new
 //! receive looks for a matching buffered message) and correlation to those instances: the
 //! figures must stay within 10% of the empty-buffer ones.
-//!
-//! After the start cases, the script round trip: message start of a one-step process whose
-//! step is a script task (`script`), at 1 and 16 clients.
 //!
 //! Then the service-task round trip: a message starts an instance that reaches a service task;
 //! the connector (a fake proxy this program serves on 127.0.0.1:$LOADGEN_PROXY_PORT, default
@@ -34,6 +39,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workflow_backend::tokens::mint_token;
 
+/// What a measured case came to, for the closing summary.
+struct Measured {
+    label: String,
+    clients: usize,
+    rate: f64,
+    mean_ms: f64,
+    p99_ms: f64,
+}
+
+/// Every measured case of this run, in order.
+static MEASURED: std::sync::Mutex<Vec<Measured>> = std::sync::Mutex::new(Vec::new());
+
 const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:spiffworkflow="http://spiffworkflow.org/bpmn/schema/1.0/core" id="d" targetNamespace="http://bpmn.io/schema/bpmn">"#;
 
@@ -56,21 +73,6 @@ fn with_script(name: &str) -> String {
   <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="script" />
   <bpmn:scriptTask id="script"><bpmn:script>total = payload["n"] * 2</bpmn:script></bpmn:scriptTask>
   <bpmn:sequenceFlow id="f2" sourceRef="script" targetRef="done" /><bpmn:endEvent id="done" />
-</bpmn:process></bpmn:definitions>"#
-    )
-}
-
-fn waiter(name: &str) -> String {
-    format!(
-        r#"{HEADER}<bpmn:correlationProperty id="key" name="key"><bpmn:correlationPropertyRetrievalExpression messageRef="m"><bpmn:formalExpression>key</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression></bpmn:correlationProperty>
-<bpmn:message id="m" name="{name}" />
-<bpmn:process id="bench_waiter" isExecutable="true">
-  <bpmn:startEvent id="start" /><bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
-  <bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements>
-    <spiffworkflow:messageVariable>received</spiffworkflow:messageVariable>
-    <spiffworkflow:processVariableCorrelation><spiffworkflow:propertyId>key</spiffworkflow:propertyId><spiffworkflow:expression>key</spiffworkflow:expression></spiffworkflow:processVariableCorrelation>
-  </bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:intermediateCatchEvent>
-  <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done" /><bpmn:endEvent id="done" />
 </bpmn:process></bpmn:definitions>"#
     )
 }
@@ -150,7 +152,7 @@ where
 {
     let make = Arc::new(make);
     let next = Arc::new(AtomicUsize::new(0));
-    let meter = Cost::sample().await;
+    let meter = Cost::start().await;
     let started = Instant::now();
     let workers: Vec<_> = (0..clients)
         .map(|_| {
@@ -182,14 +184,23 @@ where
         latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)].as_secs_f64()
             * 1e3
     };
+    let rate = total as f64 / elapsed.as_secs_f64();
     println!(
-        "{label:<12} clients={clients:<3} messages={total:<6} rate={:>8.1}/s  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms{cost}",
-        total as f64 / elapsed.as_secs_f64(),
+        "{label:<12} clients={clients:<3} messages={total:<6} rate={rate:>8.1}/s  p50={:>6.2}ms  p95={:>6.2}ms  p99={:>6.2}ms  max={:>7.2}ms{cost}",
         pct(0.50),
         pct(0.95),
         pct(0.99),
         latencies.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
     );
+    let mean_ms =
+        latencies.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / latencies.len() as f64;
+    MEASURED.lock().unwrap().push(Measured {
+        label: label.to_string(),
+        clients,
+        rate,
+        mean_ms,
+        p99_ms: pct(0.99),
+    });
 }
 
 /// WAL position and CPU times at one moment, to say what the messages between two samples cost.
@@ -218,6 +229,20 @@ impl Cost {
         })
     }
 
+    /// [`Cost::sample`], with the statement counts reset first when they are wanted.
+    async fn start() -> Option<Cost> {
+        if let (Ok(url), true) = (std::env::var("LOADGEN_DATABASE_URL"), statements_wanted()) {
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+                .await
+                .expect("LOADGEN_DATABASE_URL connects");
+            sqlx::query("SELECT pg_stat_statements_reset()")
+                .execute(&mut conn)
+                .await
+                .expect("LOADGEN_STATEMENTS needs pg_stat_statements in shared_preload_libraries");
+        }
+        Cost::sample().await
+    }
+
     /// `  wal=… B/msg  pg_cpu=… ms/msg  server_cpu=… ms/msg` since this sample.
     async fn per_message(self, messages: usize) -> String {
         let Some(now) = Cost::sample().await else {
@@ -236,13 +261,56 @@ impl Cost {
                 .expect("WAL difference");
         // /proc counts CPU time in USER_HZ ticks, 100 per second on Linux
         let ms = |ticks: u64| ticks as f64 * 10.0 / messages as f64;
+        let statements = if statements_wanted() {
+            statements_per_message(&mut conn, messages).await
+        } else {
+            String::new()
+        };
         format!(
-            "  wal={:>6.0}B/msg  pg_cpu={:>5.3}ms/msg  server_cpu={:>5.3}ms/msg",
+            "  wal={:>6.0}B/msg  pg_cpu={:>5.3}ms/msg  server_cpu={:>5.3}ms/msg{statements}",
             wal_bytes / messages as f64,
             ms(now.postgres_ticks.saturating_sub(self.postgres_ticks)),
             ms(now.server_ticks.saturating_sub(self.server_ticks)),
         )
     }
+}
+
+/// LOADGEN_STATEMENTS=1: each line also says how many statements (BEGIN and COMMIT included)
+/// a message took, from `pg_stat_statements` (reset before each case); =verbose also lists them.
+fn statements_wanted() -> bool {
+    std::env::var("LOADGEN_STATEMENTS").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `  stmts=…/msg` since the last reset, every statement of the database (the workers' too);
+/// with LOADGEN_STATEMENTS=verbose, then each statement's calls and time per message.
+async fn statements_per_message(conn: &mut sqlx::PgConnection, messages: usize) -> String {
+    let rows: Vec<(i64, f64, f64, String)> = sqlx::query_as(
+        "SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements \
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+           AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_current_wal_lsn%' \
+         ORDER BY calls DESC, total_exec_time DESC",
+    )
+    .fetch_all(conn)
+    .await
+    .expect("pg_stat_statements");
+    let per = |n: f64| n / messages as f64;
+    let calls: i64 = rows.iter().map(|r| r.0).sum();
+    let mut text = format!("  stmts={:.1}/msg", per(calls as f64));
+    if std::env::var("LOADGEN_STATEMENTS").is_ok_and(|v| v == "verbose") {
+        for (calls, exec_ms, plan_ms, query) in
+            rows.iter().filter(|r| r.0 as usize * 20 >= messages)
+        {
+            let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+            text += &format!(
+                "\n      {:>5.2}/msg exec={:>6.3}ms plan={:>6.3}ms  {}",
+                per(*calls as f64),
+                exec_ms / *calls as f64,
+                plan_ms / *calls as f64,
+                query.chars().take(150).collect::<String>()
+            );
+        }
+    }
+    text
 }
 
 /// utime + stime of one process, in ticks.
@@ -291,18 +359,34 @@ async fn main() {
         next: AtomicUsize::new(0),
         token: mint_token(&args[2], "loadgen", "admin", Duration::from_secs(3600)),
     });
-    let start_name = format!("bench_start_{run}");
-    let work_name = format!("bench_work_{run}");
-    target
-        .upload(&format!("bench:start_{run}"), one_step(&start_name))
-        .await;
-    target
-        .upload(&format!("bench:waiter_{run}"), waiter(&work_name))
-        .await;
+    // the three front doors first, each on tables only the doors before it filled
+    start_to_wait_then_correlate(&target, &run, total).await;
+    service_task_round_trips(&target, &run, total).await;
+    let doors_only = std::env::var("LOADGEN_CASES").is_ok_and(|cases| cases == "doors");
+    if !doors_only {
+        let start_name = format!("bench_start_{run}");
+        target
+            .upload(&format!("bench:start_{run}"), one_step(&start_name))
+            .await;
+        one_step_starts(&target, "start", &start_name, total).await;
+        // a message start whose step runs one script: the script round trip
+        let script_name = format!("bench_script_{run}");
+        target
+            .upload(&format!("bench:script_{run}"), with_script(&script_name))
+            .await;
+        one_step_starts(&target, "script", &script_name, total).await;
+    }
+    if buffered > 0 {
+        full_buffer(&target, &run, total, buffered).await;
+    }
+    print_shares();
+}
 
+/// `total` message starts of `name`, whose process ends in its first step, at 1 and 16 clients.
+async fn one_step_starts(target: &Arc<Target>, label: &str, name: &str, total: usize) {
     for clients in [1, 16] {
-        let (t, name) = (target.clone(), start_name.clone());
-        run_case("start", clients, total, move |i| {
+        let (t, name) = (target.clone(), name.to_string());
+        run_case(label, clients, total, move |i| {
             let (t, name) = (t.clone(), name.clone());
             async move {
                 t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200)
@@ -311,54 +395,104 @@ async fn main() {
         })
         .await;
     }
-    // a message start whose step runs one script: the script round trip
-    let script_name = format!("bench_script_{run}");
+}
+
+/// The first two front doors, at 1 and 16 clients: message starts of an order model, each
+/// leaving an instance that waits for its payment (`wait-start`), then the payments, each
+/// correlated by `order_id` to one of those instances (`correlate`).
+async fn start_to_wait_then_correlate(target: &Arc<Target>, run: &str, total: usize) {
+    let placed = format!("bench_placed_{run}");
+    let paid = format!("bench_paid_{run}");
     target
-        .upload(&format!("bench:script_{run}"), with_script(&script_name))
+        .upload(&format!("bench:doors_{run}"), order(&placed, &paid))
         .await;
     for clients in [1, 16] {
-        let (t, name) = (target.clone(), script_name.clone());
-        run_case("script", clients, total, move |i| {
-            let (t, name) = (t.clone(), name.clone());
-            async move {
-                t.post(&format!("/v1.0/messages/{name}"), json!({"n": i}), 200)
-                    .await
-            }
-        })
+        let prefix = format!("w{clients}_");
+        keyed_messages(
+            target.clone(),
+            "wait-start",
+            clients,
+            total,
+            &placed,
+            "order_id",
+            &prefix,
+        )
         .await;
     }
     for clients in [1, 16] {
-        // the instances wait before the measured run starts
-        let model = format!("bench:waiter_{run}");
-        let (t, m) = (target.clone(), model.clone());
-        let prefix = format!("c{clients}_");
-        let p = prefix.clone();
-        run_case("(setup)", 16, total, move |i| {
-            let (t, m, p) = (t.clone(), m.clone(), p.clone());
-            async move {
-                t.post(
-                    &format!("/v1.0/process-instances/{m}"),
-                    json!({"key": format!("{p}{i}")}),
-                    201,
-                )
-                .await
-            }
-        })
-        .await;
+        let prefix = format!("w{clients}_");
         keyed_messages(
             target.clone(),
             "correlate",
             clients,
             total,
-            &work_name,
-            "key",
+            &paid,
+            "order_id",
             &prefix,
         )
         .await;
     }
-    service_task_round_trips(&target, &run, total).await;
-    if buffered > 0 {
-        full_buffer(&target, &run, total, buffered).await;
+}
+
+/// Each front door's share of pgbench's rate (LOADGEN_PGBENCH_TPS) at 16 clients, its p99 and
+/// its 1-client latency as a multiple of pgbench's (LOADGEN_PGBENCH_LATENCY_MS), against the
+/// targets; nothing without pgbench's figure.
+fn print_shares() {
+    let env = |name: &str| std::env::var(name).ok()?.parse::<f64>().ok();
+    let Some(tps) = env("LOADGEN_PGBENCH_TPS") else {
+        return;
+    };
+    let pgbench_latency = env("LOADGEN_PGBENCH_LATENCY_MS");
+    let measured = MEASURED.lock().unwrap();
+    let find = |label: &str, clients: usize| {
+        measured
+            .iter()
+            .find(|m| m.label == label && m.clients == clients)
+    };
+    let verdict = |met: bool| if met { "met" } else { "MISSED" };
+    println!("front doors against pgbench ({tps:.0} tps at 16 clients):");
+    // (door, share target, p99 target at 16 clients, 1-client latency target as pgbench multiple)
+    let doors = [
+        ("wait-start", 0.35, Some(50.0), Some(2.0)),
+        ("correlate", 0.5, Some(30.0), Some(2.0)),
+        ("service", 0.25, None, None),
+    ];
+    for (door, share_target, p99_target, latency_target) in doors {
+        let Some(at16) = find(door, 16) else {
+            continue;
+        };
+        let share = at16.rate / tps;
+        let mut line = format!(
+            "  {door:<11} share={share:.2} (>= {share_target}: {})",
+            verdict(share >= share_target)
+        );
+        if let Some(target) = p99_target {
+            line += &format!(
+                "  p99={:.1}ms (< {target}: {})",
+                at16.p99_ms,
+                verdict(at16.p99_ms < target)
+            );
+        }
+        if let (Some(target), Some(at1), Some(base)) =
+            (latency_target, find(door, 1), pgbench_latency)
+        {
+            let multiple = at1.mean_ms / base;
+            line += &format!(
+                "  1-client mean={:.2}ms = {multiple:.1}x pgbench's {base:.2}ms (<= {target}: {})",
+                at1.mean_ms,
+                verdict(multiple <= target)
+            );
+        }
+        if door == "service" {
+            if let Some(dispatch) = find("(dispatch)", 1) {
+                line += &format!(
+                    "  1-client dispatch p99={:.2}ms (<= 5: {})",
+                    dispatch.p99_ms,
+                    verdict(dispatch.p99_ms <= 5.0)
+                );
+            }
+        }
+        println!("{line}");
     }
 }
 
@@ -623,4 +757,12 @@ async fn service_case(
         pct(0.99),
         dispatch.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
     );
+    MEASURED.lock().unwrap().push(Measured {
+        label: "(dispatch)".to_string(),
+        clients,
+        rate: 0.0,
+        mean_ms: dispatch.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3
+            / dispatch.len() as f64,
+        p99_ms: pct(0.99),
+    });
 }
