@@ -173,3 +173,31 @@ async fn the_expiry_sweep_is_a_bounded_range_scan_of_the_expiry_index() {
         "the deadline is an index condition: {plan:#}"
     );
 }
+
+/// Issue 35: on a new database nothing has statistics yet (and with autovacuum off, nothing
+/// ever will), so the generic plan each pooled connection keeps is made for empty tables. The
+/// claim chose the sends by `id = ANY(array)` and that plan scanned every message on every
+/// start of a waiting instance; it must probe by primary key whatever the statistics say.
+#[tokio::test]
+async fn the_buffered_send_claim_probes_by_key_on_a_database_without_statistics() {
+    let app = spawn_app().await;
+    let (plan, nodes) = generic_plan(
+        &app.pool,
+        "text, text, int8, int8",
+        CLAIM_BUFFERED_SEND_BY_KEY,
+        "'order paid', '{\"order_id\":\"1\"}', 1, 1",
+    )
+    .await;
+    let reads = reads_of(&nodes, "message_instances");
+    assert!(!reads.is_empty(), "{plan:#}");
+    assert!(
+        reads.iter().all(|r| r.ends_with(" message_instances_pkey")),
+        "{reads:?}\n{plan:#}"
+    );
+    assert!(
+        !reads_of(&nodes, "buffered_send_keys")
+            .iter()
+            .any(|r| r.starts_with("Seq Scan")),
+        "{plan:#}"
+    );
+}

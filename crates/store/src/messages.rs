@@ -279,20 +279,25 @@ pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(concat!(
      ORDER BY id LIMIT 1 FOR UPDATE"
 ));
 
-/// [`claim_buffered_send`] for a receive that expects values: the keys' sends by primary key,
-/// an array, so no plan joins by scanning the buffer, and no `message_type` condition, so no
-/// partial index over every buffered send is usable either (keys only ever name sends). A key
-/// whose send was claimed or expired meanwhile is filtered here.
+/// [`claim_buffered_send`] for a receive that expects values: the key's sends, oldest first,
+/// each taken by a primary-key probe in a locking lateral subquery (never flattened into a
+/// join), so no plan can scan the buffer, and with no `message_type` condition, so no partial
+/// index over every buffered send is usable either (keys only ever name sends). A key whose
+/// send was claimed or expired meanwhile is skipped for the next.
+///
+/// Not `id = ANY(ARRAY(keys))`: a generic plan made while `message_instances` had no
+/// statistics (a new database, or autovacuum off) read that as a sequential scan of every
+/// message, kept for the connection's life (issue 35).
 pub const CLAIM_BUFFERED_SEND_BY_KEY: &str = claim_buffered_send!(concat!(
-    "SELECT id FROM message_instances \
-     WHERE id = ANY (ARRAY(SELECT send_id FROM buffered_send_keys \
-                           WHERE name = $1 AND correlation_key = $2 \
-                           ORDER BY send_id LIMIT 100)) \
-       AND status = '",
+    "SELECT m.id FROM (SELECT send_id FROM buffered_send_keys \
+                       WHERE name = $1 AND correlation_key = $2 \
+                       ORDER BY send_id LIMIT 100) k \
+     CROSS JOIN LATERAL (SELECT id FROM message_instances \
+         WHERE id = k.send_id AND status = '",
     message_status!(Ready),
     "' \
-       AND (expires_at IS NULL OR expires_at > clock_timestamp()) \
-     ORDER BY id LIMIT 1 FOR UPDATE"
+           AND (expires_at IS NULL OR expires_at > clock_timestamp()) FOR UPDATE) m \
+     ORDER BY k.send_id LIMIT 1"
 ));
 
 /// Claims the oldest buffered, unexpired send of `name` whose values match `expected` (equal on
