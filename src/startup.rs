@@ -364,6 +364,7 @@ pub async fn connect_database(
         .await
         .with_context(|| format!("cannot connect to the database at {}", describe(&given)))?;
     migrate(&pool).await?;
+    crate::services::health::warn_about_upkeep(&pool).await;
     Ok((pool, primary))
 }
 

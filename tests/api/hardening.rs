@@ -323,6 +323,54 @@ async fn an_unreachable_database_answers_503_with_retry_after() {
     .await;
 }
 
+/// Issue 35: without autovacuum nothing is analysed or vacuumed and the service slows as its
+/// tables grow; readiness says so (as the start's log does), for the cluster and per table.
+#[tokio::test]
+async fn readiness_warns_when_autovacuum_is_off() {
+    let app = spawn_app_without_workers().await;
+    let (cluster_on,): (bool,) = sqlx::query_as(
+        "SELECT current_setting('autovacuum') = 'on' AND current_setting('track_counts') = 'on'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let warnings = |body: &Value| -> Vec<String> {
+        body["warnings"]
+            .as_array()
+            .expect("a list of warnings")
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect()
+    };
+    let body: Value = app.get("/v1.0/health/ready").await.json().await.unwrap();
+    assert_eq!(
+        warnings(&body)
+            .iter()
+            .any(|w| w.starts_with("autovacuum is off on the database")),
+        !cluster_on,
+        "{body}"
+    );
+    assert!(
+        !warnings(&body).iter().any(|w| w.contains("for the tables")),
+        "{body}"
+    );
+
+    sqlx::query("ALTER TABLE message_instances SET (autovacuum_enabled = false)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let response = app.get("/v1.0/health/ready").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["database"], "up");
+    assert!(
+        warnings(&body)
+            .iter()
+            .any(|w| w.contains("turned off for the tables message_instances:")),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn a_saturated_pool_is_busy_not_down() {
     let app = spawn_app_with(|s| {

@@ -13,12 +13,27 @@ pub mod primary;
 pub mod secrets;
 pub mod timers;
 
-/// One round trip to the database: whether it answers.
-pub async fn ping(pool: &sqlx::PgPool) -> sqlx::Result<()> {
-    sqlx::query_scalar::<_, i32>("SELECT 1")
-        .fetch_one(pool)
-        .await?;
-    Ok(())
+/// Whether Postgres vacuums and analyses the service's tables by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Autovacuum {
+    /// The cluster's `autovacuum` is on, with the `track_counts` it needs.
+    pub runs: bool,
+    /// Tables of the service's schema where it is turned off (`autovacuum_enabled = false`).
+    pub off_for: Vec<String>,
+}
+
+/// One round trip to the database: whether it answers, and its [`Autovacuum`].
+pub async fn autovacuum(pool: &sqlx::PgPool) -> sqlx::Result<Autovacuum> {
+    let (runs, off_for): (bool, Vec<String>) = sqlx::query_as(
+        "SELECT current_setting('autovacuum') = 'on' AND current_setting('track_counts') = 'on', \
+                COALESCE((SELECT array_agg(c.relname::text ORDER BY c.relname) \
+                          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                          WHERE n.nspname = current_schema() AND c.relkind = 'r' \
+                            AND 'autovacuum_enabled=false' = ANY (c.reloptions)), '{}')",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(Autovacuum { runs, off_for })
 }
 
 /// Makes the (just begun) transaction read from one snapshot: reads that belong together.

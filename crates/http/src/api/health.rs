@@ -24,6 +24,12 @@ pub struct ReadyBody {
     /// `workflow_backend_connector_jobs_waiting`.
     #[serde(default)]
     pub connector_jobs_waiting: i64,
+    /// What in the database's upkeep needs an operator, in words: autovacuum turned off for
+    /// the cluster or for some of the service's tables (nothing is then analysed or vacuumed,
+    /// and the service slows as its tables grow). Empty when nothing does, or when the
+    /// database was too busy to ask (`busy`). Also logged as a warning at start.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// The process is up (no database check, no authentication).
@@ -49,15 +55,17 @@ pub async fn status() -> web::Json<StatusBody> {
     )
 )]
 pub async fn ready(state: web::Data<App>) -> Result<web::Json<ReadyBody>, ApiError> {
-    let database = match readiness(&state.pool, state.database_primary.as_deref()).await {
-        Readiness::Up => "up",
-        Readiness::Busy => "busy",
+    let (database, warnings) = match readiness(&state.pool, state.database_primary.as_deref()).await
+    {
+        Readiness::Up { warnings } => ("up", warnings),
+        Readiness::Busy => ("busy", Vec::new()),
         Readiness::Unavailable(cause) => return Err(ApiError::database_unavailable(cause)),
     };
     Ok(web::Json(ReadyBody {
         ok: true,
         database: database.into(),
         connector_jobs_waiting: state.connector_jobs.waiting.get(),
+        warnings,
     }))
 }
 
