@@ -5,6 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::services::send_batches::SendBatches;
 use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
 use actix_web::middleware::{from_fn, ErrorHandlers, Next};
@@ -121,11 +122,13 @@ impl Application {
             None => None,
         };
         let registry = prometheus::Registry::new();
+        let models = Arc::new(ModelCache::new(scripts).with_site(site));
         let state = Arc::new(App {
+            send_batches: SendBatches::new(pool.clone(), models.clone()),
             pool,
             settings: Arc::new(settings),
             keys: keys.clone(),
-            models: ModelCache::new(scripts).with_site(site),
+            models,
             connector,
             message_buffered: Arc::new(tokio::sync::Notify::new()),
             connector_jobs: ConnectorJobGauges::registered_in(&registry)?,

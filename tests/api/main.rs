@@ -6,6 +6,7 @@ mod conformance;
 
 mod accept;
 mod auth;
+mod batches;
 mod calls;
 mod cli;
 mod console;

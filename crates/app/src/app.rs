@@ -7,6 +7,7 @@ use sqlx::PgPool;
 
 use crate::config::Settings;
 use crate::connector::ConnectorClient;
+use crate::services::send_batches::SendBatches;
 use crate::services::service_tasks::ServiceTaskContext;
 use crate::services::ModelCache;
 use crate::store::primary::Primary;
@@ -23,7 +24,9 @@ pub struct App {
     /// Token verification, and minting of per-task callback tokens.
     pub keys: Arc<JwtKeys>,
     /// Compiled process models, keyed by version.
-    pub models: ModelCache,
+    pub models: Arc<ModelCache>,
+    /// Message sends committed together when they arrive together (group commit).
+    pub send_batches: Arc<SendBatches>,
     /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
     pub connector: Option<ConnectorClient>,
     /// Woken when a message is buffered: the expiry sweeper then knows its next deadline.

@@ -104,7 +104,6 @@ pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> R
 
 async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
-    uow.act_as(&request.sent_by);
     // With a uuid, the row is claimed first: a concurrent request with the same uuid waits
     // here for this transaction, then answers from what it stored. Without one, the message
     // is stored once, when its route is known.
@@ -115,6 +114,41 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
             None => return replay(uow, request, uuid).await,
         },
     };
+    let sent = route_and_record(&mut uow, request, claimed).await?;
+    let committed = uow.commit().await?;
+    sent.answer(&committed)
+}
+
+/// A send's part of a unit of work, before the commit: where it went, and its row.
+pub(super) struct Sent {
+    routed: Routed,
+    /// The row as stored, for a buffered message (its answer).
+    buffered: Option<MessageRow>,
+    values: CorrelationValues,
+    send_id: MessageId,
+}
+
+impl Sent {
+    /// The send's answer once its unit of work has committed.
+    pub(super) fn answer(self, committed: &Committed) -> Result<SendAnswer> {
+        send_answer(
+            committed,
+            self.routed,
+            self.buffered,
+            &self.values,
+            self.send_id,
+        )
+    }
+}
+
+/// Computes a send's correlation values, routes it, runs the steps it causes and stores it
+/// (in the row `claimed` for its uuid, if any), in `uow`, as the request's sender.
+pub(super) async fn route_and_record(
+    uow: &mut UnitOfWork<'_>,
+    request: &SendRequest,
+    claimed: Option<MessageId>,
+) -> Result<Sent> {
+    uow.act_as(&request.sent_by);
     let (values, failures) = uow
         .correlation_values(&request.name, &request.payload)
         .await?;
@@ -144,8 +178,12 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
         Routed::Buffered => uow.message(send_id).await?,
         _ => None,
     };
-    let committed = uow.commit().await?;
-    send_answer(&committed, routed, buffered, &values, send_id)
+    Ok(Sent {
+        routed,
+        buffered,
+        values,
+        send_id,
+    })
 }
 
 /// Stores a send's row under its uuid (`running` until its route is known); `None` when a

@@ -14,6 +14,7 @@ pub mod messages;
 pub mod model_cache;
 pub mod models;
 pub mod secrets;
+pub mod send_batches;
 pub mod service_tasks;
 pub mod signals;
 pub mod timers;

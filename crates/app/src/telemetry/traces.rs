@@ -190,6 +190,27 @@ impl Drop for SpanScope {
     }
 }
 
+/// The current trace context, carried to work another task does for this one (a message
+/// committed in a batch): its spans go under this one's span. Nothing when not traced.
+#[derive(Clone, Default)]
+pub struct Carried(Option<Context>);
+
+impl Carried {
+    pub fn current() -> Carried {
+        Carried(Context::map_current(|cx| {
+            cx.get::<Active>().is_some().then(|| cx.clone())
+        }))
+    }
+
+    /// Runs `work` in the carried context.
+    pub fn around<F: Future>(&self, work: F) -> impl Future<Output = F::Output> {
+        match &self.0 {
+            Some(cx) => Either::Left(work.with_context(cx.clone())),
+            None => Either::Right(work),
+        }
+    }
+}
+
 /// Adds attributes to the current span (a request's, say, once its handler knows the message
 /// name), when the work is traced.
 pub fn annotate_current(attributes: impl FnOnce() -> Vec<KeyValue>) {

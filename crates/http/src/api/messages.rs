@@ -315,7 +315,7 @@ pub async fn send_message(
     };
     // the answers hold the instance's data (it grows with every step) or the whole payload:
     // a large one is serialised off the async workers
-    match services::messages::send(&state.pool, &state.models, &request).await? {
+    match state.send_batches.send(request).await? {
         SendAnswer::Instance(outcome) => {
             traces::annotate_current(|| {
                 vec![
