@@ -21,8 +21,12 @@ async fn ready_when_the_database_answers() {
     let app = spawn_app().await;
     let response = app.get("/v1.0/health/ready").await;
     assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.json::<Value>().await.unwrap();
+    // what the database's upkeep needs depends on its settings (hardening.rs checks it)
+    assert!(body["warnings"].is_array(), "{body}");
+    body.as_object_mut().unwrap().remove("warnings");
     assert_eq!(
-        response.json::<Value>().await.unwrap(),
+        body,
         json!({"ok": true, "database": "up", "connector_jobs_waiting": 0})
     );
 }

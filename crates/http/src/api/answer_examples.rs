@@ -323,7 +323,14 @@ fn answers() -> Vec<Example> {
         example(
             "ready",
             200,
-            json!({"ok": true, "database": "up", "connector_jobs_waiting": 0}),
+            json!({
+                "ok": true,
+                "database": "up",
+                "connector_jobs_waiting": 0,
+                "warnings": [
+                    "autovacuum is turned off for the tables message_instances: they are not analysed or vacuumed"
+                ]
+            }),
         ),
         // messages
         named(
