@@ -28,6 +28,7 @@ mod helpers;
 mod identity;
 mod instances;
 mod lifecycle;
+mod message_catalog;
 mod messages;
 mod models;
 mod openapi;

@@ -71,6 +71,31 @@ pub async fn insert(
     .await
 }
 
+/// Inserts an instance (`running`) of the current version of its model, of `process_id` or
+/// else the version's primary process, reading the model in the same statement; `None` when
+/// there is no such model. Take the model's instances lock first (see
+/// `models::lock_instances_of`): this statement's snapshot is taken when it starts.
+pub async fn insert_of_current_version(
+    conn: &mut PgConnection,
+    process_model_identifier: &ModelId,
+    process_id: Option<&str>,
+    started_by: Option<&str>,
+) -> sqlx::Result<Option<InstanceRow>> {
+    sqlx::query_as(
+        "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status, started_by) \
+         SELECT identifier, version_sha, COALESCE($2, primary_process_id), $3, $4 \
+         FROM process_models WHERE identifier = $1 \
+         RETURNING id, process_model_identifier, process_id, status, \
+         data, correlations, internal, error, model_version, created_at, updated_at",
+    )
+    .bind(process_model_identifier)
+    .bind(process_id)
+    .bind(InstanceStatus::Running)
+    .bind(started_by)
+    .fetch_optional(conn)
+    .await
+}
+
 /// Who started an instance (None: no token subject started it).
 pub async fn started_by(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar("SELECT started_by FROM process_instances WHERE id = $1")

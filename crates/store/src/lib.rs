@@ -57,12 +57,22 @@ pub async fn commit_waits_for_standbys(conn: &mut sqlx::PgConnection) -> sqlx::R
 }
 
 /// A SQLSTATE for which the whole transaction may simply be run again.
+/// The SQLSTATE `workflow_catalog_is` raises when the message catalog is not at the version a
+/// caller read it at.
+pub const CATALOG_CHANGED: &str = "WFCAT";
+
+/// The message catalog changed under a version the caller cached: read it afresh.
+pub fn is_catalog_changed(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.code().as_deref() == Some(CATALOG_CHANGED))
+}
+
 pub fn is_retryable(err: &sqlx::Error) -> bool {
     match err {
         sqlx::Error::Database(db) => matches!(
             db.code().as_deref(),
-            // serialization_failure, deadlock_detected
-            Some("40001") | Some("40P01")
+            // serialization_failure, deadlock_detected, and the message catalog changed under
+            // a cached version (`workflow_catalog_is`)
+            Some("40001") | Some("40P01") | Some(CATALOG_CHANGED)
         ),
         _ => false,
     }

@@ -181,7 +181,8 @@ pub struct WaitingReceive {
     pub task_guid: TaskGuid,
 }
 
-/// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids).
+/// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids,
+/// `$4` the message catalog's version the caller computed the keys at, or null).
 ///
 /// The instance is locked in a lateral subquery after the receive is chosen, not joined:
 /// a prepared statement's generic plan is made once per connection, and made while
@@ -206,7 +207,8 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
                    AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) m \
              ORDER BY m.id LIMIT 1) r \
          CROSS JOIN LATERAL (SELECT * FROM process_instances \
-             WHERE id = r.process_instance_id FOR UPDATE) pi"
+             WHERE id = r.process_instance_id FOR UPDATE) pi \
+         WHERE workflow_catalog_is($4)"
 );
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key), other
@@ -218,6 +220,7 @@ pub async fn lock_oldest_waiting_receive(
     name: &str,
     keys: &[String],
     excluded: &[MessageId],
+    catalog_version: Option<i64>,
 ) -> sqlx::Result<Option<(WaitingReceive, LockedInstance)>> {
     #[derive(sqlx::FromRow)]
     struct Found {
@@ -230,6 +233,7 @@ pub async fn lock_oldest_waiting_receive(
         .bind(name)
         .bind(keys)
         .bind(excluded)
+        .bind(catalog_version)
         .fetch_optional(conn)
         .await?;
     Ok(found.map(|f| {
@@ -505,6 +509,37 @@ pub async fn resume_receives_of_instance(
     ))
     .bind(instance_id)
     .fetch_all(conn)
+    .await
+}
+
+/// Records a receive waiting for `name` with the `expected` values (`key` their canonical
+/// text) for a task of an instance, after taking the name's lock shared (see [`lock_name`]):
+/// one round trip. Look in the buffer in the next statement, not in this one: its snapshot was
+/// taken before the lock was granted, and would miss a send buffered while it waited.
+pub async fn insert_waiting_receive(
+    conn: &mut PgConnection,
+    name: &str,
+    expected: &Value,
+    key: &str,
+    instance: InstanceId,
+    task: TaskGuid,
+) -> sqlx::Result<MessageId> {
+    sqlx::query_scalar(concat!(
+        "WITH locked AS (SELECT pg_advisory_xact_lock_shared(hashtextextended('message:' || $1, 0))) \
+         INSERT INTO message_instances (name, message_type, status, correlation_keys, \
+             correlation_key, process_instance_id, task_guid) \
+         SELECT $1, '",
+        message_type!(Receive),
+        "', '",
+        message_status!(Ready),
+        "', $2, $3, $4, $5 FROM locked RETURNING id"
+    ))
+    .bind(name)
+    .bind(Json(expected))
+    .bind(key)
+    .bind(instance)
+    .bind(task)
+    .fetch_one(conn)
     .await
 }
 

@@ -220,31 +220,59 @@ pub struct TriggerRow {
     pub start_event_id: String,
 }
 
-pub async fn trigger_for(
+/// The message catalog's version (`message_catalog_version`) with the start trigger of a
+/// message name, if a model has one: what a cache keeps, and checks in
+/// [`crate::messages::lock_oldest_waiting_receive`].
+pub async fn versioned_trigger_for(
     conn: &mut PgConnection,
     message_name: &str,
-) -> sqlx::Result<Option<TriggerRow>> {
-    sqlx::query_as(
-        "SELECT process_model_identifier, process_id, start_event_id FROM message_triggers \
-         WHERE message_name = $1",
+) -> sqlx::Result<(i64, Option<TriggerRow>)> {
+    let (version, model, process_id, start_event_id): (
+        i64,
+        Option<ModelId>,
+        Option<String>,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT v.version, t.process_model_identifier, t.process_id, t.start_event_id \
+         FROM message_catalog_version v \
+         LEFT JOIN message_triggers t ON t.message_name = $1 LIMIT 1",
     )
     .bind(message_name)
-    .fetch_optional(conn)
-    .await
+    .fetch_one(conn)
+    .await?;
+    let trigger = match (model, process_id, start_event_id) {
+        (Some(process_model_identifier), Some(process_id), Some(start_event_id)) => {
+            Some(TriggerRow {
+                process_model_identifier,
+                process_id,
+                start_event_id,
+            })
+        }
+        _ => None,
+    };
+    Ok((version, trigger))
 }
 
-/// (property id, expression) for every model that knows this message name.
-pub async fn retrievals_for(
+/// The message catalog's version with (property id, expression) for every model that knows
+/// this message name: what a cache keeps (see [`versioned_trigger_for`]).
+pub async fn versioned_retrievals_for(
     conn: &mut PgConnection,
     message_name: &str,
-) -> sqlx::Result<Vec<(String, String)>> {
-    sqlx::query_as(
-        "SELECT property_id, expression FROM correlation_retrievals WHERE message_name = $1 \
-         ORDER BY property_id, process_model_identifier",
+) -> sqlx::Result<(i64, Vec<(String, String)>)> {
+    let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT v.version, r.property_id, r.expression FROM message_catalog_version v \
+         LEFT JOIN correlation_retrievals r ON r.message_name = $1 \
+         ORDER BY r.property_id, r.process_model_identifier",
     )
     .bind(message_name)
     .fetch_all(conn)
-    .await
+    .await?;
+    let version = rows.first().map_or(0, |row| row.0);
+    let retrievals = rows
+        .into_iter()
+        .filter_map(|(_, property, expression)| Some((property?, expression?)))
+        .collect();
+    Ok((version, retrievals))
 }
 
 /// One immutable version of a model: what an instance that started on it steps against.

@@ -10,6 +10,7 @@ pub mod health;
 pub mod input;
 pub mod instances;
 pub mod lifecycle;
+pub mod message_catalog;
 pub mod messages;
 pub mod model_cache;
 pub mod models;

@@ -2,6 +2,7 @@
 //! model's `version_sha`, the expression's source), so replicas never serve a stale model.
 
 use super::clock::{Clock, SystemClock};
+use super::message_catalog::MessageCatalog;
 use super::Result;
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{Expression, ScriptHost};
@@ -33,6 +34,9 @@ pub struct ModelCache {
     site: ScriptSite,
     /// Where steps read the time and draw their task ids' seeds.
     clock: Arc<dyn Clock>,
+    /// Each message name's retrievals and start trigger, checked against the database's
+    /// version where used.
+    catalog: MessageCatalog,
 }
 
 /// What the script functions `get_frontend_url()` and `get_env()` answer.
@@ -50,7 +54,12 @@ impl ModelCache {
             scripts,
             site: ScriptSite::default(),
             clock: Arc::new(SystemClock),
+            catalog: MessageCatalog::default(),
         }
+    }
+
+    pub fn catalog(&self) -> &MessageCatalog {
+        &self.catalog
     }
 
     /// Steps read the time and draw their seeds from `clock` (tests fix them).

@@ -70,6 +70,39 @@ pub struct UnitOfWork<'c> {
     /// The data store rows this unit's steps loaded, by (model, store id): their writes go
     /// there (locked when loaded) without looking them up again.
     data_store_rows: HashMap<(ModelId, String), i64>,
+    /// The message catalog's version of the retrievals and triggers this unit used (see
+    /// `services::message_catalog`): its correlation lookups check it.
+    catalog_seen: CatalogSeen,
+}
+
+/// Which version of the message catalog a unit of work used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum CatalogSeen {
+    #[default]
+    Nothing,
+    At(i64),
+    /// Two versions: what was used cannot all be current, and the next check fails.
+    Mixed,
+}
+
+impl CatalogSeen {
+    fn and(self, version: i64) -> CatalogSeen {
+        match self {
+            CatalogSeen::Nothing => CatalogSeen::At(version),
+            CatalogSeen::At(seen) if seen == version => self,
+            _ => CatalogSeen::Mixed,
+        }
+    }
+
+    /// What `workflow_catalog_is` is asked: null for nothing to check, and for a mix a version
+    /// the catalog is never at.
+    fn expected(self) -> Option<i64> {
+        match self {
+            CatalogSeen::Nothing => None,
+            CatalogSeen::At(version) => Some(version),
+            CatalogSeen::Mixed => Some(-1),
+        }
+    }
 }
 
 struct Loaded {
@@ -248,6 +281,7 @@ impl<'c> UnitOfWork<'c> {
             signal_starts: Vec::new(),
             deliveries_in_flight: Default::default(),
             data_store_rows: HashMap::new(),
+            catalog_seen: CatalogSeen::Nothing,
         })
     }
 

@@ -4,16 +4,17 @@
 //! expressions every loaded model declares for the message name.
 
 use super::super::clock::expr_context;
+use super::super::message_catalog::Retrievals;
 use super::super::{Error, Result};
 use super::starts::StartedBy;
-use super::{NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
+use super::{CatalogSeen, NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
 use crate::expr::{self, ErrorKind, Expression};
 use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store::{
     self,
-    messages::{FailureReason, MessageStatus, NewMessage},
+    messages::{FailureReason, MessageStatus},
 };
 use anyhow::anyhow;
 use serde_json::{json, Map, Value};
@@ -36,7 +37,7 @@ impl<'c> UnitOfWork<'c> {
         if let Some(routed) = self.deliver_to_receive(name, payload, &keys).await? {
             return Ok(routed);
         }
-        if let Some(trigger) = store::models::trigger_for(&mut self.tx, name).await? {
+        if let Some(trigger) = self.start_trigger(name).await? {
             let instance_id = self
                 .create_instance(
                     &trigger.process_model_identifier,
@@ -81,6 +82,21 @@ impl<'c> UnitOfWork<'c> {
         }
     }
 
+    /// The start event that takes message `name`, if a model has one: from the catalog when
+    /// it was kept at the version this unit's lookups checked, else read (and kept).
+    async fn start_trigger(&mut self, name: &str) -> Result<Option<store::models::TriggerRow>> {
+        if let CatalogSeen::At(version) = self.catalog_seen {
+            if let Some(trigger) = self.cache.catalog().trigger(version, name) {
+                return Ok(Some(trigger));
+            }
+        }
+        let (version, trigger) = store::models::versioned_trigger_for(&mut self.tx, name).await?;
+        if let Some(trigger) = &trigger {
+            self.cache.catalog().keep_trigger(version, name, trigger);
+        }
+        Ok(trigger)
+    }
+
     async fn deliver_to_receive(
         &mut self,
         name: &str,
@@ -93,10 +109,21 @@ impl<'c> UnitOfWork<'c> {
             let excluded = [self.claimed_receives.as_slice(), &passed].concat();
             // The lookup locks the receive's instance: the lock every writer of a receive holds,
             // taken before its message rows on every path.
-            let Some((receive, locked)) =
-                store::messages::lock_oldest_waiting_receive(&mut self.tx, name, keys, &excluded)
-                    .await?
-            else {
+            let found = store::messages::lock_oldest_waiting_receive(
+                &mut self.tx,
+                name,
+                keys,
+                &excluded,
+                self.catalog_seen.expected(),
+            )
+            .await;
+            if let Err(e) = &found {
+                if store::is_catalog_changed(e) {
+                    // another replica changed the catalog: read it afresh when run again
+                    self.cache.catalog().forget();
+                }
+            }
+            let Some((receive, locked)) = found? else {
                 return Ok(None);
             };
             if !self.instances.contains_key(&receive.process_instance_id) {
@@ -198,27 +225,16 @@ impl<'c> UnitOfWork<'c> {
         name: &str,
         expected: &CorrelationValues,
     ) -> Result<()> {
-        store::messages::lock_name(&mut self.tx, name, false).await?;
-        let expected_json = json!(expected);
-        let receive_id = store::messages::insert(
-            &mut self.tx,
-            &NewMessage {
-                name,
-                message_type: store::messages::MessageType::Receive,
-                status: store::messages::MessageStatus::Ready,
-                payload: None,
-                correlation_keys: &expected_json,
-                correlation_key: &canonical_key(expected),
-                process_instance_id: Some(id),
-                task_guid: Some(TaskGuid(task_guid)),
-                message_instance_uuid: None,
-                ttl_seconds: None,
-                created_by: None,
-            },
-        )
-        .await?
-        .ok_or_else(|| anyhow!("message insert without uuid conflicted"))?;
         let key = canonical_key(expected);
+        let receive_id = store::messages::insert_waiting_receive(
+            &mut self.tx,
+            name,
+            &json!(expected),
+            &key,
+            id,
+            TaskGuid(task_guid),
+        )
+        .await?;
         if self.deliveries_in_flight.contains(&task_guid) {
             // another of the task's messages is on its way: whether it still waits for this
             // one is known once that has stepped
@@ -266,19 +282,56 @@ impl<'c> UnitOfWork<'c> {
     /// declares for this message name, and the properties whose expression gave no value
     /// (raised, does not compile, or gave null): those are left out of the values. If no Python
     /// was free to evaluate one, nothing is decided (503).
+    ///
+    /// The expressions come from the replica's catalog when it keeps them; the correlation
+    /// lookup then checks they are current. A failure is checked before it is reported (the
+    /// caller refuses the message on it, before any lookup): with expressions read afresh
+    /// when the kept ones were stale.
     pub async fn correlation_values(
         &mut self,
         name: &str,
         payload: &Value,
     ) -> Result<(CorrelationValues, Vec<RetrievalFailure>)> {
-        let retrievals = store::models::retrievals_for(&mut self.tx, name).await?;
+        let kept = self.cache.catalog().retrievals(name);
+        let from_catalog = kept.is_some();
+        let (mut version, mut retrievals) = match kept {
+            Some(kept) => kept,
+            None => self.read_retrievals(name).await?,
+        };
+        let mut evaluated = self.evaluate_retrievals(&retrievals, payload).await?;
+        if from_catalog && !evaluated.1.is_empty() {
+            let (current, read) = self.read_retrievals(name).await?;
+            if current != version {
+                (version, retrievals) = (current, read);
+                evaluated = self.evaluate_retrievals(&retrievals, payload).await?;
+            }
+        }
+        self.catalog_seen = self.catalog_seen.and(version);
+        Ok(evaluated)
+    }
+
+    /// The retrievals of message `name` read from the database (and kept), with the
+    /// catalog's version.
+    async fn read_retrievals(&mut self, name: &str) -> Result<(i64, Retrievals)> {
+        let (version, read) = store::models::versioned_retrievals_for(&mut self.tx, name).await?;
+        Ok((
+            version,
+            self.cache.catalog().keep_retrievals(version, name, read),
+        ))
+    }
+
+    async fn evaluate_retrievals(
+        &self,
+        retrievals: &Retrievals,
+        payload: &Value,
+    ) -> Result<(CorrelationValues, Vec<RetrievalFailure>)> {
         let vars = match payload {
             Value::Object(map) => map.clone(),
             _ => Map::new(),
         };
         let mut values = CorrelationValues::new();
         let mut failures = Vec::new();
-        for (property_id, source) in retrievals {
+        for (property_id, source) in retrievals.iter().cloned() {
             if values.contains_key(&property_id) {
                 continue;
             }

@@ -11,7 +11,7 @@ use crate::engine::{Effect, EngineError, Event, InstanceState};
 use crate::ids::InstanceId;
 use crate::ids::ModelId;
 use crate::services::ErrorCode;
-use crate::store::{self, models::ModelRow};
+use crate::store;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -87,22 +87,23 @@ impl<'c> UnitOfWork<'c> {
     ) -> Result<InstanceId> {
         // held until commit: the model cannot be deleted under the new instance
         store::models::lock_instances_of(&mut self.tx, process_model_identifier, false).await?;
-        let model = store::models::find(&mut self.tx, process_model_identifier)
-            .await?
-            .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;
-        let spec = self
-            .cache
-            .spec(&mut self.tx, &model.identifier, &model.version_sha)
-            .await?;
-        let process_id = process_id.unwrap_or(&spec.primary_process_id).to_string();
-        let row = store::instances::insert(
+        let row = store::instances::insert_of_current_version(
             &mut self.tx,
-            &model.identifier,
-            &model.version_sha,
-            &process_id,
+            process_model_identifier,
+            process_id,
             self.actor.as_deref(),
         )
-        .await?;
+        .await?
+        .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;
+        let spec = self
+            .cache
+            .spec(
+                &mut self.tx,
+                &row.process_model_identifier,
+                &row.model_version,
+            )
+            .await?;
+        let process_id = row.process_id.clone();
         let id = row.id;
         let (message, signal) = match started_by {
             StartedBy::Caller => (None, None),
@@ -116,7 +117,13 @@ impl<'c> UnitOfWork<'c> {
             signal,
         };
         let started = self
-            .first_step(id, &model, spec, &process_id, start)
+            .first_step(
+                id,
+                (&row.process_model_identifier, &row.model_version),
+                spec,
+                &process_id,
+                start,
+            )
             .await?;
         if !started.callees.pins.is_empty() {
             store::instances::set_callees(&mut self.tx, id, &json!(started.callees.pins)).await?;
@@ -134,16 +141,16 @@ impl<'c> UnitOfWork<'c> {
     async fn first_step(
         &mut self,
         id: InstanceId,
-        model: &ModelRow,
+        (model, version): (&ModelId, &str),
         mut spec: Arc<ModelSpec>,
         process_id: &str,
         start: Event,
     ) -> Result<Started> {
-        let env = self.script_env(id, &model.identifier, &spec).await?;
+        let env = self.script_env(id, model, &spec).await?;
         // kept only where a run may have to be made again
         let again = spec.calls_elsewhere.then(|| start.clone());
         let mut callees = Callees::default();
-        let stores = self.data_store_contents(&model.identifier, &spec).await?;
+        let stores = self.data_store_contents(model, &spec).await?;
         let mut context = step_context(self.cache, env.clone()).with_data_stores(stores);
         let mut input = RunInput::Event(start);
         loop {
@@ -152,7 +159,7 @@ impl<'c> UnitOfWork<'c> {
             }
             let (run, used) = self
                 .start_engine(
-                    (id, &model.identifier),
+                    (id, model),
                     spec.clone(),
                     process_id.to_string(),
                     input,
@@ -179,9 +186,9 @@ impl<'c> UnitOfWork<'c> {
                 EngineRun::CalleeNeeded(callee) => (callee, None),
             };
             spec = self
-                .provide_callee(&model.identifier, &model.version_sha, &mut callees, &callee)
+                .provide_callee(model, version, &mut callees, &callee)
                 .await?;
-            let stores = self.data_store_contents(&model.identifier, &spec).await?;
+            let stores = self.data_store_contents(model, &spec).await?;
             input = match (paused, &again) {
                 (Some(paused), _) => RunInput::Paused(paused, stores),
                 (None, Some(start)) => {
