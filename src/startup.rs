@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::services::send_batches::SendBatches;
+use crate::services::group_commit::GroupCommit;
 use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
 use actix_web::middleware::{from_fn, ErrorHandlers, Next};
@@ -124,7 +124,9 @@ impl Application {
         let registry = prometheus::Registry::new();
         let models = Arc::new(ModelCache::new(scripts).with_site(site));
         let state = Arc::new(App {
-            send_batches: SendBatches::new(pool.clone(), models.clone()),
+            sends: GroupCommit::new(pool.clone(), models.clone()),
+            callbacks: GroupCommit::new(pool.clone(), models.clone()),
+            job_outcomes: GroupCommit::new(pool.clone(), models.clone()),
             pool,
             settings: Arc::new(settings),
             keys: keys.clone(),

@@ -16,7 +16,7 @@ async fn sent_as_one_batch(
     name: &str,
     payloads: Vec<Value>,
 ) -> Vec<(StatusCode, Value)> {
-    let batches = app.state.send_batches.clone();
+    let batches = app.state.sends.clone();
     let held = batches.hold().await;
     let count = payloads.len();
     let sends = futures_util::future::join_all(

@@ -425,6 +425,84 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
     );
 }
 
+/// Callbacks that queue while the callback runners are busy are applied in one transaction and
+/// each answered after its commit; one that fails in the batch fails alone.
+#[tokio::test]
+async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        proxy.answer(202, envelope(json!({"job": n}), 202));
+        ids.push(start_ok(&app, "svc/echo", &json!({"word": format!("w{n}")})).await);
+    }
+    dispatch(&app, 4).await;
+    let calls: Vec<(i64, String, String)> = proxy
+        .calls()
+        .iter()
+        .map(|call| {
+            let body = &call.body;
+            (
+                body["wf__process_instance_id"].as_i64().unwrap(),
+                body["wf__task_id"].as_str().unwrap().to_string(),
+                body["wf__callback_token"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let body =
+        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
+    let in_one_batch = |calls: Vec<(i64, String, String)>| {
+        let app = &app;
+        let body = &body;
+        async move {
+            let callbacks = app.state.callbacks.clone();
+            let held = callbacks.hold().await;
+            let count = calls.len();
+            let answers = futures_util::future::join_all(
+                calls
+                    .iter()
+                    .map(|(id, guid, token)| callback(app, *id, guid, Some(token), body)),
+            );
+            let release = async {
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while callbacks.queued() < count {
+                    assert!(std::time::Instant::now() < deadline, "never queued");
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                drop(held);
+            };
+            tokio::join!(answers, release).0
+        }
+    };
+
+    let answers = in_one_batch(calls[..3].to_vec()).await;
+    for (status, done) in &answers {
+        assert_eq!(*status, StatusCode::OK, "{done}");
+        assert_eq!(done["status"], "completed", "{done}");
+    }
+    let batched: Vec<i64> = calls[..3].iter().map(|(id, _, _)| *id).collect();
+    let writers: Vec<String> =
+        sqlx::query_scalar("SELECT DISTINCT xmin::text FROM process_instances WHERE id = ANY($1)")
+            .bind(&batched)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(writers.len(), 1, "one transaction completed the three");
+
+    // the first again (its task no longer waits) with the fourth: the fourth completes
+    let answers = in_one_batch(vec![calls[0].clone(), calls[3].clone()]).await;
+    assert_eq!(
+        (answers[0].0, answers[0].1["error_code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("not_waiting_for_callback")),
+        "{}",
+        answers[0].1
+    );
+    assert_eq!(answers[1].0, StatusCode::OK, "{}", answers[1].1);
+    for id in &ids {
+        assert_eq!(show(&app, *id).await["status"], "complete");
+    }
+}
+
 /// A service task inside a called process of another model: the call is made when the child
 /// reaches it, its callback completes the task inside the child, and the result comes back to
 /// the caller.

@@ -7,8 +7,10 @@ use sqlx::PgPool;
 
 use crate::config::Settings;
 use crate::connector::ConnectorClient;
-use crate::services::send_batches::SendBatches;
+use crate::services::group_commit::GroupCommit;
+use crate::services::messages::SendRequest;
 use crate::services::service_tasks::ServiceTaskContext;
+use crate::services::service_tasks::{Callback, JobOutcome};
 use crate::services::ModelCache;
 use crate::store::primary::Primary;
 use crate::telemetry::traces::Traces;
@@ -26,7 +28,11 @@ pub struct App {
     /// Compiled process models, keyed by version.
     pub models: Arc<ModelCache>,
     /// Message sends committed together when they arrive together (group commit).
-    pub send_batches: Arc<SendBatches>,
+    pub sends: Arc<GroupCommit<SendRequest>>,
+    /// Connectors' callbacks committed together when they arrive together.
+    pub callbacks: Arc<GroupCommit<Callback>>,
+    /// Connector proxies' answers committed together when they arrive together.
+    pub job_outcomes: Arc<GroupCommit<JobOutcome>>,
     /// The connector proxy, when `WORKFLOW_BACKEND_CONNECTOR_PROXY_URL` is set.
     pub connector: Option<ConnectorClient>,
     /// Woken when a message is buffered: the expiry sweeper then knows its next deadline.
@@ -78,6 +84,7 @@ impl App {
             signer: &self.keys,
             callback_token_ttl: Duration::from_secs(self.settings.callback_token_ttl_seconds),
             traces: self.traces.as_deref(),
+            job_outcomes: &self.job_outcomes,
         }
     }
 }

@@ -10,8 +10,8 @@
 //! afresh. Saves the two lookups of every message start (one of every correlation) without a
 //! window in which another replica's upload is missed.
 //!
-//! Only names that have something are kept (a name nothing declares is read every time), and
-//! at most [`MAX_NAMES`] of them: a caller sending made-up names cannot grow it.
+//! At most [`MAX_NAMES`] names are kept (past that it starts again empty): a caller sending
+//! made-up names cannot grow it.
 
 use crate::store::models::TriggerRow;
 use std::collections::HashMap;
@@ -61,7 +61,8 @@ impl MessageCatalog {
         Some((kept.version, retrievals.clone()))
     }
 
-    /// Keeps the retrievals of `name` read at `version` (unless they are none).
+    /// Keeps the retrievals of `name` read at `version` (none, for a name no model declares
+    /// correlation for).
     pub fn keep_retrievals(
         &self,
         version: i64,
@@ -69,11 +70,9 @@ impl MessageCatalog {
         retrievals: Vec<(String, String)>,
     ) -> Retrievals {
         let retrievals = Arc::new(retrievals);
-        if !retrievals.is_empty() {
-            let mut kept = self.kept.write().unwrap();
-            if kept.at(version) {
-                kept.retrievals.insert(name.to_string(), retrievals.clone());
-            }
+        let mut kept = self.kept.write().unwrap();
+        if kept.at(version) {
+            kept.retrievals.insert(name.to_string(), retrievals.clone());
         }
         retrievals
     }
@@ -134,10 +133,10 @@ mod tests {
     }
 
     #[test]
-    fn names_nothing_declares_are_not_kept_and_the_kept_names_are_bounded() {
+    fn the_kept_names_are_bounded() {
         let catalog = MessageCatalog::default();
         catalog.keep_retrievals(1, "made up", Vec::new());
-        assert!(catalog.retrievals("made up").is_none());
+        assert!(catalog.retrievals("made up").unwrap().1.is_empty());
         for n in 0..MAX_NAMES + 1 {
             catalog.keep_retrievals(1, &format!("n{n}"), vec![("k".into(), "k".into())]);
         }

@@ -1,5 +1,6 @@
 //! POST /v1.0/messages: validation, idempotency by uuid, correlation, buffering, audit.
 
+use super::group_commit::{Batchable, GroupCommit};
 use super::unit_of_work::{Committed, OutgoingMessage, RetrievalFailure, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
 use crate::correlation::CorrelationValues;
@@ -9,8 +10,10 @@ use crate::ids::{InstanceId, TaskGuid};
 use crate::services::ErrorCode;
 use crate::store::{self, messages::MessageRow, messages::NewMessage};
 use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The longest a message may wait for a receiver (the reference's bound).
@@ -102,6 +105,42 @@ pub async fn send(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> R
     retry_transaction!(send_once(pool, cache, request))
 }
 
+/// Sends a message, committed with the sends that arrive with it (group commit) unless it has
+/// a uuid (its idempotency claim and replay are its own transaction's); the same outcomes as
+/// [`send`].
+pub async fn send_grouped(
+    sends: &Arc<GroupCommit<SendRequest>>,
+    pool: &PgPool,
+    cache: &ModelCache,
+    request: SendRequest,
+) -> Result<SendAnswer> {
+    if request.message_instance_uuid.is_some() || !request.payload.is_object() {
+        return send(pool, cache, &request).await;
+    }
+    sends.run_grouped(request).await
+}
+
+impl Batchable for SendRequest {
+    type Part = Sent;
+    type Answer = SendAnswer;
+
+    fn alone<'a>(
+        &'a self,
+        pool: &'a PgPool,
+        cache: &'a ModelCache,
+    ) -> BoxFuture<'a, Result<SendAnswer>> {
+        Box::pin(send(pool, cache, self))
+    }
+
+    fn within<'a, 'c: 'a>(&'a self, uow: &'a mut UnitOfWork<'c>) -> BoxFuture<'a, Result<Sent>> {
+        Box::pin(route_and_record(uow, self, None))
+    }
+
+    fn answer(sent: Sent, committed: &Committed) -> Result<SendAnswer> {
+        sent.answer(committed)
+    }
+}
+
 async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {
     let mut uow = UnitOfWork::begin(pool, cache).await?;
     // With a uuid, the row is claimed first: a concurrent request with the same uuid waits
@@ -120,7 +159,7 @@ async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> 
 }
 
 /// A send's part of a unit of work, before the commit: where it went, and its row.
-pub(super) struct Sent {
+pub struct Sent {
     routed: Routed,
     /// The row as stored, for a buffered message (its answer).
     buffered: Option<MessageRow>,
@@ -130,7 +169,7 @@ pub(super) struct Sent {
 
 impl Sent {
     /// The send's answer once its unit of work has committed.
-    pub(super) fn answer(self, committed: &Committed) -> Result<SendAnswer> {
+    fn answer(self, committed: &Committed) -> Result<SendAnswer> {
         send_answer(
             committed,
             self.routed,
@@ -143,7 +182,7 @@ impl Sent {
 
 /// Computes a send's correlation values, routes it, runs the steps it causes and stores it
 /// (in the row `claimed` for its uuid, if any), in `uow`, as the request's sender.
-pub(super) async fn route_and_record(
+async fn route_and_record(
     uow: &mut UnitOfWork<'_>,
     request: &SendRequest,
     claimed: Option<MessageId>,

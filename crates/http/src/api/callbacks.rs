@@ -163,8 +163,12 @@ pub async fn callback(
     services::input::check_json(&body, ErrorCode::InvalidCallbackBody, "the callback body")?;
     let outcome = connector::parse_callback(&body)
         .map_err(|e| ApiError::refused(ErrorCode::InvalidCallbackBody, e))?;
-    let ctx = state.service_tasks();
-    let answer = service_tasks::callback(&ctx, id, TaskGuid(task_guid), &outcome).await?;
+    let callback = service_tasks::Callback {
+        id,
+        task_guid: TaskGuid(task_guid),
+        outcome,
+    };
+    let answer = service_tasks::callback_grouped(&state.callbacks, callback).await?;
     super::json_answer(StatusCode::OK, CallbackAnswer::from(answer)).await
 }
 
@@ -187,6 +191,11 @@ async fn authorize_callback(
     let holds_task_token = id.zip(task_guid).is_some_and(|(id, guid)| {
         principal.allows(&service_tasks::callback_scope(id, TaskGuid(guid)))
     });
+    if let (Some(id), true) = (id, holds_task_token) {
+        // the task's own token was minted for this instance; one that is gone since is
+        // refused by the callback itself, as below
+        return Ok(id);
+    }
     let model = match id {
         Some(id) => services::instances::model_of(&state.pool, id).await?,
         None => None,

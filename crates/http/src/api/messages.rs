@@ -315,7 +315,9 @@ pub async fn send_message(
     };
     // the answers hold the instance's data (it grows with every step) or the whole payload:
     // a large one is serialised off the async workers
-    match state.send_batches.send(request).await? {
+    match services::messages::send_grouped(&state.sends, &state.pool, &state.models, request)
+        .await?
+    {
         SendAnswer::Instance(outcome) => {
             traces::annotate_current(|| {
                 vec![

@@ -1,14 +1,20 @@
 //! A worker's callback: the task must wait for it; its result completes the task, its
 //! failure fails it (caught by a boundary, or the instance's error) or schedules a retry.
 
-use super::{schedule_retry, RetryScheduled, ServiceTaskContext};
+use super::{schedule_retry, RetryScheduled};
 use crate::connector::CallbackOutcome;
 use crate::engine::{EngineError, Event};
 use crate::ids::ModelId;
 use crate::ids::{InstanceId, TaskGuid};
+use crate::services::group_commit::{Batchable, GroupCommit};
 use crate::services::unit_of_work::Applied;
+use crate::services::unit_of_work::Committed;
+use crate::services::ModelCache;
 use crate::services::{retry_transaction, Error, ErrorCode, Result, UnitOfWork};
+use futures_util::future::BoxFuture;
 use serde_json::json;
+use sqlx::PgPool;
+use std::sync::Arc;
 
 /// What a callback did.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,44 +36,104 @@ pub struct CallbackAnswer {
     pub done: CallbackDone,
 }
 
-/// Applies a worker's callback. The caller has been authorised for the instance or task.
+/// A worker's callback for a service task of an instance, as the caller (authorised for the
+/// instance or the task) sent it.
+pub struct Callback {
+    pub id: InstanceId,
+    pub task_guid: TaskGuid,
+    pub outcome: CallbackOutcome,
+}
+
+/// Applies a worker's callback in a transaction of its own.
 pub async fn callback(
-    ctx: &ServiceTaskContext<'_>,
-    id: InstanceId,
-    task_guid: TaskGuid,
-    outcome: &CallbackOutcome,
+    pool: &PgPool,
+    cache: &ModelCache,
+    callback: &Callback,
 ) -> Result<CallbackAnswer> {
-    retry_transaction!(callback_once(ctx, id, task_guid, outcome))
+    retry_transaction!(callback_once(pool, cache, callback))
+}
+
+/// Applies a worker's callback, committed with the callbacks that arrive with it (group
+/// commit); the same outcomes as [`callback`].
+pub async fn callback_grouped(
+    callbacks: &Arc<GroupCommit<Callback>>,
+    callback: Callback,
+) -> Result<CallbackAnswer> {
+    callbacks.run_grouped(callback).await
 }
 
 async fn callback_once(
-    ctx: &ServiceTaskContext<'_>,
+    pool: &PgPool,
+    cache: &ModelCache,
+    callback: &Callback,
+) -> Result<CallbackAnswer> {
+    let mut uow = UnitOfWork::begin(pool, cache).await?;
+    let applied = apply(&mut uow, callback).await?;
+    let committed = uow.commit().await?;
+    applied.answer(&committed)
+}
+
+/// What a callback did to its instance, before the commit.
+pub struct CallbackApplied {
     id: InstanceId,
     task_guid: TaskGuid,
-    outcome: &CallbackOutcome,
-) -> Result<CallbackAnswer> {
-    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
-    check_waiting(&mut uow, id, task_guid).await?;
+    model: ModelId,
+    step: Step,
+}
+
+enum Step {
+    Retry(RetryScheduled),
+    Applied { failed: bool },
+}
+
+impl CallbackApplied {
+    /// The callback's answer once its unit of work has committed.
+    fn answer(self, committed: &Committed) -> Result<CallbackAnswer> {
+        let (id, task_guid) = (self.id, self.task_guid);
+        let answer = |done| CallbackAnswer {
+            process_instance_id: id.0,
+            process_model_identifier: self.model.clone(),
+            task_guid,
+            done,
+        };
+        match (self.step, committed.error(id)) {
+            (Step::Retry(retry), _) => Ok(answer(CallbackDone::RetryScheduled(retry))),
+            (Step::Applied { failed: true }, Some(error)) => {
+                Err(uncaught_failure(id, &self.model, task_guid, error))
+            }
+            (Step::Applied { failed: true }, None) => Ok(answer(CallbackDone::ErrorHandled)),
+            (Step::Applied { failed: false }, _) => Ok(answer(CallbackDone::Completed)),
+        }
+    }
+}
+
+/// Applies a callback in `uow`: checks the task waits for it, records its logs, then completes
+/// or fails the task, or schedules the retry of a transient failure.
+async fn apply(uow: &mut UnitOfWork<'_>, callback: &Callback) -> Result<CallbackApplied> {
+    let Callback {
+        id,
+        task_guid,
+        outcome,
+    } = callback;
+    let (id, task_guid) = (*id, *task_guid);
+    check_waiting(uow, id, task_guid).await?;
     let model = uow
         .process_model_identifier(id)
         .cloned()
         .ok_or_else(|| instance_cannot_be_found(id))?;
-    let answer = |done| CallbackAnswer {
-        process_instance_id: id.0,
-        process_model_identifier: model.clone(),
-        task_guid,
-        done,
-    };
     let logs = match outcome {
         CallbackOutcome::Success { logs, .. } | CallbackOutcome::Failure { logs, .. } => logs,
     };
     uow.record_connector_logs(id, task_guid, logs).await?;
-    let event = match next_step(&mut uow, id, task_guid, outcome).await? {
+    let applied = |step| CallbackApplied {
+        id,
+        task_guid,
+        model: model.clone(),
+        step,
+    };
+    let event = match next_step(uow, id, task_guid, outcome).await? {
         NextStep::Apply(event) => event,
-        NextStep::Retry(retry) => {
-            uow.commit().await?;
-            return Ok(answer(CallbackDone::RetryScheduled(retry)));
-        }
+        NextStep::Retry(retry) => return Ok(applied(Step::Retry(retry))),
     };
     let failed = matches!(event, Event::ServiceFailed { .. });
     if let Applied::Refused(refused) = uow.apply(id, event).await? {
@@ -77,11 +143,30 @@ async fn callback_once(
         });
     }
     uow.drop_connector_job(task_guid).await?;
-    let committed = uow.commit().await?;
-    match (failed, committed.error(id)) {
-        (true, Some(error)) => Err(uncaught_failure(id, &model, task_guid, error)),
-        (true, None) => Ok(answer(CallbackDone::ErrorHandled)),
-        (false, _) => Ok(answer(CallbackDone::Completed)),
+    Ok(applied(Step::Applied { failed }))
+}
+
+impl Batchable for Callback {
+    type Part = CallbackApplied;
+    type Answer = CallbackAnswer;
+
+    fn alone<'a>(
+        &'a self,
+        pool: &'a PgPool,
+        cache: &'a ModelCache,
+    ) -> BoxFuture<'a, Result<CallbackAnswer>> {
+        Box::pin(callback(pool, cache, self))
+    }
+
+    fn within<'a, 'c: 'a>(
+        &'a self,
+        uow: &'a mut UnitOfWork<'c>,
+    ) -> BoxFuture<'a, Result<CallbackApplied>> {
+        Box::pin(apply(uow, self))
+    }
+
+    fn answer(applied: CallbackApplied, committed: &Committed) -> Result<CallbackAnswer> {
+        applied.answer(committed)
     }
 }
 

@@ -7,10 +7,14 @@ use super::outcome::{outcome_attributes, storable};
 use super::{callback_scope, callback_url, schedule_retry, Job, ServiceTaskContext, MAX_LEASES};
 use crate::connector::{self, ConnectorClient, Outcome};
 use crate::engine::{self, Event, ServiceCall, TaskState};
+use crate::services::group_commit::Batchable;
+use crate::services::unit_of_work::Committed;
 use crate::services::unit_of_work::{Applied, EvaluatedCall};
-use crate::services::{retry_transaction, Error, Result, UnitOfWork};
+use crate::services::{retry_transaction, Error, ModelCache, Result, UnitOfWork};
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use sqlx::PgPool;
 
 /// The request the proxy gets: the evaluated parameters plus the reserved `wf__*` fields.
 struct PreparedCall {
@@ -55,8 +59,12 @@ async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
             logs: Vec::new(),
         },
     };
-    let outcome = storable(outcome);
-    match retry_transaction!(apply_outcome(ctx, job, &prepared.operator_id, &outcome)) {
+    let answer = JobOutcome {
+        job: job.clone(),
+        operator_id: prepared.operator_id,
+        outcome: storable(outcome),
+    };
+    match apply_outcome(ctx, answer).await {
         Ok(()) => Ok(()),
         // The answer is in hand: never call the proxy again for it. Fail the task with the
         // cause; only if that cannot be written either does the lease run out.
@@ -189,15 +197,36 @@ fn prepared_call(
     }
 }
 
-/// Applies the proxy's answer to the job's task, in its own transaction (the logs it sent are
-/// recorded whatever becomes of it).
-async fn apply_outcome(
-    ctx: &ServiceTaskContext<'_>,
-    job: &Job,
-    operator_id: &str,
-    outcome: &Outcome,
-) -> Result<()> {
-    let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
+/// A proxy's answer to record for its job's task.
+pub struct JobOutcome {
+    job: Job,
+    operator_id: String,
+    outcome: Outcome,
+}
+
+/// Applies the proxy's answer to the job's task, committed with the answers that arrive with
+/// it (group commit; the logs it sent are recorded whatever becomes of it).
+async fn apply_outcome(ctx: &ServiceTaskContext<'_>, answer: JobOutcome) -> Result<()> {
+    ctx.job_outcomes.run_grouped(answer).await
+}
+
+/// [`apply_outcome`] in a transaction of its own.
+async fn apply_outcome_alone(pool: &PgPool, cache: &ModelCache, answer: &JobOutcome) -> Result<()> {
+    retry_transaction!(async {
+        let mut uow = UnitOfWork::begin(pool, cache).await?;
+        record_outcome(&mut uow, answer).await?;
+        uow.commit().await?;
+        Ok::<(), Error>(())
+    })
+}
+
+/// [`apply_outcome`] in `uow`.
+async fn record_outcome(uow: &mut UnitOfWork<'_>, answer: &JobOutcome) -> Result<()> {
+    let JobOutcome {
+        job,
+        operator_id,
+        outcome,
+    } = answer;
     let id = job.process_instance_id;
     if !uow.load(id).await? {
         return Ok(());
@@ -208,10 +237,9 @@ async fn apply_outcome(
         // suspended while the call was under way: its answer is not applied to a suspended
         // instance, and the call is made again once it is resumed
         uow.requeue_connector_job(job.task_guid).await?;
-        uow.commit().await?;
         return Ok(());
     }
-    if let Some(event) = outcome_event(&mut uow, job, operator_id, outcome).await? {
+    if let Some(event) = outcome_event(uow, job, operator_id, outcome).await? {
         if let Applied::Refused(refused) = uow.apply(id, event).await? {
             // the task moved on meanwhile (a callback came first, a boundary fired): nothing to do
             tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector outcome not applied");
@@ -219,8 +247,24 @@ async fn apply_outcome(
         // done, or waiting for its callback: either way the call is no longer due
         uow.drop_connector_job(job.task_guid).await?;
     }
-    uow.commit().await?;
     Ok(())
+}
+
+impl Batchable for JobOutcome {
+    type Part = ();
+    type Answer = ();
+
+    fn alone<'a>(&'a self, pool: &'a PgPool, cache: &'a ModelCache) -> BoxFuture<'a, Result<()>> {
+        Box::pin(apply_outcome_alone(pool, cache, self))
+    }
+
+    fn within<'a, 'c: 'a>(&'a self, uow: &'a mut UnitOfWork<'c>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(record_outcome(uow, self))
+    }
+
+    fn answer(_: (), _: &Committed) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The event the proxy's answer makes for the job's task; `None` when it was a transient

@@ -9,10 +9,13 @@ mod callback;
 mod job;
 mod outcome;
 
-pub use callback::{callback, instance_cannot_be_found, CallbackAnswer, CallbackDone};
-pub use job::run_job;
+pub use callback::{
+    callback, callback_grouped, instance_cannot_be_found, Callback, CallbackAnswer, CallbackDone,
+};
+pub use job::{run_job, JobOutcome};
 pub use outcome::storable;
 
+use super::group_commit::GroupCommit;
 use super::unit_of_work::EvaluatedCall;
 use super::{ModelCache, Result, UnitOfWork};
 use crate::connector::{self, ConnectorClient};
@@ -21,6 +24,7 @@ use crate::ids::TaskGuid;
 use crate::store;
 use crate::telemetry::traces::Traces;
 use sqlx::PgPool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What the dispatcher and the callback need besides the database.
@@ -36,6 +40,8 @@ pub struct ServiceTaskContext<'a> {
     pub callback_token_ttl: Duration,
     /// Where the job's spans go, when traces are configured.
     pub traces: Option<&'a Traces>,
+    /// The proxies' answers, committed together when they arrive together.
+    pub job_outcomes: &'a Arc<GroupCommit<JobOutcome>>,
 }
 
 pub(crate) use crate::store::jobs::Job;
