@@ -8,12 +8,19 @@
 //! as it would unbatched; a failing one then fails alone. A failed commit is not run again: its
 //! outcome is unknown, so each answers with the error, as one alone whose commit failed does.
 //!
+//! Batches lock in one order where they can: work whose instance is known before it runs
+//! (a callback, a proxy's answer) runs in the order of its instance. Where they cannot (a
+//! message's instance is found by its lookup), a batch waits at most 200 ms for a lock ([`BEGIN_BATCH`])
+//! before it runs each of its work alone: two batches that lock the same instances in
+//! opposite orders give up in that time, instead of Postgres's deadlock timeout.
+//!
 //! At most [`RUNNERS`] batches of a kind run at once; work that finds none free is queued and
 //! taken by the next runner that finishes, with up to [`MAX_BATCH`] - 1 others. Work that finds
 //! a runner free and nothing queued runs at once, alone: batching adds no wait.
 
 use super::unit_of_work::Committed;
 use super::{Error, ModelCache, Result, UnitOfWork};
+use crate::ids::InstanceId;
 use crate::telemetry::traces::Carried;
 use futures_util::future::BoxFuture;
 use sqlx::PgPool;
@@ -42,7 +49,17 @@ pub trait Batchable: Send + Sync + 'static {
 
     /// Its answer once the shared unit has committed.
     fn answer(part: Self::Part, committed: &Committed) -> Result<Self::Answer>;
+
+    /// The instance it locks first, when known before it runs: a batch runs its work in the
+    /// order of these, so that two batches lock the instances they share in the same order.
+    fn instance(&self) -> Option<InstanceId> {
+        None
+    }
 }
+
+/// A batch's `BEGIN`, sent with the longest its transaction waits for a lock (200 ms) before
+/// each of it runs alone (`lock_not_available`).
+pub const BEGIN_BATCH: &str = "BEGIN; SET LOCAL lock_timeout = '200ms'";
 
 /// Batches committing at once.
 pub const RUNNERS: usize = 4;
@@ -155,8 +172,9 @@ impl<W: Batchable> GroupCommit<W> {
     }
 
     /// One batch: together, or each alone when together failed before its commit.
-    async fn commit(&self, batch: Vec<Queued<W>>) {
+    async fn commit(&self, mut batch: Vec<Queued<W>>) {
         if batch.len() > 1 {
+            batch.sort_by_key(|queued| queued.work.instance());
             match together(&self.pool, &self.cache, &batch).await {
                 Together::Committed(answers) => {
                     for (queued, answer) in batch.into_iter().zip(answers) {
@@ -214,7 +232,7 @@ async fn together<W: Batchable>(
     batch: &[Queued<W>],
 ) -> Together<W::Answer> {
     let done = async {
-        let mut uow = UnitOfWork::begin(pool, cache).await?;
+        let mut uow = UnitOfWork::begin_batch(pool, cache).await?;
         let mut parts: Vec<W::Part> = Vec::with_capacity(batch.len());
         for queued in batch {
             let part = queued.work.within(&mut uow);

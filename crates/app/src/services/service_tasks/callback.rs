@@ -168,6 +168,10 @@ impl Batchable for Callback {
     fn answer(applied: CallbackApplied, committed: &Committed) -> Result<CallbackAnswer> {
         applied.answer(committed)
     }
+
+    fn instance(&self) -> Option<InstanceId> {
+        Some(self.id)
+    }
 }
 
 /// Refuses a callback unless the instance (locked into `uow`) is not suspended and its service

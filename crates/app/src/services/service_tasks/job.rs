@@ -265,6 +265,10 @@ impl Batchable for JobOutcome {
     fn answer(_: (), _: &Committed) -> Result<()> {
         Ok(())
     }
+
+    fn instance(&self) -> Option<crate::ids::InstanceId> {
+        Some(self.job.process_instance_id)
+    }
 }
 
 /// The event the proxy's answer makes for the job's task; `None` when it was a transient

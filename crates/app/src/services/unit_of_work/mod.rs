@@ -73,6 +73,8 @@ pub struct UnitOfWork<'c> {
     /// The message catalog's version of the retrievals and triggers this unit used (see
     /// `services::message_catalog`): its correlation lookups check it.
     catalog_seen: CatalogSeen,
+    /// Models whose instances lock this unit holds (shared, until its commit).
+    models_locked: std::collections::HashSet<ModelId>,
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -268,8 +270,19 @@ pub enum Unmatched {
 
 impl<'c> UnitOfWork<'c> {
     pub async fn begin(pool: &PgPool, cache: &'c ModelCache) -> Result<UnitOfWork<'c>> {
-        Ok(UnitOfWork {
-            tx: pool.begin().await?,
+        Ok(UnitOfWork::with(pool.begin().await?, cache))
+    }
+
+    /// A unit for a batch of group commit: one that waits a bounded time for a lock
+    /// ([`super::group_commit::BEGIN_BATCH`], sent with its `BEGIN` in one round trip).
+    pub async fn begin_batch(pool: &PgPool, cache: &'c ModelCache) -> Result<UnitOfWork<'c>> {
+        let tx = pool.begin_with(super::group_commit::BEGIN_BATCH).await?;
+        Ok(UnitOfWork::with(tx, cache))
+    }
+
+    fn with(tx: Transaction<'static, Postgres>, cache: &'c ModelCache) -> UnitOfWork<'c> {
+        UnitOfWork {
+            tx,
             cache,
             instances: HashMap::new(),
             order: Vec::new(),
@@ -282,7 +295,8 @@ impl<'c> UnitOfWork<'c> {
             deliveries_in_flight: Default::default(),
             data_store_rows: HashMap::new(),
             catalog_seen: CatalogSeen::Nothing,
-        })
+            models_locked: Default::default(),
+        }
     }
 
     /// The scripts this unit runs see `subject` as the current user.

@@ -85,8 +85,12 @@ impl<'c> UnitOfWork<'c> {
         data: Map<String, Value>,
         started_by: StartedBy,
     ) -> Result<InstanceId> {
-        // held until commit: the model cannot be deleted under the new instance
-        store::models::lock_instances_of(&mut self.tx, process_model_identifier, false).await?;
+        // held until commit: the model cannot be deleted under the new instance (taken once
+        // per unit: the starts of a batch share it)
+        if !self.models_locked.contains(process_model_identifier) {
+            store::models::lock_instances_of(&mut self.tx, process_model_identifier, false).await?;
+            self.models_locked.insert(process_model_identifier.clone());
+        }
         let row = store::instances::insert_of_current_version(
             &mut self.tx,
             process_model_identifier,
