@@ -141,6 +141,8 @@ pub async fn find(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Optio
     .await
 }
 
+/// An instance to write back: its row's fields and its changed tasks.
+#[derive(serde::Serialize)]
 pub struct InstanceUpdate<'a> {
     pub id: InstanceId,
     pub status: InstanceStatus,
@@ -156,32 +158,24 @@ pub struct InstanceUpdate<'a> {
     pub live_tasks: &'a RawValue,
 }
 
-/// Writes an instance's row and its changed tasks in one statement.
-pub async fn update(
+/// Writes back instances and their changed tasks, all in one round trip
+/// (`workflow_write_instances`); returns when each was updated, in order. An instance that is
+/// not there is an error.
+pub async fn update_all(
     conn: &mut PgConnection,
-    update: &InstanceUpdate<'_>,
-) -> sqlx::Result<DateTime<Utc>> {
-    sqlx::query_scalar(
-        "WITH written_tasks AS ( \
-             INSERT INTO tasks (guid, process_instance_id, element_id, element_type, name, state, scope, data, process_id) \
-             SELECT t.guid, $1, t.element_id, t.element_type, t.name, t.state, t.scope, t.data, t.process_id \
-             FROM jsonb_to_recordset($7) AS t(guid uuid, element_id text, element_type text, \
-                  name text, state text, scope uuid, data jsonb, process_id text) \
-             ON CONFLICT (guid) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data, \
-                  updated_at = now()) \
-         UPDATE process_instances SET status = $2, data = $3, correlations = $4, internal = $5, \
-         error = $6, live_tasks = $8, updated_at = now() WHERE id = $1 RETURNING updated_at",
-    )
-    .bind(update.id)
-    .bind(update.status)
-    .bind(Json(update.data))
-    .bind(Json(update.correlations))
-    .bind(Json(update.internal))
-    .bind(update.error.map(Json))
-    .bind(Json(update.tasks))
-    .bind(Json(update.live_tasks))
-    .fetch_one(conn)
-    .await
+    updates: &[InstanceUpdate<'_>],
+) -> sqlx::Result<Vec<DateTime<Utc>>> {
+    let written: Vec<(InstanceId, DateTime<Utc>)> =
+        sqlx::query_as("SELECT written_id, written_at FROM workflow_write_instances($1)")
+            .bind(Json(updates))
+            .fetch_all(conn)
+            .await?;
+    if written.len() != updates.len()
+        || written.iter().zip(updates).any(|((id, _), update)| *id != update.id)
+    {
+        return Err(sqlx::Error::RowNotFound);
+    }
+    Ok(written.into_iter().map(|(_, at)| at).collect())
 }
 
 pub async fn all_tasks(

@@ -15,35 +15,68 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
-    /// Writes every stepped instance and its changed tasks (the transaction stays open).
+    /// Writes every stepped instance and its changed tasks, in one round trip (the
+    /// transaction stays open).
     pub(super) async fn flush(&mut self) -> Result<()> {
-        for id in self.order.clone() {
-            let loaded = self.instances.get_mut(&id).expect("ordered ids are loaded");
+        let mut written = Vec::new();
+        for id in &self.order {
+            let loaded = self.instances.get_mut(id).expect("ordered ids are loaded");
             if !loaded.dirty {
                 continue;
             }
             let changed = loaded.changed_tasks.take();
             let (tasks, live_tasks) = task_rows(&loaded.state, changed).await?;
             let state = &loaded.state;
-            let error = state.error.as_ref().map(|e| json!(e));
-            let updated_at = store::instances::update(
-                &mut self.tx,
-                &store::instances::InstanceUpdate {
-                    id,
-                    status: state.status,
-                    data: &Value::Object(state.data.clone()),
-                    correlations: &json!(state.correlations),
-                    internal: &json!(state.internal),
-                    error: error.as_ref(),
-                    tasks: &tasks,
-                    live_tasks: &live_tasks,
-                },
-            )
-            .await?;
+            written.push(Written {
+                id: *id,
+                status: state.status,
+                data: Value::Object(state.data.clone()),
+                correlations: json!(state.correlations),
+                internal: json!(state.internal),
+                error: state.error.as_ref().map(|e| json!(e)),
+                tasks,
+                live_tasks,
+            });
+        }
+        if written.is_empty() {
+            return Ok(());
+        }
+        let updates: Vec<store::instances::InstanceUpdate<'_>> =
+            written.iter().map(Written::update).collect();
+        let updated = store::instances::update_all(&mut self.tx, &updates).await?;
+        for (w, updated_at) in written.iter().zip(updated) {
+            let loaded = self.instances.get_mut(&w.id).expect("written ids are loaded");
             loaded.updated_at = updated_at;
             loaded.dirty = false;
         }
         Ok(())
+    }
+}
+
+/// An instance to write back, as its row and tasks are written.
+struct Written {
+    id: InstanceId,
+    status: InstanceStatus,
+    data: Value,
+    correlations: Value,
+    internal: Value,
+    error: Option<Value>,
+    tasks: Box<RawValue>,
+    live_tasks: Box<RawValue>,
+}
+
+impl Written {
+    fn update(&self) -> store::instances::InstanceUpdate<'_> {
+        store::instances::InstanceUpdate {
+            id: self.id,
+            status: self.status,
+            data: &self.data,
+            correlations: &self.correlations,
+            internal: &self.internal,
+            error: self.error.as_ref(),
+            tasks: &self.tasks,
+            live_tasks: &self.live_tasks,
+        }
     }
 }
 
