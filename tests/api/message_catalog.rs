@@ -2,52 +2,52 @@
 //! trigger) never serves what another replica's upload changed.
 
 use crate::domain::*;
-use crate::helpers::{spawn_app, spawn_app_with};
+use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 use crate::models;
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 
-#[tokio::test]
-async fn a_replica_reads_the_catalog_afresh_once_another_replica_changed_it() {
+/// Two servers of one database with the orders model (version 1) uploaded through the first.
+async fn two_replicas() -> (TestApp, TestApp, String) {
     let first = spawn_app().await;
     let database_url = first.settings.database_url.clone();
     let second = spawn_app_with(|settings| settings.database_url = database_url).await;
     let v1 = models::order_process("orders", "placed", "paid");
     upload_ok(&first, "shop/orders", "orders.bpmn", &v1).await;
+    (first, second, v1)
+}
 
-    // the second replica reads (and keeps) the retrievals of `placed` and `paid`
-    for order_id in [1, 7] {
-        let (status, body) = send_to(
-            &second.address,
-            &first,
-            "placed",
-            &json!({"order_id": order_id}),
-            &[],
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-    }
-    let (status, body) = send_to(
-        &second.address,
-        &first,
-        "paid",
-        &json!({"order_id": 1}),
-        &[],
-    )
-    .await;
+/// Sends through `replica` (of `app`'s database); asserts 200 and answers the body.
+async fn sent_ok(replica: &TestApp, app: &TestApp, name: &str, payload: Value) -> Value {
+    let (status, body) = send_to(&replica.address, app, name, &payload, &[]).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
 
-    // the first replica changes how `paid` gives its order id
+/// Version 2 of the orders model: `paid` gives its order id as `ref`.
+fn paid_by_ref(v1: &str) -> String {
     let v2 = v1.replace(
         "<bpmn:messagePath>order_id</bpmn:messagePath>",
         "<bpmn:messagePath>ref</bpmn:messagePath>",
     );
     assert_ne!(v1, v2);
-    upload_ok(&first, "shop/orders", "orders.bpmn", &v2).await;
+    v2
+}
+
+#[tokio::test]
+async fn a_replica_reads_the_catalog_afresh_once_another_replica_changed_it() {
+    let (first, second, v1) = two_replicas().await;
+    // the second replica reads (and keeps) the retrievals of `placed` and `paid`
+    for order_id in [1, 7] {
+        sent_ok(&second, &first, "placed", json!({"order_id": order_id})).await;
+    }
+    sent_ok(&second, &first, "paid", json!({"order_id": 1})).await;
+
+    // the first replica changes how `paid` gives its order id
+    upload_ok(&first, "shop/orders", "orders.bpmn", &paid_by_ref(&v1)).await;
 
     // with the kept expression (`order_id`) this payload gives no value and is refused
-    let (status, body) = send_to(&second.address, &first, "paid", &json!({"ref": 7}), &[]).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = sent_ok(&second, &first, "paid", json!({"ref": 7})).await;
     assert_eq!(body["process_instance"]["status"], "complete", "{body}");
     assert_eq!(body["task_data"]["payment"], json!({"ref": 7}), "{body}");
 }
@@ -56,50 +56,18 @@ async fn a_replica_reads_the_catalog_afresh_once_another_replica_changed_it() {
 /// the catalog's version catches it, and the message runs again with the current expressions.
 #[tokio::test]
 async fn a_stale_expression_that_still_gives_a_value_is_caught_by_the_lookup() {
-    let first = spawn_app().await;
-    let database_url = first.settings.database_url.clone();
-    let second = spawn_app_with(|settings| settings.database_url = database_url).await;
-    let v1 = models::order_process("orders", "placed", "paid");
-    upload_ok(&first, "shop/orders", "orders.bpmn", &v1).await;
+    let (first, second, v1) = two_replicas().await;
     let mut instances = Vec::new();
     for order_id in [1, 7, 8] {
-        let (status, body) = send_to(
-            &second.address,
-            &first,
-            "placed",
-            &json!({"order_id": order_id}),
-            &[],
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = sent_ok(&second, &first, "placed", json!({"order_id": order_id})).await;
         instances.push(body["process_instance"]["id"].clone());
     }
-    let (status, body) = send_to(
-        &second.address,
-        &first,
-        "paid",
-        &json!({"order_id": 1}),
-        &[],
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    sent_ok(&second, &first, "paid", json!({"order_id": 1})).await;
 
-    let v2 = v1.replace(
-        "<bpmn:messagePath>order_id</bpmn:messagePath>",
-        "<bpmn:messagePath>ref</bpmn:messagePath>",
-    );
-    upload_ok(&first, "shop/orders", "orders.bpmn", &v2).await;
+    upload_ok(&first, "shop/orders", "orders.bpmn", &paid_by_ref(&v1)).await;
 
     // the kept expression would take order 8; the current one says order 7
-    let (status, body) = send_to(
-        &second.address,
-        &first,
-        "paid",
-        &json!({"order_id": 8, "ref": 7}),
-        &[],
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = sent_ok(&second, &first, "paid", json!({"order_id": 8, "ref": 7})).await;
     assert_eq!(body["process_instance"]["id"], instances[1], "{body}");
     assert_eq!(body["process_instance"]["status"], "complete", "{body}");
 }

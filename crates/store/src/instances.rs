@@ -50,27 +50,6 @@ pub struct TaskRow {
     pub process_id: Option<String>,
 }
 
-pub async fn insert(
-    conn: &mut PgConnection,
-    process_model_identifier: &ModelId,
-    model_version: &str,
-    process_id: &str,
-    started_by: Option<&str>,
-) -> sqlx::Result<InstanceRow> {
-    sqlx::query_as(
-        "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status, started_by) \
-         VALUES ($1, $2, $3, $4, $5) RETURNING id, process_model_identifier, process_id, status, \
-         data, correlations, internal, error, model_version, created_at, updated_at",
-    )
-    .bind(process_model_identifier)
-    .bind(model_version)
-    .bind(process_id)
-    .bind(InstanceStatus::Running)
-    .bind(started_by)
-    .fetch_one(conn)
-    .await
-}
-
 /// Inserts an instance (`running`) of the current version of its model, of `process_id` or
 /// else the version's primary process, reading the model in the same statement; `None` when
 /// there is no such model. Take the model's instances lock first (see
@@ -171,7 +150,10 @@ pub async fn update_all(
             .fetch_all(conn)
             .await?;
     if written.len() != updates.len()
-        || written.iter().zip(updates).any(|((id, _), update)| *id != update.id)
+        || written
+            .iter()
+            .zip(updates)
+            .any(|((id, _), update)| *id != update.id)
     {
         return Err(sqlx::Error::RowNotFound);
     }

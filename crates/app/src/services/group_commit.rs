@@ -22,9 +22,10 @@ use super::unit_of_work::Committed;
 use super::{Error, ModelCache, Result, UnitOfWork};
 use crate::ids::InstanceId;
 use crate::telemetry::traces::Carried;
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, FutureExt};
 use sqlx::PgPool;
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
@@ -131,7 +132,17 @@ impl<W: Batchable> GroupCommit<W> {
                 }
                 continue;
             }
-            self.commit(batch).await;
+            // a panic fails this batch's work (its answers are dropped: "stopped without an
+            // answer"), not the runner: what is queued behind it still runs
+            if AssertUnwindSafe(self.commit(batch))
+                .catch_unwind()
+                .await
+                .is_err()
+            {
+                tracing::error!(
+                    "a group-commit batch panicked; its work was answered with an error"
+                );
+            }
         }
     }
 

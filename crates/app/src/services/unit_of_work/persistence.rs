@@ -45,7 +45,10 @@ impl<'c> UnitOfWork<'c> {
             written.iter().map(Written::update).collect();
         let updated = store::instances::update_all(&mut self.tx, &updates).await?;
         for (w, updated_at) in written.iter().zip(updated) {
-            let loaded = self.instances.get_mut(&w.id).expect("written ids are loaded");
+            let loaded = self
+                .instances
+                .get_mut(&w.id)
+                .expect("written ids are loaded");
             loaded.updated_at = updated_at;
             loaded.dirty = false;
         }
