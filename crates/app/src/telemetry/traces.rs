@@ -144,7 +144,7 @@ impl SpanScope {
         kind: SpanKind,
         attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> SpanScope {
-        match Context::map_current(|cx| cx.get::<Active>().is_some().then(|| cx.clone())) {
+        match traced_current() {
             Some(parent) => SpanScope::under(&parent, name, kind, attributes),
             None => SpanScope(None),
         }
@@ -175,10 +175,7 @@ impl SpanScope {
     /// Runs `work` with this span current: the spans it makes are its children, and requests
     /// it makes carry its `traceparent`.
     pub fn around<F: Future>(&self, work: F) -> impl Future<Output = F::Output> {
-        match &self.0 {
-            Some(cx) => Either::Left(work.with_context(cx.clone())),
-            None => Either::Right(work),
-        }
+        within(self.0.as_ref(), work)
     }
 }
 
@@ -190,6 +187,19 @@ impl Drop for SpanScope {
     }
 }
 
+/// The current context when the work is traced (it carries a tracer).
+fn traced_current() -> Option<Context> {
+    Context::map_current(|cx| cx.get::<Active>().is_some().then(|| cx.clone()))
+}
+
+/// `work` run in `cx`, when there is one.
+fn within<F: Future>(cx: Option<&Context>, work: F) -> impl Future<Output = F::Output> {
+    match cx {
+        Some(cx) => Either::Left(work.with_context(cx.clone())),
+        None => Either::Right(work),
+    }
+}
+
 /// The current trace context, carried to work another task does for this one (a message
 /// committed in a batch): its spans go under this one's span. Nothing when not traced.
 #[derive(Clone, Default)]
@@ -197,24 +207,19 @@ pub struct Carried(Option<Context>);
 
 impl Carried {
     pub fn current() -> Carried {
-        Carried(Context::map_current(|cx| {
-            cx.get::<Active>().is_some().then(|| cx.clone())
-        }))
+        Carried(traced_current())
     }
 
     /// Runs `work` in the carried context.
     pub fn around<F: Future>(&self, work: F) -> impl Future<Output = F::Output> {
-        match &self.0 {
-            Some(cx) => Either::Left(work.with_context(cx.clone())),
-            None => Either::Right(work),
-        }
+        within(self.0.as_ref(), work)
     }
 }
 
 /// Adds attributes to the current span (a request's, say, once its handler knows the message
 /// name), when the work is traced.
 pub fn annotate_current(attributes: impl FnOnce() -> Vec<KeyValue>) {
-    let current = Context::map_current(|cx| cx.get::<Active>().is_some().then(|| cx.clone()));
+    let current = traced_current();
     if let Some(cx) = current {
         cx.span().set_attributes(attributes());
     }
@@ -223,7 +228,7 @@ pub fn annotate_current(attributes: impl FnOnce() -> Vec<KeyValue>) {
 /// `traceparent` (and `tracestate`) of the current span, for a request to another service or
 /// for work that continues later (a connector job); empty when the work is not traced.
 pub fn outgoing_headers() -> Vec<(String, String)> {
-    let current = Context::map_current(|cx| cx.get::<Active>().is_some().then(|| cx.clone()));
+    let current = traced_current();
     let Some(cx) = current else {
         return Vec::new();
     };
