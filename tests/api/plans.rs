@@ -78,6 +78,14 @@ async fn the_correlation_lookup_probes_the_instance_by_key_in_its_generic_plan()
         ["Index Scan message_instances_ready_receive"],
         "{plan:#}"
     );
+    // the instance's accepted calls: a probe of the partial index, not a scan of the outbox
+    assert!(
+        !reads_of(&nodes, "jobs")
+            .iter()
+            .any(|r| r.starts_with("Seq Scan"))
+            && nodes.iter().any(|(_, _, index)| index == "jobs_accepted"),
+        "{plan:#}"
+    );
     assert!(
         !nodes.iter().any(|(t, _, _)| t.starts_with("Hash")),
         "{plan:#}"

@@ -46,6 +46,8 @@ struct Answer {
     delay: Duration,
     /// Before answering, PUT this envelope to the request's callback URL with its token.
     callback_first: Option<Value>,
+    /// Before answering, say the call came (the first) and wait for the go (the second).
+    gate: Option<(Arc<tokio::sync::Notify>, Arc<tokio::sync::Notify>)>,
 }
 
 fn answer(status: u16, body: Value) -> Answer {
@@ -97,6 +99,10 @@ async fn fake_proxy_handler(
     };
     // a slow proxy, simulated: the peer takes its time (nothing in the test waits on this)
     tokio::time::sleep(answer.delay).await;
+    if let Some((called, go)) = &answer.gate {
+        called.notify_one();
+        go.notified().await;
+    }
     if let Some(envelope) = &answer.callback_first {
         let url = received.body["wf__callback_url"].as_str().unwrap_or("");
         let path = &url[url.find("/v1.0/").unwrap_or(0)..];
@@ -1394,6 +1400,86 @@ fn timed_service_model() -> String {
 
 /// A timer boundary on a service task whose call the proxy accepted (202): when it fires the
 /// task is cancelled in the same transaction, and the call's late callback is refused.
+/// A proxy's 202 is recorded on its job alone: it does not wait for the instance, which a
+/// callback (often sent before the 202 arrives) may hold at that moment. The task shows
+/// STARTED at once; the instance's own state says so once it is next written; the call is
+/// never made again, not even after a suspension; its callback completes it and leaves no job.
+#[tokio::test]
+async fn a_202_is_recorded_without_waiting_for_the_instance() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let (called, go) = (
+        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    proxy.push(Answer {
+        gate: Some((called.clone(), go.clone())),
+        ..answer(202, envelope(json!({"job": 1}), 202))
+    });
+    let id = start_ok(&app, "svc/echo", &json!({"word": "later"})).await;
+    let state = app.state.clone();
+    let round = tokio::spawn(async move { dispatch_due_once(&state).await });
+    called.notified().await;
+    // the call is under way; another unit takes the instance (as units do) before its 202
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(id)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    go.notify_one();
+    let round = tokio::time::timeout(Duration::from_secs(10), round)
+        .await
+        .expect("the 202 was recorded while the instance was held")
+        .unwrap();
+    assert_eq!(
+        round,
+        Round {
+            claimed: 1,
+            failed: 0,
+            panicked: 0
+        }
+    );
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+    holder.rollback().await.unwrap();
+    let (_, logs) = get(
+        &app,
+        &format!("/v1.0/process-instances/{id}/connector-logs"),
+    )
+    .await;
+    assert_eq!(logs["pagination"]["total"], 1, "{logs}");
+    assert_eq!(logs["results"][0]["line"], "called upstream");
+
+    // the next unit that writes the instance writes the task STARTED in its state too
+    instance_command(&app, id, "suspend").await;
+    let started: bool = sqlx::query_scalar(
+        "SELECT live_tasks @> '[{\"element_id\": \"call\", \"state\": \"STARTED\"}]' \
+         FROM process_instances WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(started, "the instance's state was not caught up");
+    instance_command(&app, id, "resume").await;
+    dispatch(&app, 0).await;
+    assert_eq!(proxy.calls().len(), 1, "an accepted call was made again");
+
+    let call = proxy.calls()[0].body.clone();
+    let guid = call["wf__task_id"].as_str().unwrap().to_string();
+    let token = call["wf__callback_token"].as_str().unwrap().to_string();
+    let body =
+        json!({"command_response": {"body": {"done": true}, "mimetype": "application/json"}});
+    let (status, done) = callback(&app, id, &guid, Some(&token), &body).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(show(&app, id).await["status"], "complete");
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 0, "a job is left for the completed task");
+}
+
 #[tokio::test]
 async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refused() {
     let proxy = FakeProxy::start();
@@ -1414,6 +1500,14 @@ async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refu
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(task_state(&shown, "call"), "CANCELLED");
     assert_eq!(task_state(&shown, "timed_out"), "COMPLETED");
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        jobs, 0,
+        "the cancelled task's accepted call is left as a job"
+    );
 
     let body =
         json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});

@@ -31,7 +31,23 @@ pub struct LockedInstance {
     pub live_tasks: Json<Value>,
     /// The model versions of the processes it called from other models.
     pub callees: Json<Value>,
+    /// Tasks whose connector call its proxy accepted (202) since the instance was last
+    /// written: recorded on their jobs alone ([`crate::jobs::record_acceptance`]), for the
+    /// engine's state to catch up with.
+    pub accepted_calls: Vec<uuid::Uuid>,
 }
+
+/// The select-list item of a locked instance's accepted calls (`pi`: the instance's row).
+macro_rules! accepted_calls_of {
+    ($instance:literal) => {
+        concat!(
+            "ARRAY(SELECT task_guid FROM jobs WHERE process_instance_id = ",
+            $instance,
+            ".id AND accepted_at IS NOT NULL) AS accepted_calls"
+        )
+    };
+}
+pub(crate) use accepted_calls_of;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TaskRow {
@@ -98,13 +114,17 @@ pub async fn set_callees(
         .map(|_| ())
 }
 
-/// `SELECT ... FOR UPDATE`: every step of an instance holds its row lock.
+/// `SELECT ... FOR NO KEY UPDATE`: every step of an instance holds its row lock. (Not `FOR
+/// UPDATE`: rows that only reference the instance, a task's or a proxy's log line, are
+/// written meanwhile without waiting for the step, as their foreign keys need only a key
+/// share.)
 pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
-    sqlx::query_as(
+    sqlx::query_as(concat!(
         "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
-         error, model_version, created_at, updated_at, live_tasks, callees \
-         FROM process_instances WHERE id = $1 FOR UPDATE",
-    )
+         error, model_version, created_at, updated_at, live_tasks, callees, ",
+        accepted_calls_of!("pi"),
+        " FROM process_instances pi WHERE id = $1 FOR NO KEY UPDATE"
+    ))
     .bind(id)
     .fetch_optional(conn)
     .await

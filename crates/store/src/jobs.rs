@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
-use workflow_types::{InstanceId, TaskGuid};
+use workflow_types::{task_state, InstanceId, TaskGuid};
 
 pub const CONNECTOR_CALL: &str = "connector_call";
 
@@ -25,7 +25,7 @@ pub async fn enqueue_connector_call(
                     VALUES ($1, $2, $3, COALESCE($4, now()), $6) \
                     ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, \
                     locked_until = NULL, attempts = jobs.attempts + 1, leases = 0, \
-                    traceparent = EXCLUDED.traceparent \
+                    accepted_at = NULL, traceparent = EXCLUDED.traceparent \
                     RETURNING 1) \
          SELECT pg_notify($5, '') FROM j",
     )
@@ -45,7 +45,7 @@ pub async fn enqueue_connector_call(
 pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
     sqlx::query_scalar(
         "SELECT min(greatest(run_at, coalesce(locked_until, run_at))) FROM jobs \
-         WHERE kind = $1 AND NOT held",
+         WHERE kind = $1 AND NOT held AND accepted_at IS NULL",
     )
     .bind(CONNECTOR_CALL)
     .fetch_one(pool)
@@ -57,7 +57,7 @@ pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
 pub async fn count_waiting(pool: &PgPool, up_to: i64) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE kind = $1 AND NOT held \
-             AND run_at <= now() AND (locked_until IS NULL OR locked_until < now()) \
+             AND accepted_at IS NULL AND run_at <= now() AND (locked_until IS NULL OR locked_until < now()) \
              LIMIT $2) AS due",
     )
     .bind(CONNECTOR_CALL)
@@ -84,6 +84,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Resu
     sqlx::query_as(
         "UPDATE jobs SET locked_until = now() + make_interval(secs => $3), leases = leases + 1 \
          WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() AND NOT held \
+                        AND accepted_at IS NULL \
                         AND (locked_until IS NULL OR locked_until < now()) \
                       ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
          RETURNING id, process_instance_id, task_guid, leases, traceparent",
@@ -93,6 +94,61 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Resu
     .bind(lease.as_secs_f64())
     .fetch_all(pool)
     .await
+}
+
+/// What recording a proxy's 202 on its job found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acceptance {
+    /// The job is marked accepted (never due again) and its task's row says STARTED.
+    Recorded,
+    /// The job is gone: its task's callback came first, or the task ended.
+    Gone,
+    /// The job is there but held (its instance suspended) or re-scheduled: the caller applies
+    /// the answer with the instance locked instead.
+    NotRecorded,
+}
+
+/// Records a proxy's 202 for a leased job in one statement, without locking its instance:
+/// the job stays (for the callback, or the task's end, to remove) but is never due again, the
+/// task's row says STARTED, and the proxy's log lines are kept (unless the caller is to apply
+/// the answer with the instance, which keeps them then). The instance's state follows when it
+/// is next loaded (`accepted_calls` of [`crate::instances::LockedInstance`]).
+pub async fn record_acceptance(
+    pool: &PgPool,
+    job_id: i64,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+    logs: &[String],
+) -> sqlx::Result<Acceptance> {
+    let (recorded, gone): (bool, bool) = sqlx::query_as(concat!(
+        "WITH j AS (UPDATE jobs SET accepted_at = now(), locked_until = NULL \
+                    WHERE id = $1 AND NOT held AND accepted_at IS NULL \
+                      AND locked_until IS NOT NULL \
+                    RETURNING task_guid), \
+              t AS (UPDATE tasks SET state = '",
+        task_state!(Started),
+        "', updated_at = now() FROM j WHERE tasks.guid = j.task_guid AND tasks.state = '",
+        task_state!(Ready),
+        "' RETURNING 1), \
+              gone AS (SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1) AS gone), \
+              l AS (INSERT INTO connector_logs (process_instance_id, task_guid, line) \
+                    SELECT $2, $3, line FROM unnest($4::text[]) AS line \
+                    WHERE (EXISTS (SELECT 1 FROM j) OR (SELECT gone FROM gone)) \
+                      AND EXISTS (SELECT 1 FROM process_instances WHERE id = $2) \
+                    RETURNING 1) \
+         SELECT EXISTS (SELECT 1 FROM j), (SELECT gone FROM gone)"
+    ))
+    .bind(job_id)
+    .bind(instance_id)
+    .bind(task_guid)
+    .bind(logs)
+    .fetch_one(pool)
+    .await?;
+    Ok(match (recorded, gone) {
+        (true, _) => Acceptance::Recorded,
+        (false, true) => Acceptance::Gone,
+        (false, false) => Acceptance::NotRecorded,
+    })
 }
 
 pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {

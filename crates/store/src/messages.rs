@@ -1,6 +1,6 @@
 //! message_instances: sends (API or engine) and receives (waiting catch elements).
 
-use super::instances::LockedInstance;
+use super::instances::{accepted_calls_of, LockedInstance};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
@@ -194,8 +194,9 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
     "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
              pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
              pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
-             pi.updated_at, pi.live_tasks, pi.callees \
-         FROM (SELECT m.id, m.process_instance_id, m.task_guid \
+             pi.updated_at, pi.live_tasks, pi.callees, ",
+    accepted_calls_of!("pi"),
+    " FROM (SELECT m.id, m.process_instance_id, m.task_guid \
              FROM unnest($2::text[]) AS k(key) \
              CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
                  FROM message_instances \
@@ -207,12 +208,12 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
                    AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) m \
              ORDER BY m.id LIMIT 1) r \
          CROSS JOIN LATERAL (SELECT * FROM process_instances \
-             WHERE id = r.process_instance_id FOR UPDATE) pi \
+             WHERE id = r.process_instance_id FOR NO KEY UPDATE) pi \
          WHERE workflow_catalog_is($4)"
 );
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key), other
-/// than `excluded`, with its instance row locked (`FOR UPDATE`, waiting for a step in another
+/// than `excluded`, with its instance row locked (`FOR NO KEY UPDATE`, as [`super::instances::lock`], waiting for a step in another
 /// transaction to commit). The instance row is current once locked; the receive row was read
 /// before the wait, so the caller checks that the instance's task still waits.
 pub async fn lock_oldest_waiting_receive(

@@ -154,6 +154,30 @@ pub fn step(
     Ok(interpreter.pause_or_finish(outcome)?.into_state(state))
 }
 
+/// A service task whose call the proxy accepted (202) goes `STARTED`, as
+/// [`Event::ServiceAccepted`] makes it, outside a step: the service records a 202 on the call's
+/// job without taking the instance (its callback may hold it at that moment), and the state
+/// catches up when the instance is next loaded. Nothing runs and nothing else changes. Whether
+/// the task changed: a task that has moved on since (completed by its callback, cancelled) is
+/// left as it is.
+pub fn accept_call(model: &ModelSpec, state: &mut InstanceState, task_guid: Uuid) -> bool {
+    let Ok(process) = process_of(model, &state.process_id) else {
+        return false;
+    };
+    let event = Event::ServiceAccepted { task_guid };
+    if !matches!(validate(process, state, &event), Ok(Validity::Apply)) {
+        return false;
+    }
+    match state.tasks.iter_mut().find(|t| t.guid == task_guid) {
+        Some(task) => {
+            task.state = TaskState::Started;
+            task.dirty = true;
+            true
+        }
+        None => false,
+    }
+}
+
 #[derive(PartialEq)]
 enum Validity {
     Apply,

@@ -63,6 +63,7 @@ use std::fmt;
 use uuid::Uuid;
 
 pub use activities::SCRIPTS_UNAVAILABLE;
+pub use commands::accept_call;
 pub use context::{DataStoreContents, StepContext, StoreContent, TaskIds};
 pub use data_stores::kkv_apply;
 pub use guard::{

@@ -59,10 +59,19 @@ async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
             logs: Vec::new(),
         },
     };
+    let outcome = storable(outcome);
+    if let Outcome::Accepted { logs } = &outcome {
+        match record_acceptance(ctx, job, logs).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(instance = job.process_instance_id.0, task = %job.task_guid,
+                error = %e, "the 202 cannot be recorded on its job; applying it with the instance"),
+        }
+    }
     let answer = JobOutcome {
         job: job.clone(),
         operator_id: prepared.operator_id,
-        outcome: storable(outcome),
+        outcome,
     };
     match apply_outcome(ctx, answer).await {
         Ok(()) => Ok(()),
@@ -76,6 +85,30 @@ async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Records a 202 on the job alone, in one statement: the 202 costs no unit of work, and it
+/// does not wait for the instance, which the task's callback (proxies often send it before
+/// their 202 arrives) may hold. Whether it is done; `false` when the job is held (its
+/// instance suspended) or re-scheduled, which [`apply_outcome`] handles with the instance.
+async fn record_acceptance(
+    ctx: &ServiceTaskContext<'_>,
+    job: &Job,
+    logs: &[String],
+) -> Result<bool> {
+    use crate::store::jobs::Acceptance;
+    let (id, task_guid) = (job.process_instance_id, job.task_guid);
+    let recorded = retry_transaction!(async {
+        let recorded =
+            crate::store::jobs::record_acceptance(ctx.pool, job.id, id, task_guid, logs).await?;
+        Ok::<_, Error>(recorded)
+    })?;
+    Ok(match recorded {
+        Acceptance::Recorded => true,
+        // its callback came first (or the task ended): nothing waits for the 202
+        Acceptance::Gone => true,
+        Acceptance::NotRecorded => false,
+    })
 }
 
 /// The proxy's answer, in a `connector call` span (its `traceparent` is the proxy's parent).

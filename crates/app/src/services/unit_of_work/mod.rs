@@ -328,7 +328,12 @@ impl<'c> UnitOfWork<'c> {
             &callees,
         )
         .await?;
-        let state = persistence::state_from_rows(&locked.row, locked.live_tasks.0)?;
+        let mut state = persistence::state_from_rows(&locked.row, locked.live_tasks.0)?;
+        // 202s recorded on their jobs since the instance was written (its tasks' rows say
+        // STARTED already); written with the instance if this unit steps it
+        for task_guid in locked.accepted_calls {
+            crate::engine::accept_call(&spec, &mut state, task_guid);
+        }
         self.insert_loaded(locked.row.id, locked.row, spec, callees, state);
         Ok(())
     }

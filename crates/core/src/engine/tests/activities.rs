@@ -97,6 +97,37 @@ fn user_task_waits_and_completes_and_caller_mistakes_leave_state_untouched() {
 }
 
 #[test]
+fn a_call_accepted_outside_a_step_starts_its_task_and_nothing_else() {
+    let m = model(&format!(
+        r#"<bpmn:startEvent id="s"/>{SERVICE}<bpmn:endEvent id="e"/>{}"#,
+        chain(&["s", "svc", "e"])
+    ));
+    let (mut st, _) = start_with(&m, json!({"base": "http://x", "order_id": 7, "token": "t"}));
+    let svc = task(&st, "svc").guid;
+    let before = st.clone();
+    assert!(crate::engine::accept_call(&m, &mut st, svc));
+    assert_eq!(task(&st, "svc").state, TaskState::Started);
+    assert!(task(&st, "svc").dirty);
+    assert_eq!((&st.data, st.status), (&before.data, before.status));
+    // as a repeated 202: nothing more to do
+    assert!(!crate::engine::accept_call(&m, &mut st, svc));
+    // a task that moved on (here: completed by its callback) is left as it is
+    step(
+        &m,
+        &mut st,
+        Event::ServiceSucceeded {
+            task_guid: svc,
+            result: json!(1),
+        },
+    )
+    .unwrap();
+    let after = serde_json::to_value(&st).unwrap();
+    assert!(!crate::engine::accept_call(&m, &mut st, svc));
+    assert!(!crate::engine::accept_call(&m, &mut st, Uuid::new_v4()));
+    assert_eq!(serde_json::to_value(&st).unwrap(), after);
+}
+
+#[test]
 fn service_task_call_accept_and_succeed() {
     let m = model(&format!(
         r#"<bpmn:startEvent id="s"/>{SERVICE}<bpmn:endEvent id="e"/>{}"#,
