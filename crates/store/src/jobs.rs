@@ -57,8 +57,8 @@ pub async fn next_due(pool: &PgPool) -> sqlx::Result<Option<DateTime<Utc>>> {
 pub async fn count_waiting(pool: &PgPool, up_to: i64) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE kind = $1 AND NOT held \
-             AND accepted_at IS NULL AND run_at <= now() AND (locked_until IS NULL OR locked_until < now()) \
-             LIMIT $2) AS due",
+             AND accepted_at IS NULL AND run_at <= now() \
+             AND (locked_until IS NULL OR locked_until < now()) LIMIT $2) AS due",
     )
     .bind(CONNECTOR_CALL)
     .bind(up_to)

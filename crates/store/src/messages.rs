@@ -213,9 +213,10 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
 );
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key), other
-/// than `excluded`, with its instance row locked (`FOR NO KEY UPDATE`, as [`super::instances::lock`], waiting for a step in another
-/// transaction to commit). The instance row is current once locked; the receive row was read
-/// before the wait, so the caller checks that the instance's task still waits.
+/// than `excluded`, with its instance row locked (`FOR NO KEY UPDATE`, as
+/// [`super::instances::lock`] does, waiting for a step in another transaction to commit). The
+/// instance row is current once locked; the receive row was read before the wait, so the
+/// caller checks that the instance's task still waits.
 pub async fn lock_oldest_waiting_receive(
     conn: &mut PgConnection,
     name: &str,

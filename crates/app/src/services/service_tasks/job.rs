@@ -1,7 +1,7 @@
 //! A dispatcher's job: prepare the call in one transaction (the task's parameters evaluated,
 //! the reserved `wf__*` fields added), call the proxy outside any transaction, apply its
-//! outcome in another; a job whose leases ran out, or whose answer cannot be recorded, fails
-//! its task instead.
+//! outcome in another (a 202: one statement on the job alone); a job whose leases ran out, or
+//! whose answer cannot be recorded, fails its task instead.
 
 use super::outcome::{outcome_attributes, storable};
 use super::{callback_scope, callback_url, schedule_retry, Job, ServiceTaskContext, MAX_LEASES};
