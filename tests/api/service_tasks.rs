@@ -1480,6 +1480,38 @@ async fn a_202_is_recorded_without_waiting_for_the_instance() {
     assert_eq!(jobs, 0, "a job is left for the completed task");
 }
 
+/// A call is prepared from the instance's committed state, without its lock: a step holding
+/// the instance (here another transaction) does not hold up the call.
+#[tokio::test]
+async fn a_call_is_made_while_another_unit_holds_the_instance() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    proxy.answer(202, envelope(json!({}), 202));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "now"})).await;
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(id)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let round = tokio::time::timeout(Duration::from_secs(10), dispatch_due_once(&app.state))
+        .await
+        .expect("the call was prepared and made while the instance was held");
+    assert_eq!(
+        round,
+        Round {
+            claimed: 1,
+            failed: 0,
+            panicked: 0
+        }
+    );
+    let calls = proxy.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].body["wf__task_data"]["word"], "now");
+    holder.rollback().await.unwrap();
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+}
+
 #[tokio::test]
 async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refused() {
     let proxy = FakeProxy::start();

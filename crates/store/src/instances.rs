@@ -49,6 +49,18 @@ macro_rules! accepted_calls_of {
 }
 pub(crate) use accepted_calls_of;
 
+/// An instance as a unit of work loads it, by its id (`$1`).
+macro_rules! instance_by_id {
+    () => {
+        concat!(
+            "SELECT id, process_model_identifier, process_id, status, data, correlations, \
+             internal, error, model_version, created_at, updated_at, live_tasks, callees, ",
+            accepted_calls_of!("pi"),
+            " FROM process_instances pi WHERE id = $1"
+        )
+    };
+}
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TaskRow {
     pub guid: TaskGuid,
@@ -119,15 +131,19 @@ pub async fn set_callees(
 /// written meanwhile without waiting for the step, as their foreign keys need only a key
 /// share.)
 pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
-    sqlx::query_as(concat!(
-        "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
-         error, model_version, created_at, updated_at, live_tasks, callees, ",
-        accepted_calls_of!("pi"),
-        " FROM process_instances pi WHERE id = $1 FOR NO KEY UPDATE"
-    ))
-    .bind(id)
-    .fetch_optional(conn)
-    .await
+    sqlx::query_as(concat!(instance_by_id!(), " FOR NO KEY UPDATE"))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// [`lock`] without the lock, for a unit of work that only reads the instance: its last
+/// committed state, as any other transaction sees it.
+pub async fn read(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
+    sqlx::query_as(instance_by_id!())
+        .bind(id)
+        .fetch_optional(conn)
+        .await
 }
 
 pub async fn find(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<InstanceRow>> {

@@ -148,10 +148,46 @@ async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Resul
     Ok(())
 }
 
-/// The call to make for a job, in its own transaction; `None` when there is none to make (the
-/// instance is gone, suspended, or its task no longer ready, or the task failed before any
-/// call because its parameters could not be evaluated).
+/// The call to make for a job; `None` when there is none to make (the instance is gone,
+/// suspended, or its task no longer ready, or the task failed before any call because its
+/// parameters could not be evaluated).
 async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<PreparedCall>> {
+    if let Some(prepared) = prepare_reading(ctx, job).await? {
+        return Ok(Some(prepared));
+    }
+    prepare_locked(ctx, job).await
+}
+
+/// The call as the instance's last committed state makes it, read without its lock: the usual
+/// case (the task is ready, its parameters evaluate) writes nothing, so its transaction holds
+/// no lock and its commit needs no flush to disk. `None` when anything else is to be done,
+/// which [`prepare_locked`] does with the instance locked. (The call is made as of that state;
+/// a step that moves the task on meanwhile finds the answer refused, as it would a step made
+/// while the call was under way.)
+async fn prepare_reading(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<PreparedCall>> {
+    let mut uow = UnitOfWork::begin_reading(ctx.pool, ctx.cache).await?;
+    let id = job.process_instance_id;
+    if !uow.load(id).await? || uow.is_suspended(id) || !task_is_ready(&uow, job) {
+        return Ok(None);
+    }
+    let EvaluatedCall::Ready(call) = uow.service_call(id, job.task_guid).await? else {
+        return Ok(None);
+    };
+    let prepared = prepared_call(ctx, &uow, job, call);
+    uow.commit().await?;
+    Ok(Some(prepared))
+}
+
+fn task_is_ready(uow: &UnitOfWork<'_>, job: &Job) -> bool {
+    uow.state(job.process_instance_id)
+        .and_then(|state| state.task(job.task_guid.0))
+        .is_some_and(|t| t.state == TaskState::Ready)
+}
+
+/// [`prepare`] with the instance locked, in its own transaction: a suspended instance's call
+/// goes back to wait for the resume, a task no longer ready drops its job, parameters that
+/// cannot be evaluated fail the task.
+async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<PreparedCall>> {
     let mut uow = UnitOfWork::begin(ctx.pool, ctx.cache).await?;
     let id = job.process_instance_id;
     if !uow.load(id).await? {
@@ -163,11 +199,7 @@ async fn prepare(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Option<Prepa
         uow.commit().await?;
         return Ok(None);
     }
-    let ready = uow
-        .state(id)
-        .and_then(|state| state.task(job.task_guid.0))
-        .is_some_and(|t| t.state == TaskState::Ready);
-    if !ready {
+    if !task_is_ready(&uow, job) {
         uow.drop_connector_job(job.task_guid).await?;
         uow.commit().await?;
         return Ok(None);

@@ -75,6 +75,8 @@ pub struct UnitOfWork<'c> {
     catalog_seen: CatalogSeen,
     /// Models whose instances lock this unit holds (shared, until its commit).
     models_locked: std::collections::HashSet<ModelId>,
+    /// A unit that only reads: it loads instances without their lock, and may not write them.
+    reading: bool,
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -280,6 +282,15 @@ impl<'c> UnitOfWork<'c> {
         Ok(UnitOfWork::with(tx, cache))
     }
 
+    /// A unit that only reads: its instances are loaded without their lock (as of their last
+    /// commit, not waiting for a step under way), it holds no lock and writes nothing, so its
+    /// commit is not one Postgres has to make durable. A step in it is an error at commit.
+    pub async fn begin_reading(pool: &PgPool, cache: &'c ModelCache) -> Result<UnitOfWork<'c>> {
+        let mut unit = UnitOfWork::with(pool.begin().await?, cache);
+        unit.reading = true;
+        Ok(unit)
+    }
+
     fn with(tx: Transaction<'static, Postgres>, cache: &'c ModelCache) -> UnitOfWork<'c> {
         UnitOfWork {
             tx,
@@ -296,6 +307,7 @@ impl<'c> UnitOfWork<'c> {
             data_store_rows: HashMap::new(),
             catalog_seen: CatalogSeen::Nothing,
             models_locked: Default::default(),
+            reading: false,
         }
     }
 
@@ -304,13 +316,18 @@ impl<'c> UnitOfWork<'c> {
         self.actor = Some(subject.to_string());
     }
 
-    /// Locks and loads an instance unless this unit of work already holds it.
-    /// `Ok(false)` when it does not exist.
+    /// Locks and loads an instance unless this unit of work already holds it (a reading unit
+    /// loads it without the lock). `Ok(false)` when it does not exist.
     pub async fn load(&mut self, id: InstanceId) -> Result<bool> {
         if self.instances.contains_key(&id) {
             return Ok(true);
         }
-        let Some(locked) = store::instances::lock(&mut self.tx, id).await? else {
+        let loaded = if self.reading {
+            store::instances::read(&mut self.tx, id).await?
+        } else {
+            store::instances::lock(&mut self.tx, id).await?
+        };
+        let Some(locked) = loaded else {
             return Ok(false);
         };
         self.insert_locked(locked).await?;

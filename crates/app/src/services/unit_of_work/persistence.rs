@@ -18,6 +18,12 @@ impl<'c> UnitOfWork<'c> {
     /// Writes every stepped instance and its changed tasks, in one round trip (the
     /// transaction stays open).
     pub(super) async fn flush(&mut self) -> Result<()> {
+        if self.reading {
+            if let Some(id) = self.order.iter().find(|id| self.instances[id].dirty) {
+                return Err(anyhow!("a reading unit of work stepped instance {id}").into());
+            }
+            return Ok(());
+        }
         let mut written = Vec::new();
         for id in &self.order {
             let loaded = self.instances.get_mut(id).expect("ordered ids are loaded");
