@@ -283,8 +283,9 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// A unit that only reads: its instances are loaded without their lock (as of their last
-    /// commit, not waiting for a step under way), it holds no lock and writes nothing, so its
-    /// commit is not one Postgres has to make durable. A step in it is an error at commit.
+    /// commit, not waiting for a step under way) and it writes nothing, so its commit is not
+    /// one Postgres has to make durable (unless a model's data stores were read, which locks
+    /// their rows). A step in it is an error at commit.
     pub async fn begin_reading(pool: &PgPool, cache: &'c ModelCache) -> Result<UnitOfWork<'c>> {
         let mut unit = UnitOfWork::with(pool.begin().await?, cache);
         unit.reading = true;
