@@ -243,10 +243,7 @@ async fn dispatch(app: &TestApp, claimed: usize) {
 /// that has to pass on the database's clock, and the test itself runs every round. It fails
 /// if no job is scheduled, or if none comes due within 10 s.
 async fn dispatch_when_due(app: &TestApp) {
-    let scheduled: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let scheduled = jobs_left(app).await;
     assert_eq!(scheduled, 1, "one retry should be scheduled");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -1060,10 +1057,7 @@ async fn a_callback_that_arrives_before_the_202_is_recorded_succeeds() {
     // the late 202 changed nothing: the instance stays complete and no call is left to make
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(task_state(&shown, "call"), "COMPLETED", "{shown}");
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let jobs = jobs_left(&app).await;
     assert_eq!(jobs, 0, "a connector job is left for the completed task");
     dispatch(&app, 0).await;
     assert_eq!(show(&app, id).await["status"], "complete");
@@ -1400,6 +1394,26 @@ fn timed_service_model() -> String {
 
 /// A timer boundary on a service task whose call the proxy accepted (202): when it fires the
 /// task is cancelled in the same transaction, and the call's late callback is refused.
+/// Connector jobs in the outbox: due, leased, held or accepted.
+async fn jobs_left(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Another transaction holding an instance as a unit of work does (its row lock), until it is
+/// rolled back.
+async fn hold_instance(app: &TestApp, id: i64) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(id)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder
+}
+
 /// A proxy's 202 is recorded on its job alone: it does not wait for the instance, which a
 /// callback (often sent before the 202 arrives) may hold at that moment. The task shows
 /// STARTED at once; the instance's own state says so once it is next written; the call is
@@ -1421,12 +1435,7 @@ async fn a_202_is_recorded_without_waiting_for_the_instance() {
     let round = tokio::spawn(async move { dispatch_due_once(&state).await });
     called.notified().await;
     // the call is under way; another unit takes the instance (as units do) before its 202
-    let mut holder = app.pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(id)
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let holder = hold_instance(&app, id).await;
     go.notify_one();
     let round = tokio::time::timeout(Duration::from_secs(10), round)
         .await
@@ -1473,10 +1482,7 @@ async fn a_202_is_recorded_without_waiting_for_the_instance() {
     let (status, done) = callback(&app, id, &guid, Some(&token), &body).await;
     assert_eq!(status, StatusCode::OK, "{done}");
     assert_eq!(show(&app, id).await["status"], "complete");
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let jobs = jobs_left(&app).await;
     assert_eq!(jobs, 0, "a job is left for the completed task");
 }
 
@@ -1488,12 +1494,7 @@ async fn a_call_is_made_while_another_unit_holds_the_instance() {
     let app = app_with_proxy(&proxy, "").await;
     proxy.answer(202, envelope(json!({}), 202));
     let id = start_ok(&app, "svc/echo", &json!({"word": "now"})).await;
-    let mut holder = app.pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(id)
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let holder = hold_instance(&app, id).await;
     let round = tokio::time::timeout(Duration::from_secs(10), dispatch_due_once(&app.state))
         .await
         .expect("the call was prepared and made while the instance was held");
@@ -1532,10 +1533,7 @@ async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refu
     assert_eq!(shown["status"], "complete", "{shown}");
     assert_eq!(task_state(&shown, "call"), "CANCELLED");
     assert_eq!(task_state(&shown, "timed_out"), "COMPLETED");
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let jobs = jobs_left(&app).await;
     assert_eq!(
         jobs, 0,
         "the cancelled task's accepted call is left as a job"
@@ -1560,10 +1558,7 @@ async fn a_timer_boundary_drops_a_call_not_made_yet() {
     let app = spawn_with_proxy(&proxy, Some("proxy-key"), |_| {}).await;
     upload_ok(&app, "svc/slow", "svc.bpmn", &timed_service_model()).await;
     let id = start_ok(&app, "svc/slow", &json!({"word": "never"})).await;
-    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let pending = jobs_left(&app).await;
     assert_eq!(pending, 1, "the call waits for the dispatcher");
 
     let later = chrono::Utc::now() + chrono::Duration::minutes(11);
@@ -1620,10 +1615,7 @@ async fn a_parallel_multi_instance_service_task_calls_once_per_item_and_takes_ca
         proxy.answer(202, envelope(json!({"job": 1}), 202));
     }
     let id = start_ok(&app, "svc/many", &json!({"words": ["one", "two", "three"]})).await;
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let jobs = jobs_left(&app).await;
     assert_eq!(jobs, 3, "one job per item, recorded with the start");
     dispatch(&app, 3).await;
 

@@ -170,12 +170,34 @@ async fn prepare_reading(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Opti
     if !uow.load(id).await? || uow.is_suspended(id) || !task_is_ready(&uow, job) {
         return Ok(None);
     }
-    let EvaluatedCall::Ready(call) = uow.service_call(id, job.task_guid).await? else {
+    let Ok(call) = evaluate_call(&mut uow, job).await? else {
         return Ok(None);
     };
     let prepared = prepared_call(ctx, &uow, job, call);
     uow.commit().await?;
     Ok(Some(prepared))
+}
+
+/// The call's parameters evaluated for a job whose instance `uow` holds: `Err` when no Python
+/// was free for them (the job stays due, released by the caller; not tried twice),
+/// `Ok(Err(error))` when they cannot be evaluated (the task fails with `error`).
+async fn evaluate_call(
+    uow: &mut UnitOfWork<'_>,
+    job: &Job,
+) -> Result<std::result::Result<ServiceCall, crate::engine::InstanceError>> {
+    match uow
+        .service_call(job.process_instance_id, job.task_guid)
+        .await?
+    {
+        EvaluatedCall::Ready(call) => Ok(Ok(call)),
+        EvaluatedCall::Failed(error)
+            if error.error_code.as_deref() == Some(engine::SCRIPTS_UNAVAILABLE) =>
+        {
+            Err(Error::ScriptsUnavailable(error.message))
+        }
+        EvaluatedCall::Failed(error) => Ok(Err(error)),
+        EvaluatedCall::NotHeld => unreachable!("the caller loaded the instance"),
+    }
 }
 
 fn task_is_ready(uow: &UnitOfWork<'_>, job: &Job) -> bool {
@@ -204,22 +226,15 @@ async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Optio
         uow.commit().await?;
         return Ok(None);
     }
-    let call = match uow.service_call(id, job.task_guid).await? {
-        EvaluatedCall::Ready(call) => call,
-        EvaluatedCall::Failed(error)
-            if error.error_code.as_deref() == Some(engine::SCRIPTS_UNAVAILABLE) =>
-        {
-            // no Python was free for the parameters: the job stays due (released by the caller)
-            return Err(Error::ScriptsUnavailable(error.message));
-        }
-        EvaluatedCall::Failed(error) => {
+    let call = match evaluate_call(&mut uow, job).await? {
+        Ok(call) => call,
+        Err(error) => {
             // e.g. a required parameter evaluated to nothing: the task fails before any call
             uow.fail_instance_at_task(id, job.task_guid, error).await?;
             uow.drop_connector_job(job.task_guid).await?;
             uow.commit().await?;
             return Ok(None);
         }
-        EvaluatedCall::NotHeld => unreachable!("the instance was loaded above"),
     };
     let prepared = prepared_call(ctx, &uow, job, call);
     uow.commit().await?;
