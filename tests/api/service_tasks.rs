@@ -228,12 +228,16 @@ async fn spawn_with_proxy(
 /// the round and each answer is applied.
 async fn dispatch(app: &TestApp, claimed: usize) {
     let round = dispatch_due_once(&app.state).await;
-    let expected = Round {
+    assert_eq!(round, clean_round(claimed), "the dispatcher round");
+}
+
+/// A dispatcher round that took `claimed` jobs, none failing or panicking.
+fn clean_round(claimed: usize) -> Round {
+    Round {
         claimed,
         failed: 0,
         panicked: 0,
-    };
-    assert_eq!(round, expected, "the dispatcher round");
+    }
 }
 
 /// Runs dispatcher rounds until the one scheduled job (a retry waiting out its backoff) comes
@@ -249,12 +253,7 @@ async fn dispatch_when_due(app: &TestApp) {
     loop {
         let round = dispatch_due_once(&app.state).await;
         if round.claimed > 0 {
-            let expected = Round {
-                claimed: 1,
-                failed: 0,
-                panicked: 0,
-            };
-            assert_eq!(round, expected, "the round that ran the retry");
+            assert_eq!(round, clean_round(1), "the round that ran the retry");
             return;
         }
         assert!(
@@ -1441,14 +1440,7 @@ async fn a_202_is_recorded_without_waiting_for_the_instance() {
         .await
         .expect("the 202 was recorded while the instance was held")
         .unwrap();
-    assert_eq!(
-        round,
-        Round {
-            claimed: 1,
-            failed: 0,
-            panicked: 0
-        }
-    );
+    assert_eq!(round, clean_round(1), "the dispatcher round");
     assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
     holder.rollback().await.unwrap();
     let (_, logs) = get(
@@ -1498,14 +1490,7 @@ async fn a_call_is_made_while_another_unit_holds_the_instance() {
     let round = tokio::time::timeout(Duration::from_secs(10), dispatch_due_once(&app.state))
         .await
         .expect("the call was prepared and made while the instance was held");
-    assert_eq!(
-        round,
-        Round {
-            claimed: 1,
-            failed: 0,
-            panicked: 0
-        }
-    );
+    assert_eq!(round, clean_round(1), "the dispatcher round");
     let calls = proxy.calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].body["wf__task_data"]["word"], "now");
