@@ -1413,14 +1413,9 @@ async fn hold_instance(app: &TestApp, id: i64) -> sqlx::Transaction<'static, sql
     holder
 }
 
-/// A proxy's 202 is recorded on its job alone: it does not wait for the instance, which a
-/// callback (often sent before the 202 arrives) may hold at that moment. The task shows
-/// STARTED at once; the instance's own state says so once it is next written; the call is
-/// never made again, not even after a suspension; its callback completes it and leaves no job.
-#[tokio::test]
-async fn a_202_is_recorded_without_waiting_for_the_instance() {
-    let proxy = FakeProxy::start();
-    let app = app_with_proxy(&proxy, "").await;
+/// Scripts the proxy's next answer, a 202, behind a gate: the first `Notify` says the call
+/// came, the second lets the answer go.
+fn gated_202(proxy: &FakeProxy) -> (Arc<tokio::sync::Notify>, Arc<tokio::sync::Notify>) {
     let (called, go) = (
         Arc::new(tokio::sync::Notify::new()),
         Arc::new(tokio::sync::Notify::new()),
@@ -1429,6 +1424,33 @@ async fn a_202_is_recorded_without_waiting_for_the_instance() {
         gate: Some((called.clone(), go.clone())),
         ..answer(202, envelope(json!({"job": 1}), 202))
     });
+    (called, go)
+}
+
+/// Completes the task of the proxy's first call with its callback (the task's own token):
+/// the instance completes and no job is left.
+async fn complete_first_call(app: &TestApp, proxy: &FakeProxy, id: i64) {
+    let call = proxy.calls()[0].body.clone();
+    let guid = call["wf__task_id"].as_str().unwrap().to_string();
+    let token = call["wf__callback_token"].as_str().unwrap().to_string();
+    let body =
+        json!({"command_response": {"body": {"done": true}, "mimetype": "application/json"}});
+    let (status, done) = callback(app, id, &guid, Some(&token), &body).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(show(app, id).await["status"], "complete");
+    let jobs = jobs_left(app).await;
+    assert_eq!(jobs, 0, "a job is left for the completed task");
+}
+
+/// A proxy's 202 is recorded on its job alone: it does not wait for the instance, which a
+/// callback (often sent before the 202 arrives) may hold at that moment. The task shows
+/// STARTED at once; the instance's own state says so once it is next written; the call is
+/// never made again, not even after a suspension; its callback completes it and leaves no job.
+#[tokio::test]
+async fn a_202_is_recorded_without_waiting_for_the_instance() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let (called, go) = gated_202(&proxy);
     let id = start_ok(&app, "svc/echo", &json!({"word": "later"})).await;
     let state = app.state.clone();
     let round = tokio::spawn(async move { dispatch_due_once(&state).await });
@@ -1466,16 +1488,7 @@ async fn a_202_is_recorded_without_waiting_for_the_instance() {
     dispatch(&app, 0).await;
     assert_eq!(proxy.calls().len(), 1, "an accepted call was made again");
 
-    let call = proxy.calls()[0].body.clone();
-    let guid = call["wf__task_id"].as_str().unwrap().to_string();
-    let token = call["wf__callback_token"].as_str().unwrap().to_string();
-    let body =
-        json!({"command_response": {"body": {"done": true}, "mimetype": "application/json"}});
-    let (status, done) = callback(&app, id, &guid, Some(&token), &body).await;
-    assert_eq!(status, StatusCode::OK, "{done}");
-    assert_eq!(show(&app, id).await["status"], "complete");
-    let jobs = jobs_left(&app).await;
-    assert_eq!(jobs, 0, "a job is left for the completed task");
+    complete_first_call(&app, &proxy, id).await;
 }
 
 /// A call is prepared from the instance's committed state, without its lock: a step holding
@@ -1496,6 +1509,37 @@ async fn a_call_is_made_while_another_unit_holds_the_instance() {
     assert_eq!(calls[0].body["wf__task_data"]["word"], "now");
     holder.rollback().await.unwrap();
     assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+}
+
+/// With the dispatcher running, a call scheduled by a step here is handed to it with its job
+/// already leased once the step has committed: it is made without a claim (nor a wake-up of
+/// the dispatchers), once; its callback completes the task and leaves no job.
+#[tokio::test]
+async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_claim() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |s| s.run_workers = true).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    let (called, go) = gated_202(&proxy);
+    let id = start_ok(&app, "svc/echo", &json!({"word": "handed"})).await;
+    tokio::time::timeout(Duration::from_secs(10), called.notified())
+        .await
+        .expect("the running dispatcher made the call");
+    // the call is under way: leased once, by its insert
+    let (leases, leased): (i32, bool) =
+        sqlx::query_as("SELECT leases, locked_until > now() FROM jobs")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((leases, leased), (1, true), "the job under way");
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("workflow_backend_connector_calls_handed_over_total 1"),
+        "the call was claimed, not handed over: {metrics}"
+    );
+    go.notify_one();
+
+    complete_first_call(&app, &proxy, id).await;
+    assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
 }
 
 #[tokio::test]

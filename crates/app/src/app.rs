@@ -46,11 +46,13 @@ pub struct App {
 }
 
 /// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), and
-/// calls under way (free slots are `MAX_IN_FLIGHT` minus these).
+/// calls under way (free slots are `MAX_IN_FLIGHT` minus these); and the calls handed to it.
 #[derive(Clone)]
 pub struct ConnectorJobGauges {
     pub waiting: prometheus::IntGauge,
     pub in_flight: prometheus::IntGauge,
+    /// Calls handed from the step that scheduled them to this replica's dispatcher (no claim).
+    pub handed_over: prometheus::IntCounter,
 }
 
 impl ConnectorJobGauges {
@@ -69,6 +71,15 @@ impl ConnectorJobGauges {
                 "workflow_backend_connector_jobs_in_flight",
                 "Connector calls this replica is making",
             )?,
+            handed_over: {
+                let counter = prometheus::IntCounter::new(
+                    "workflow_backend_connector_calls_handed_over_total",
+                    "Connector calls handed from the step that scheduled them to this replica's \
+                     dispatcher, without a claim",
+                )?;
+                registry.register(Box::new(counter.clone()))?;
+                counter
+            },
         })
     }
 }

@@ -20,14 +20,48 @@ pub async fn enqueue_connector_call(
     run_at: Option<DateTime<Utc>>,
     traceparent: Option<&str>,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "WITH j AS (INSERT INTO jobs (kind, process_instance_id, task_guid, run_at, traceparent) \
-                    VALUES ($1, $2, $3, COALESCE($4, now()), $6) \
+    upsert_call(conn, instance_id, task_guid, run_at, traceparent, None).await?;
+    Ok(())
+}
+
+/// Records a connector call due now already leased for `lease` by the caller (the replica whose
+/// step scheduled it makes it after its commit, without a claim): no dispatcher is woken, and
+/// another replica takes it only if the lease runs out. The job as [`claim_due`] would give it.
+pub async fn enqueue_leased_call(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+    traceparent: Option<&str>,
+    lease: Duration,
+) -> sqlx::Result<Job> {
+    upsert_call(conn, instance_id, task_guid, None, traceparent, Some(lease)).await
+}
+
+/// The job row of a task's connector call, inserted or moved (a retry), unleased (and
+/// announced on [`JOBS_CHANNEL`]) or leased (`leases` 1, as a claim leaves it).
+async fn upsert_call(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+    run_at: Option<DateTime<Utc>>,
+    traceparent: Option<&str>,
+    lease: Option<Duration>,
+) -> sqlx::Result<Job> {
+    sqlx::query_as(
+        "WITH j AS (INSERT INTO jobs (kind, process_instance_id, task_guid, run_at, traceparent, \
+                                      locked_until, leases) \
+                    VALUES ($1, $2, $3, COALESCE($4, now()), $6, \
+                            now() + make_interval(secs => $7), \
+                            CASE WHEN $7::float8 IS NULL THEN 0 ELSE 1 END) \
                     ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, \
-                    locked_until = NULL, attempts = jobs.attempts + 1, leases = 0, \
-                    accepted_at = NULL, traceparent = EXCLUDED.traceparent \
-                    RETURNING 1) \
-         SELECT pg_notify($5, '') FROM j",
+                    locked_until = EXCLUDED.locked_until, attempts = jobs.attempts + 1, \
+                    leases = EXCLUDED.leases, accepted_at = NULL, \
+                    traceparent = EXCLUDED.traceparent \
+                    RETURNING id, process_instance_id, task_guid, leases, traceparent) \
+         SELECT id, process_instance_id, task_guid, leases, traceparent, \
+                (SELECT count(*) FROM (SELECT pg_notify($5, '') WHERE $7::float8 IS NULL) n) \
+                  AS announced \
+         FROM j",
     )
     .bind(CONNECTOR_CALL)
     .bind(instance_id)
@@ -35,9 +69,9 @@ pub async fn enqueue_connector_call(
     .bind(run_at)
     .bind(JOBS_CHANNEL)
     .bind(traceparent)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .bind(lease.map(|lease| lease.as_secs_f64()))
+    .fetch_one(conn)
+    .await
 }
 
 /// When the next job that is not running or held comes due (a retry waiting out its backoff,
@@ -199,6 +233,21 @@ pub async fn requeue(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Resu
         .bind(task_guid)
         .execute(conn)
         .await?;
+    Ok(())
+}
+
+/// Gives back a job leased at its insert that its replica's dispatcher could not take (it was
+/// stopping): due again at once, announced, its lease not counted (no call was made).
+pub async fn give_back(pool: &PgPool, job_id: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "WITH j AS (UPDATE jobs SET locked_until = NULL, leases = greatest(leases - 1, 0) \
+                    WHERE id = $1 AND accepted_at IS NULL RETURNING 1) \
+         SELECT pg_notify($2, '') FROM j",
+    )
+    .bind(job_id)
+    .bind(JOBS_CHANNEL)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 

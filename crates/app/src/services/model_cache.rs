@@ -3,6 +3,7 @@
 
 use super::clock::{Clock, SystemClock};
 use super::message_catalog::MessageCatalog;
+use super::service_tasks::{CallHandOff, ReservedSlot};
 use super::Result;
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{Expression, ScriptHost};
@@ -37,6 +38,9 @@ pub struct ModelCache {
     /// Each message name's retrievals and start trigger, checked against the database's
     /// version where used.
     catalog: MessageCatalog,
+    /// Where units of work hand the connector calls they schedule, while this replica's
+    /// dispatcher runs (see `service_tasks::hand_off`).
+    calls: RwLock<Option<Arc<CallHandOff>>>,
 }
 
 /// What the script functions `get_frontend_url()` and `get_env()` answer.
@@ -55,6 +59,7 @@ impl ModelCache {
             site: ScriptSite::default(),
             clock: Arc::new(SystemClock),
             catalog: MessageCatalog::default(),
+            calls: RwLock::default(),
         }
     }
 
@@ -79,6 +84,21 @@ impl ModelCache {
 
     pub fn site(&self) -> &ScriptSite {
         &self.site
+    }
+
+    /// Units of work hand the calls they schedule to `calls` from now on (`None`: to no one;
+    /// they are claimed by a dispatcher).
+    pub fn hand_calls_to(&self, calls: Option<Arc<CallHandOff>>) {
+        *self.calls.write().expect("hand-off lock") = calls;
+    }
+
+    /// A slot of the running dispatcher for a call about to be scheduled, if it has one free.
+    pub fn reserve_call_slot(&self) -> Option<ReservedSlot> {
+        self.calls
+            .read()
+            .expect("hand-off lock")
+            .as_ref()?
+            .reserve()
     }
 
     /// The Python models' scripts and expressions run on.

@@ -2,9 +2,11 @@
 //! runs them: prepare in one transaction, call the proxy outside any, apply in another.
 //!
 //! The worker is a pipeline: up to [`MAX_IN_FLIGHT`] jobs run at once, and a slot freed by a
-//! finished job is filled at once, so a slow call never holds up the others. It claims when
-//! woken: a job recorded on any replica (`NOTIFY` on [`JOBS_CHANNEL`]), a job finishing, the
-//! next scheduled job coming due (a retry's backoff, a lease running out), or at the latest
+//! finished job is filled at once, so a slow call never holds up the others. A call scheduled
+//! on this replica while a slot is free is handed over by the unit of work that scheduled it,
+//! leased, once committed (`service_tasks::CallHandOff`): it needs no claim. Others it claims
+//! when woken: a job recorded on any replica (`NOTIFY` on [`JOBS_CHANNEL`]), a job finishing,
+//! the next scheduled job coming due (a retry's backoff, a lease running out), or at the latest
 //! every [`SAFETY_POLL`] (a lost notification). Idle, it sleeps.
 //!
 //! Each job runs in its own tokio task, so a panic in one is caught: it is logged with the
@@ -12,20 +14,20 @@
 //! [`service_tasks::MAX_LEASES`]), and the loop goes on. [`dispatch_due_once`] is one round,
 //! for tests to drive.
 
-use crate::services::service_tasks;
+use crate::services::service_tasks::{self, CallHandOff, HandedCall};
 use crate::store::jobs::{Job, JOBS_CHANNEL};
 use crate::App;
 use chrono::Utc;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 /// The longest the worker sleeps without a notification.
 pub const SAFETY_POLL: Duration = Duration::from_secs(1);
 /// A job whose worker died is taken again after this.
-pub const LEASE: Duration = Duration::from_secs(120);
+pub use service_tasks::LEASE;
 /// Jobs one replica runs at once (each holds a database connection only while it prepares
 /// or applies, not while the proxy answers).
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -42,7 +44,16 @@ pub struct Round {
     pub panicked: usize,
 }
 
-pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
+/// The worker loop, taking the calls handed to it from `handed` (see [`HandedCalls::install`]).
+pub async fn run(
+    state: Arc<App>,
+    handed: Arc<tokio::sync::Mutex<HandedCalls>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    // one loop at a time takes the handed calls; one restarted after a panic finds those it
+    // had not taken yet
+    let mut handed = handed.lock().await;
+    let slots = handed.slots.clone();
     let mut listener = super::listen(&state, JOBS_CHANNEL, "connector dispatcher").await;
     let mut listened_at = Instant::now();
     let mut running: JoinSet<JobEnd> = JoinSet::new();
@@ -66,8 +77,9 @@ pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
         )
         .await;
         if claim {
-            let free = MAX_IN_FLIGHT - running.len();
-            saturated = free == 0 || claim_into(&state, &mut running, free as i64).await == free;
+            let free = slots.available_permits();
+            saturated =
+                free == 0 || claim_into(&state, &slots, &mut running, free as i64).await == free;
         }
         state.connector_jobs.in_flight.set(running.len() as i64);
         if backlog_read.elapsed() >= BACKLOG_EVERY {
@@ -90,6 +102,12 @@ pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
                 }
                 claim = saturated;
             }
+            Some(call) = handed.queue.recv() => {
+                start_handed(&state, &mut running, call);
+                while let Ok(call) = handed.queue.try_recv() {
+                    start_handed(&state, &mut running, call);
+                }
+            }
             woken = super::wake(&mut listener, "connector dispatcher") => {
                 if !woken {
                     listener = None;
@@ -100,10 +118,77 @@ pub async fn run(state: Arc<App>, mut shutdown: watch::Receiver<bool>) {
             _ = shutdown.changed() => {}
         }
     }
-    // shutting down: no new claims; the calls under way finish and their answers are recorded
+    // shutting down: no new claims, nothing more handed over; the calls handed already are
+    // made, and with those under way their answers are recorded
+    for call in handed.close() {
+        start_handed(&state, &mut running, call);
+    }
     while let Some(done) = running.join_next().await {
         report(done);
     }
+}
+
+/// The dispatcher's slots and the queue of calls handed to it. Dropped (the workers stopped),
+/// units of work stop handing calls over, and those not taken are given back (due again at
+/// once, for any replica).
+pub struct HandedCalls {
+    state: Arc<App>,
+    slots: Arc<Semaphore>,
+    queue: mpsc::UnboundedReceiver<HandedCall>,
+}
+
+impl HandedCalls {
+    /// From now on units of work hand the calls they schedule to the dispatcher whose loop
+    /// ([`run`]) takes them from here: installed before the loop starts, so that no call
+    /// scheduled after the workers were started is left to a claim.
+    pub fn install(state: &Arc<App>) -> Arc<tokio::sync::Mutex<HandedCalls>> {
+        let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+        let handed = state.connector_jobs.handed_over.clone();
+        let (hand_off, queue) = CallHandOff::new(slots.clone(), state.pool.clone(), handed);
+        state.models.hand_calls_to(Some(hand_off));
+        Arc::new(tokio::sync::Mutex::new(HandedCalls {
+            state: state.clone(),
+            slots,
+            queue,
+        }))
+    }
+
+    /// Stops the hand-off: the calls handed until now, for the caller to make.
+    fn close(&mut self) -> Vec<HandedCall> {
+        self.state.models.hand_calls_to(None);
+        self.queue.close();
+        std::iter::from_fn(|| self.queue.try_recv().ok()).collect()
+    }
+}
+
+impl Drop for HandedCalls {
+    fn drop(&mut self) {
+        for call in self.close() {
+            let pool = self.state.pool.clone();
+            tokio::spawn(async move {
+                if let Err(e) = crate::store::jobs::give_back(&pool, call.job.id).await {
+                    tracing::warn!(job = call.job.id, error = %e, "cannot give back a connector call handed to a stopped dispatcher; its lease will run out");
+                }
+            });
+        }
+    }
+}
+
+/// Starts a call handed over by the unit of work that scheduled it, in the slot reserved for
+/// it.
+fn start_handed(state: &Arc<App>, running: &mut JoinSet<JobEnd>, call: HandedCall) {
+    let HandedCall { job, slot } = call;
+    running.spawn(in_slot(
+        Some(slot),
+        run_caught(state.clone(), job.clone(), run_job(state, job)),
+    ));
+}
+
+/// Runs a job holding its dispatcher slot until it ends.
+async fn in_slot(slot: Option<OwnedSemaphorePermit>, run: impl Future<Output = JobEnd>) -> JobEnd {
+    let end = run.await;
+    drop(slot);
+    end
 }
 
 /// How a job's run ended.
@@ -147,8 +232,13 @@ fn run_job(
     async move { service_tasks::run_job(&state.service_tasks(), &job).await }
 }
 
-/// Claims up to `limit` due jobs and starts each in `running`; how many it claimed.
-async fn claim_into(state: &Arc<App>, running: &mut JoinSet<JobEnd>, limit: i64) -> usize {
+/// Claims up to `limit` due jobs and starts each in `running`, in a slot; how many it claimed.
+async fn claim_into(
+    state: &Arc<App>,
+    slots: &Arc<Semaphore>,
+    running: &mut JoinSet<JobEnd>,
+    limit: i64,
+) -> usize {
     let jobs = match crate::store::jobs::claim_due(&state.pool, limit, LEASE).await {
         Ok(jobs) => jobs,
         Err(e) => {
@@ -158,7 +248,11 @@ async fn claim_into(state: &Arc<App>, running: &mut JoinSet<JobEnd>, limit: i64)
     };
     let claimed = jobs.len();
     for job in jobs {
-        running.spawn(run_caught(state.clone(), job.clone(), run_job(state, job)));
+        // a slot may have been reserved for a handed call since the claim was sized: the job
+        // runs all the same (one over, for its run)
+        let slot = slots.clone().try_acquire_owned().ok();
+        let run = run_caught(state.clone(), job.clone(), run_job(state, job));
+        running.spawn(in_slot(slot, run));
     }
     claimed
 }

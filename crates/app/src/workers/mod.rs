@@ -71,10 +71,11 @@ pub fn spawn_all(state: Arc<App>, shutdown: watch::Receiver<bool>) -> Vec<JoinHa
     }
     {
         let stop = shutdown.clone();
+        let handed = connector_dispatcher::HandedCalls::install(&state);
         workers.push(spawn_supervised(
             "connector dispatcher",
             &shutdown,
-            move || connector_dispatcher::run(state.clone(), stop.clone()),
+            move || connector_dispatcher::run(state.clone(), handed.clone(), stop.clone()),
         ));
     }
     workers

@@ -1,17 +1,20 @@
 //! Service tasks: the dispatcher's job (prepare in one transaction, call the proxy outside
 //! any transaction, apply the outcome in another) and the worker's callback.
 //!
-//! By what they do: `job` (a dispatcher's job: prepare, call, apply), `outcome` (the proxy's
+//! By what they do: `job` (a dispatcher's job: prepare, call, apply), `hand_off` (a call
+//! handed from the step that scheduled it to this replica's dispatcher), `outcome` (the proxy's
 //! answer made storable, and what its span says), `callback` (a worker's callback); here, what
 //! both share: the context, callback URLs and scopes, and retries.
 
 mod callback;
+mod hand_off;
 mod job;
 mod outcome;
 
 pub use callback::{
     callback, callback_grouped, instance_cannot_be_found, Callback, CallbackAnswer, CallbackDone,
 };
+pub use hand_off::{CallHandOff, HandedCall, ReservedSlot};
 pub use job::{run_job, JobOutcome};
 pub use outcome::storable;
 
@@ -45,6 +48,10 @@ pub struct ServiceTaskContext<'a> {
 }
 
 pub(crate) use crate::store::jobs::Job;
+
+/// How long a leased call is its dispatcher's: a job whose dispatcher died is taken again
+/// after this.
+pub const LEASE: Duration = Duration::from_secs(120);
 
 /// A job leased this many times without an answer being recorded is not called again: its
 /// task fails (each lease that ran out was a call whose outcome is unknown).

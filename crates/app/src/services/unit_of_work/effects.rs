@@ -139,17 +139,11 @@ impl<'c> UnitOfWork<'c> {
                 store::messages::cancel_receives_of_task(&mut self.tx, TaskGuid(task_guid)).await?;
             }
             Effect::CallService { task_guid } => {
-                let traceparent = traces::current_traceparent();
-                store::jobs::enqueue_connector_call(
-                    &mut self.tx,
-                    id,
-                    TaskGuid(task_guid),
-                    None,
-                    traceparent.as_deref(),
-                )
-                .await?;
+                self.schedule_call(id, TaskGuid(task_guid)).await?;
             }
             Effect::CancelServiceCall { task_guid } => {
+                self.handed_calls
+                    .retain(|(_, job)| job.task_guid.0 != task_guid);
                 store::jobs::cancel_for_task(&mut self.tx, TaskGuid(task_guid)).await?;
             }
             Effect::StartTimer {
@@ -175,6 +169,8 @@ impl<'c> UnitOfWork<'c> {
             }
             Effect::CloseWaitsOfInstance => {
                 store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
+                self.handed_calls
+                    .retain(|(_, job)| job.process_instance_id != id);
                 store::jobs::cancel_for_instance(&mut self.tx, id).await?;
                 store::timers::delete_waits_of_instance(&mut self.tx, id).await?;
             }
@@ -214,6 +210,36 @@ impl<'c> UnitOfWork<'c> {
                 )
                 .await?;
             self.signal_starts.push((name.to_string(), id));
+        }
+        Ok(())
+    }
+}
+
+impl UnitOfWork<'_> {
+    /// Records a task's connector call, due now. While this replica's dispatcher has a slot
+    /// free, the job is recorded leased and handed to it at the commit (no claim, no
+    /// `NOTIFY`); otherwise every replica's dispatcher is woken to claim it.
+    async fn schedule_call(&mut self, id: InstanceId, task_guid: TaskGuid) -> Result<()> {
+        let traceparent = traces::current_traceparent();
+        let traceparent = traceparent.as_deref();
+        match self.cache.reserve_call_slot() {
+            Some(slot) => {
+                let job = store::jobs::enqueue_leased_call(
+                    &mut self.tx,
+                    id,
+                    task_guid,
+                    traceparent,
+                    crate::services::service_tasks::LEASE,
+                )
+                .await?;
+                self.handed_calls
+                    .retain(|(_, handed)| handed.task_guid != task_guid);
+                self.handed_calls.push((slot, job));
+            }
+            None => {
+                store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, None, traceparent)
+                    .await?
+            }
         }
         Ok(())
     }

@@ -29,6 +29,7 @@ pub use engine_runs::EvaluatedCall;
 pub use persistence::InstanceOutcome;
 pub use routing::RetrievalFailure;
 
+use super::service_tasks::{Job, ReservedSlot};
 use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::engine::{EngineError, Event, InstanceError, InstanceState};
@@ -77,6 +78,9 @@ pub struct UnitOfWork<'c> {
     models_locked: std::collections::HashSet<ModelId>,
     /// A unit that only reads: it loads instances without their lock, and may not write them.
     reading: bool,
+    /// Connector calls this unit recorded leased, handed to this replica's dispatcher once it
+    /// has committed (dropped with it otherwise, their slots freed).
+    handed_calls: Vec<(ReservedSlot, Job)>,
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -309,6 +313,7 @@ impl<'c> UnitOfWork<'c> {
             catalog_seen: CatalogSeen::Nothing,
             models_locked: Default::default(),
             reading: false,
+            handed_calls: Vec::new(),
         }
     }
 
@@ -452,6 +457,9 @@ impl<'c> UnitOfWork<'c> {
         });
         span.record(self.flush().await)?;
         span.record(self.tx.commit().await)?;
+        for (slot, job) in self.handed_calls {
+            slot.hand(job);
+        }
         Ok(Committed {
             instances: self.instances,
         })

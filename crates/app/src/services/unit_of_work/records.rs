@@ -127,6 +127,9 @@ impl UnitOfWork<'_> {
         delay: Duration,
     ) -> Result<DateTime<Utc>> {
         let retry_at = store::instances::schedule_retry(&mut self.tx, task_guid, delay).await?;
+        // not made now, even if a step of this unit scheduled it
+        self.handed_calls
+            .retain(|(_, job)| job.task_guid != task_guid);
         let traceparent = crate::telemetry::traces::current_traceparent();
         store::jobs::enqueue_connector_call(
             &mut self.tx,
