@@ -1512,8 +1512,9 @@ async fn a_call_is_made_while_another_unit_holds_the_instance() {
 }
 
 /// With the dispatcher running, a call scheduled by a step here is handed to it with its job
-/// already leased once the step has committed: it is made without a claim (nor a wake-up of
-/// the dispatchers), once; its callback completes the task and leaves no job.
+/// already leased and its parameters evaluated once the step has committed: it is made without
+/// a claim (nor a wake-up of the dispatchers), with the request a prepared call would have,
+/// once; its callback completes the task and leaves no job.
 #[tokio::test]
 async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_claim() {
     let proxy = FakeProxy::start();
@@ -1535,6 +1536,20 @@ async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_cla
     assert!(
         metrics.contains("workflow_backend_connector_calls_handed_over_total 1"),
         "the call was claimed, not handed over: {metrics}"
+    );
+    // evaluated at the commit, the request is what a prepared one would be
+    let call = proxy.calls()[0].body.clone();
+    assert_eq!(call["word"], "handed");
+    assert_eq!(call["wf__process_instance_id"], id);
+    assert_eq!(call["wf__process_model_identifier"], "svc/echo");
+    assert_eq!(call["wf__task_data"], json!({"word": "handed"}));
+    let guid = call["wf__task_id"].as_str().unwrap();
+    assert_eq!(
+        call["wf__callback_url"],
+        format!(
+            "{}/v1.0/tasks/{id}/{guid}/callback",
+            app.settings.public_url
+        )
     );
     go.notify_one();
 

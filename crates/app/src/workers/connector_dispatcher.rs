@@ -14,7 +14,7 @@
 //! [`service_tasks::MAX_LEASES`]), and the loop goes on. [`dispatch_due_once`] is one round,
 //! for tests to drive.
 
-use crate::services::service_tasks::{self, CallHandOff, HandedCall};
+use crate::services::service_tasks::{self, CallHandOff, CommittedCall, HandedCall};
 use crate::store::jobs::{Job, JOBS_CHANNEL};
 use crate::App;
 use chrono::Utc;
@@ -177,11 +177,9 @@ impl Drop for HandedCalls {
 /// Starts a call handed over by the unit of work that scheduled it, in the slot reserved for
 /// it.
 fn start_handed(state: &Arc<App>, running: &mut JoinSet<JobEnd>, call: HandedCall) {
-    let HandedCall { job, slot } = call;
-    running.spawn(in_slot(
-        Some(slot),
-        run_caught(state.clone(), job.clone(), run_job(state, job)),
-    ));
+    let HandedCall { job, slot, call } = call;
+    let run = run_caught(state.clone(), job.clone(), run_job(state, job, call));
+    running.spawn(in_slot(Some(slot), run));
 }
 
 /// Runs a job holding its dispatcher slot until it ends.
@@ -223,13 +221,15 @@ where
     }
 }
 
-/// The job runner of the service: prepare, call, apply.
+/// The job runner of the service: prepare (unless `call` was evaluated when it was
+/// scheduled), call, apply.
 fn run_job(
     state: &Arc<App>,
     job: Job,
+    call: Option<CommittedCall>,
 ) -> impl Future<Output = crate::services::Result<()>> + Send + 'static {
     let state = state.clone();
-    async move { service_tasks::run_job(&state.service_tasks(), &job).await }
+    async move { service_tasks::run_job(&state.service_tasks(), &job, call).await }
 }
 
 /// Claims up to `limit` due jobs and starts each in `running`, in a slot; how many it claimed.
@@ -251,7 +251,7 @@ async fn claim_into(
         // a slot may have been reserved for a handed call since the claim was sized: the job
         // runs all the same (one over, for its run)
         let slot = slots.clone().try_acquire_owned().ok();
-        let run = run_caught(state.clone(), job.clone(), run_job(state, job));
+        let run = run_caught(state.clone(), job.clone(), run_job(state, job, None));
         running.spawn(in_slot(slot, run));
     }
     claimed
@@ -295,7 +295,7 @@ pub async fn refresh_backlog(state: &App) {
 /// `run_workers = false` and call it directly instead of waiting for the loop.
 pub async fn dispatch_due_once(state: &Arc<App>) -> Round {
     let runner_state = state.clone();
-    dispatch_due_once_with(state, move |job| run_job(&runner_state, job)).await
+    dispatch_due_once_with(state, move |job| run_job(&runner_state, job, None)).await
 }
 
 /// [`dispatch_due_once`] with another way to run a job: the same one-shot round, for tests that

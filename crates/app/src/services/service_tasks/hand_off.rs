@@ -6,13 +6,27 @@
 //! it would a claimed one.
 
 use super::Job;
+use crate::engine::ServiceCall;
+use crate::ids::ModelId;
+use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-/// A job handed over, with the dispatcher slot reserved for it.
+/// A job handed over, with the dispatcher slot reserved for it, and the call as its unit of
+/// work committed it when its parameters evaluated there.
 pub struct HandedCall {
     pub job: Job,
     pub slot: OwnedSemaphorePermit,
+    pub call: Option<CommittedCall>,
+}
+
+/// A call's parameters evaluated on the instance's state its unit of work committed, with that
+/// state's data and the instance's model: all the request needs, so the dispatcher reads
+/// nothing before making the call.
+pub struct CommittedCall {
+    pub call: ServiceCall,
+    pub data: Value,
+    pub model: ModelId,
 }
 
 /// Where units of work hand their calls: the running dispatcher's slots and queue.
@@ -60,11 +74,12 @@ impl CallHandOff {
 }
 
 impl ReservedSlot {
-    /// Hands a committed job to the dispatcher. If it has stopped meanwhile, the job is given
-    /// back (due at once, for any replica) rather than left leased until its lease runs out.
-    pub fn hand(self, job: Job) {
+    /// Hands a committed job to the dispatcher (with its call, when evaluated at the commit).
+    /// If it has stopped meanwhile, the job is given back (due at once, for any replica) rather
+    /// than left leased until its lease runs out.
+    pub fn hand(self, job: Job, call: Option<CommittedCall>) {
         let ReservedSlot { to, slot } = self;
-        match to.queue.send(HandedCall { job, slot }) {
+        match to.queue.send(HandedCall { job, slot, call }) {
             Ok(()) => to.handed.inc(),
             Err(mpsc::error::SendError(HandedCall { job, .. })) => {
                 let pool = to.pool.clone();

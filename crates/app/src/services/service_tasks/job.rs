@@ -4,9 +4,11 @@
 //! whose answer cannot be recorded, fails its task instead.
 
 use super::outcome::{outcome_attributes, storable};
+use super::CommittedCall;
 use super::{callback_scope, callback_url, schedule_retry, Job, ServiceTaskContext, MAX_LEASES};
 use crate::connector::{self, ConnectorClient, Outcome};
 use crate::engine::{self, Event, ServiceCall, TaskState};
+use crate::ids::ModelId;
 use crate::services::group_commit::Batchable;
 use crate::services::unit_of_work::Committed;
 use crate::services::unit_of_work::{Applied, EvaluatedCall};
@@ -22,10 +24,15 @@ struct PreparedCall {
     body: Value,
 }
 
-/// Runs one job: prepare, call, apply. The proxy is called at most once per lease, and a job
-/// whose earlier leases all ran out is failed instead of being called again. Traced, the run
-/// is a `connector job` span in the trace of the step that scheduled the call.
-pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+/// Runs one job: prepare (unless its call was evaluated at the commit that scheduled it),
+/// call, apply. The proxy is called at most once per lease, and a job whose earlier leases all
+/// ran out is failed instead of being called again. Traced, the run is a `connector job` span
+/// in the trace of the step that scheduled the call.
+pub async fn run_job(
+    ctx: &ServiceTaskContext<'_>,
+    job: &Job,
+    committed: Option<CommittedCall>,
+) -> Result<()> {
     let traceparent = job.traceparent.as_deref();
     let span = SpanScope::start(ctx.traces, traceparent, "connector job", || {
         vec![
@@ -34,10 +41,14 @@ pub async fn run_job(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
             KeyValue::new("workflow.job.lease", i64::from(job.leases)),
         ]
     });
-    span.record(span.around(run_job_steps(ctx, job)).await)
+    span.record(span.around(run_job_steps(ctx, job, committed)).await)
 }
 
-async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
+async fn run_job_steps(
+    ctx: &ServiceTaskContext<'_>,
+    job: &Job,
+    committed: Option<CommittedCall>,
+) -> Result<()> {
     if job.leases > MAX_LEASES {
         let cause = format!(
             "the connector call was started {} times without its answer being recorded; \
@@ -46,8 +57,12 @@ async fn run_job_steps(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<()> {
         );
         return retry_transaction!(fail_job(ctx, job, &cause));
     }
-    let Some(prepared) = retry_transaction!(prepare(ctx, job))? else {
-        return Ok(());
+    let prepared = match committed {
+        Some(CommittedCall { call, data, model }) => prepared_call(ctx, job, call, data, &model),
+        None => match retry_transaction!(prepare(ctx, job))? {
+            Some(prepared) => prepared,
+            None => return Ok(()),
+        },
     };
     let outcome = match ctx.client {
         Some(client) => call_traced(client, &prepared).await,
@@ -173,7 +188,7 @@ async fn prepare_reading(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Opti
     let Ok(call) = evaluate_call(&mut uow, job).await? else {
         return Ok(None);
     };
-    let prepared = prepared_call(ctx, &uow, job, call);
+    let prepared = prepared_from(ctx, &uow, job, call);
     uow.commit().await?;
     Ok(Some(prepared))
 }
@@ -236,14 +251,13 @@ async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Optio
             return Ok(None);
         }
     };
-    let prepared = prepared_call(ctx, &uow, job, call);
+    let prepared = prepared_from(ctx, &uow, job, call);
     uow.commit().await?;
     Ok(Some(prepared))
 }
 
-/// The request for a call: its parameters and the reserved `wf__*` fields (the instance, its
-/// model and data, the task, where to call back and with which token).
-fn prepared_call(
+/// [`prepared_call`] for the instance `uow` loaded.
+fn prepared_from(
     ctx: &ServiceTaskContext<'_>,
     uow: &UnitOfWork<'_>,
     job: &Job,
@@ -255,6 +269,19 @@ fn prepared_call(
         .map(|state| Value::Object(state.data.clone()))
         .expect("loaded");
     let model = uow.process_model_identifier(id).expect("loaded");
+    prepared_call(ctx, job, call, data, model)
+}
+
+/// The request for a call: its parameters and the reserved `wf__*` fields (the instance, its
+/// model and data, the task, where to call back and with which token).
+fn prepared_call(
+    ctx: &ServiceTaskContext<'_>,
+    job: &Job,
+    call: ServiceCall,
+    data: Value,
+    model: &ModelId,
+) -> PreparedCall {
+    let id = job.process_instance_id;
     let mut body = call.params;
     body.insert("wf__process_instance_id".into(), json!(id));
     body.insert("wf__process_model_identifier".into(), json!(model));

@@ -14,7 +14,7 @@ mod outcome;
 pub use callback::{
     callback, callback_grouped, instance_cannot_be_found, Callback, CallbackAnswer, CallbackDone,
 };
-pub use hand_off::{CallHandOff, HandedCall, ReservedSlot};
+pub use hand_off::{CallHandOff, CommittedCall, HandedCall, ReservedSlot};
 pub use job::{run_job, JobOutcome};
 pub use outcome::storable;
 

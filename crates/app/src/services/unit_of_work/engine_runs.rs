@@ -3,13 +3,14 @@
 //! and what each run came to, as one enum callers match on.
 
 use super::super::clock::{expr_context, step_context};
+use super::super::service_tasks::CommittedCall;
 use super::super::{Error, Result};
 use super::callees::MAX_CALLEE_LOOKUPS;
 use super::UnitOfWork;
 use crate::bpmn::{Callee, ModelSpec};
 use crate::engine::{
     self, DataStoreContents, Effect, EngineError, Event, InstanceError, InstanceState, PausedRun,
-    Run, ServiceCall, StepContext,
+    Run, ServiceCall, StepContext, TaskState,
 };
 use crate::expr::ScriptEnv;
 use crate::ids::ModelId;
@@ -100,6 +101,40 @@ impl<'c> UnitOfWork<'c> {
         Ok(match call {
             Ok(call) => EvaluatedCall::Ready(call),
             Err(error) => EvaluatedCall::Failed(error),
+        })
+    }
+
+    /// The calls this unit hands to the dispatcher, each evaluated on the state about to be
+    /// committed, as the dispatcher's prepare would evaluate it after the commit: `None` for
+    /// one it would not make as it stands (instance suspended, task moved on, parameters that
+    /// do not evaluate, no Python free), which the dispatcher then prepares itself.
+    pub(super) async fn evaluate_handed_calls(&mut self) -> Vec<Option<CommittedCall>> {
+        let calls: Vec<(InstanceId, TaskGuid)> = (self.handed_calls.iter())
+            .map(|(_, job)| (job.process_instance_id, job.task_guid))
+            .collect();
+        let mut committed = Vec::with_capacity(calls.len());
+        for (id, task_guid) in calls {
+            committed.push(self.committed_call(id, task_guid).await);
+        }
+        committed
+    }
+
+    async fn committed_call(
+        &mut self,
+        id: InstanceId,
+        task_guid: TaskGuid,
+    ) -> Option<CommittedCall> {
+        let ready = self.state(id)?.task(task_guid.0)?.state == TaskState::Ready;
+        if !ready || self.is_suspended(id) {
+            return None;
+        }
+        let Ok(EvaluatedCall::Ready(call)) = self.service_call(id, task_guid).await else {
+            return None;
+        };
+        Some(CommittedCall {
+            call,
+            data: serde_json::Value::Object(self.state(id)?.data.clone()),
+            model: self.process_model_identifier(id)?.clone(),
         })
     }
 

@@ -455,10 +455,11 @@ impl<'c> UnitOfWork<'c> {
                 KeyValue::new("workflow.instances", self.order.len() as i64),
             ]
         });
+        let calls = self.evaluate_handed_calls().await;
         span.record(self.flush().await)?;
         span.record(self.tx.commit().await)?;
-        for (slot, job) in self.handed_calls {
-            slot.hand(job);
+        for ((slot, job), call) in self.handed_calls.into_iter().zip(calls) {
+            slot.hand(job, call);
         }
         Ok(Committed {
             instances: self.instances,
