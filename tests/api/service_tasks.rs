@@ -1557,6 +1557,78 @@ async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_cla
     assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
 }
 
+/// Jobs leased now (handed over or claimed, not yet answered).
+async fn leased_jobs(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM jobs WHERE locked_until > now()")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Waits until `n` jobs are due and unleased, their leases not counted: a give-back runs on a
+/// task of its own. A condition poll with a deadline (10 s).
+async fn until_given_back(app: &TestApp, n: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let given_back: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM jobs WHERE locked_until IS NULL AND leases = 0",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if given_back == n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{given_back} of {n} handed calls were given back within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A call handed to a dispatcher that stopped is not left leased for its lease's two minutes:
+/// one still in the queue when the workers stop, and one handed over after the queue is gone,
+/// are each given back (due at once, the lease not counted) and the next dispatcher round
+/// makes them. A call handed over is committed leased, with its parameters evaluated.
+#[tokio::test]
+async fn calls_handed_to_a_stopped_dispatcher_are_given_back() {
+    use workflow_backend::services::service_tasks::CallHandOff;
+    use workflow_backend::workers::connector_dispatcher::HandedCalls;
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+
+    // the queue the workers install, with no loop taking from it; then the workers stop
+    let queue = HandedCalls::install(&app.state);
+    let queued = start_ok(&app, "svc/echo", &json!({"word": "queued"})).await;
+    assert_eq!(
+        leased_jobs(&app).await,
+        1,
+        "the call was handed over leased"
+    );
+    assert_eq!(dispatch_due_once(&app.state).await, clean_round(0));
+    drop(queue);
+    until_given_back(&app, 1).await;
+    proxy.answer(200, envelope(json!({}), 200));
+    dispatch(&app, 1).await;
+    assert_eq!(show(&app, queued).await["status"], "complete");
+
+    // a hand-off whose dispatcher is gone (its queue dropped) by the time the unit commits
+    let slots = Arc::new(tokio::sync::Semaphore::new(1));
+    let counter = prometheus::IntCounter::new("handed", "handed").unwrap();
+    let (hand_off, taken) = CallHandOff::new(slots, app.pool.clone(), counter.clone());
+    app.state.models.hand_calls_to(Some(hand_off));
+    drop(taken);
+    let late = start_ok(&app, "svc/echo", &json!({"word": "late"})).await;
+    app.state.models.hand_calls_to(None);
+    until_given_back(&app, 1).await;
+    assert_eq!(counter.get(), 0, "a call counted as handed to no one");
+    proxy.answer(200, envelope(json!({}), 200));
+    dispatch(&app, 1).await;
+    assert_eq!(show(&app, late).await["status"], "complete");
+    assert_eq!(proxy.calls().len(), 2, "each call made once");
+}
+
 #[tokio::test]
 async fn a_timer_boundary_cancels_an_accepted_call_and_its_late_callback_is_refused() {
     let proxy = FakeProxy::start();
