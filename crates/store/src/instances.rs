@@ -173,16 +173,20 @@ pub struct InstanceUpdate<'a> {
     pub live_tasks: &'a RawValue,
 }
 
-/// Writes back instances and their changed tasks, all in one round trip
-/// (`workflow_write_instances`); returns when each was updated, in order. An instance that is
-/// not there is an error.
+/// Writes back instances and their changed tasks, and deletes the connector jobs of
+/// `done_jobs` (tasks whose calls are no longer due), all in one round trip
+/// (`workflow_write_instances`); returns when each instance was updated, in order. An
+/// instance that is not there is an error.
 pub async fn update_all(
     conn: &mut PgConnection,
     updates: &[InstanceUpdate<'_>],
+    done_jobs: &[TaskGuid],
 ) -> sqlx::Result<Vec<DateTime<Utc>>> {
+    let done_jobs: Vec<uuid::Uuid> = done_jobs.iter().map(|guid| guid.0).collect();
     let written: Vec<(InstanceId, DateTime<Utc>)> =
-        sqlx::query_as("SELECT written_id, written_at FROM workflow_write_instances($1)")
+        sqlx::query_as("SELECT written_id, written_at FROM workflow_write_instances($1, $2)")
             .bind(Json(updates))
+            .bind(done_jobs)
             .fetch_all(conn)
             .await?;
     if written.len() != updates.len()

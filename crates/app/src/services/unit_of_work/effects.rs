@@ -220,6 +220,7 @@ impl UnitOfWork<'_> {
     /// free, the job is recorded leased and handed to it at the commit (no claim, no
     /// `NOTIFY`); otherwise every replica's dispatcher is woken to claim it.
     async fn schedule_call(&mut self, id: InstanceId, task_guid: TaskGuid) -> Result<()> {
+        self.delete_done_job(task_guid).await?;
         let traceparent = traces::current_traceparent();
         let traceparent = traceparent.as_deref();
         match self.cache.reserve_call_slot() {

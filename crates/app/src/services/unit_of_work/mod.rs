@@ -34,7 +34,7 @@ use super::{ModelCache, Result};
 use crate::bpmn::ModelSpec;
 use crate::engine::{EngineError, Event, InstanceError, InstanceState};
 use crate::ids::ModelId;
-use crate::ids::{InstanceId, MessageId};
+use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store::{self, instances::InstanceRow};
 use crate::telemetry::traces::{KeyValue, SpanKind, SpanScope};
 use chrono::{DateTime, Utc};
@@ -81,6 +81,9 @@ pub struct UnitOfWork<'c> {
     /// Connector calls this unit recorded leased, handed to this replica's dispatcher once it
     /// has committed (dropped with it otherwise, their slots freed).
     handed_calls: Vec<(ReservedSlot, Job)>,
+    /// Tasks whose connector jobs this unit is done with: deleted when it writes its instances
+    /// back (in the same statement), or before a call of the same task is recorded again.
+    done_jobs: Vec<TaskGuid>,
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -314,6 +317,7 @@ impl<'c> UnitOfWork<'c> {
             models_locked: Default::default(),
             reading: false,
             handed_calls: Vec::new(),
+            done_jobs: Vec::new(),
         }
     }
 

@@ -22,6 +22,9 @@ impl<'c> UnitOfWork<'c> {
             if let Some(id) = self.order.iter().find(|id| self.instances[id].dirty) {
                 return Err(anyhow!("a reading unit of work stepped instance {id}").into());
             }
+            if !self.done_jobs.is_empty() {
+                return Err(anyhow!("a reading unit of work dropped connector jobs").into());
+            }
             return Ok(());
         }
         let mut written = Vec::new();
@@ -44,12 +47,16 @@ impl<'c> UnitOfWork<'c> {
                 live_tasks,
             });
         }
+        let done_jobs = std::mem::take(&mut self.done_jobs);
         if written.is_empty() {
+            for task_guid in done_jobs {
+                store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+            }
             return Ok(());
         }
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
             written.iter().map(Written::update).collect();
-        let updated = store::instances::update_all(&mut self.tx, &updates).await?;
+        let updated = store::instances::update_all(&mut self.tx, &updates, &done_jobs).await?;
         for (w, updated_at) in written.iter().zip(updated) {
             let loaded = self
                 .instances

@@ -80,9 +80,23 @@ impl UnitOfWork<'_> {
         Ok(row.map(|row| row.version_sha))
     }
 
-    /// The task's connector call is no longer due (done, failed, or waiting for a callback).
+    /// The task's connector call is no longer due (done, failed, or waiting for a callback):
+    /// its job is deleted when the unit writes its instances back.
     pub async fn drop_connector_job(&mut self, task_guid: TaskGuid) -> Result<()> {
-        Ok(store::jobs::cancel_for_task(&mut self.tx, task_guid).await?)
+        if !self.done_jobs.contains(&task_guid) {
+            self.done_jobs.push(task_guid);
+        }
+        Ok(())
+    }
+
+    /// Deletes now the job of a task this unit was done with, before a call of the task is
+    /// recorded again: the new call must not go with the old job.
+    pub(super) async fn delete_done_job(&mut self, task_guid: TaskGuid) -> Result<()> {
+        if let Some(at) = self.done_jobs.iter().position(|done| *done == task_guid) {
+            self.done_jobs.remove(at);
+            store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+        }
+        Ok(())
     }
 
     /// A leased connector call of a suspended instance waits for the resume.
@@ -126,6 +140,7 @@ impl UnitOfWork<'_> {
         task_guid: TaskGuid,
         delay: Duration,
     ) -> Result<DateTime<Utc>> {
+        self.delete_done_job(task_guid).await?;
         let retry_at = store::instances::schedule_retry(&mut self.tx, task_guid, delay).await?;
         // not made now, even if a step of this unit scheduled it
         self.handed_calls
