@@ -240,6 +240,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                 connector_proxy_url = settings.connector_proxy_url.as_deref().unwrap_or(""),
                 process_models_dir = ?settings.process_models_dir,
                 database_pool_size = settings.database_pool_size,
+                citus = settings.citus,
                 max_body_bytes = settings.max_body_bytes,
                 jwt_secret = settings.jwt.secret.is_some(),
                 jwt_public_key_file = ?settings.jwt.public_key_file,

@@ -327,10 +327,18 @@ pub async fn connect_database(
     // standby is cancelled commits locally and reports success, so a timeout would let an
     // answer acknowledge what a failover can lose.
     // (Set here, so that the options of every host a failover may move the pool to carry them.)
+    // On Citus, Postgres decides: a generic plan leaves Citus parameters it cannot route or plan
+    // (an `INSERT ... SELECT` of parameters into a reference table: "could not create
+    // distributed plan"), and Citus caches the plans of its single-shard statements itself.
+    let plan_cache_mode = if settings.citus {
+        "auto"
+    } else {
+        "force_generic_plan"
+    };
     let given = PgConnectOptions::from_str(&settings.database_url)
         .context("WORKFLOW_BACKEND_DATABASE_URL")?
         .options([
-            ("plan_cache_mode", "force_generic_plan"),
+            ("plan_cache_mode", plan_cache_mode),
             ("statement_timeout", "0"),
         ]);
     let name = settings.database_name();
@@ -368,9 +376,52 @@ pub async fn connect_database(
         .connect_with(options)
         .await
         .with_context(|| format!("cannot connect to the database at {}", describe(&given)))?;
+    if settings.citus {
+        check_citus(&pool).await?;
+    }
     migrate(&pool).await?;
+    if settings.citus {
+        place_on_citus(&pool).await?;
+    }
     crate::services::health::warn_about_upkeep(&pool).await;
     Ok((pool, primary))
+}
+
+/// With `WORKFLOW_BACKEND_CITUS=true`, the database must be a Citus coordinator's with a worker
+/// (`citus_not_ready` otherwise: the service would run, unsharded, on a plain database).
+async fn check_citus(pool: &PgPool) -> anyhow::Result<()> {
+    use crate::store::citus::NotReady;
+    let missing = match crate::store::citus::readiness(pool).await? {
+        Ok(()) => return Ok(()),
+        Err(NotReady::NoExtension) => {
+            "the database has no citus extension (CREATE EXTENSION citus, on the coordinator \
+             and on every worker, in this database)"
+        }
+        Err(NotReady::NoWorkers) => {
+            "the coordinator has no active worker (citus_add_node for each worker)"
+        }
+    };
+    Err(anyhow::anyhow!(
+        "citus_not_ready: WORKFLOW_BACKEND_CITUS is true but {missing}"
+    ))
+}
+
+/// Makes the model tables reference tables (once: later starts find them placed); refuses to
+/// start when the schema has a table this build does not place.
+async fn place_on_citus(pool: &PgPool) -> anyhow::Result<()> {
+    let placement = crate::store::citus::place_tables(pool)
+        .await
+        .context("placing the tables on Citus")?;
+    if !placement.made_reference.is_empty() {
+        tracing::info!(tables = ?placement.made_reference, "made reference tables on Citus");
+    }
+    if !placement.unplaced.is_empty() {
+        return Err(anyhow::anyhow!(
+            "citus_not_ready: tables that are neither reference nor instance tables: {}",
+            placement.unplaced.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// `host:port/database`, for errors (never the password).

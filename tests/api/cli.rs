@@ -47,6 +47,7 @@ fn an_invalid_variable_stops_the_process_with_one_line_naming_it() {
         ("WORKFLOW_BACKEND_CONNECTOR_PROXY_URL", "localhost:7004"),
         ("WORKFLOW_BACKEND_MAX_BODY_BYTES", "lots"),
         ("WORKFLOW_BACKEND_LOG_FORMAT", "yaml"),
+        ("WORKFLOW_BACKEND_CITUS", "yes"),
         ("WORKFLOW_BACKEND_CALLBACK_TOKEN_TTL_SECONDS", "0"),
         ("RUST_LOG", "info,[[["),
     ];
@@ -60,6 +61,42 @@ fn an_invalid_variable_stops_the_process_with_one_line_naming_it() {
             "{var}={value}: {err}"
         );
     }
+}
+
+/// With `WORKFLOW_BACKEND_CITUS=true` on a plain Postgres the server does not start (it would run
+/// unsharded) and says what is missing; nothing is migrated.
+#[tokio::test]
+async fn citus_mode_on_a_plain_database_refuses_to_start() {
+    let settings = test_settings();
+    let output = run(
+        &["serve"],
+        &[
+            ("WORKFLOW_BACKEND_DATABASE_URL", &settings.database_url),
+            ("WORKFLOW_BACKEND_JWT_SECRET", "s"),
+            ("WORKFLOW_BACKEND_BIND", "127.0.0.1:0"),
+            ("WORKFLOW_BACKEND_CITUS", "true"),
+        ],
+    );
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.contains("citus_not_ready") && last.contains("CREATE EXTENSION citus"),
+        "{err}"
+    );
+    let mut conn = PgConnection::connect(&settings.database_url).await.unwrap();
+    let migrated: Option<String> =
+        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(migrated, None);
+    conn.close().await.unwrap();
+    drop_database(
+        &settings.with_database_name("postgres"),
+        &settings.database_name(),
+    )
+    .await;
 }
 
 #[test]

@@ -71,3 +71,33 @@ async fn a_stale_expression_that_still_gives_a_value_is_caught_by_the_lookup() {
     assert_eq!(body["process_instance"]["id"], instances[1], "{body}");
     assert_eq!(body["process_instance"]["status"], "complete", "{body}");
 }
+
+/// A model deleted through one replica no longer starts instances through another that kept
+/// its start trigger: the message is refused as one no model starts with.
+#[tokio::test]
+async fn a_model_deleted_through_another_replica_no_longer_starts_instances() {
+    let (first, second, _) = two_replicas().await;
+    // the second replica keeps the start trigger of `placed`; the instance ends, so the model
+    // can be deleted
+    sent_ok(&second, &first, "placed", json!({"order_id": 1})).await;
+    sent_ok(&second, &first, "paid", json!({"order_id": 1})).await;
+
+    let deleted = first
+        .request(reqwest::Method::DELETE, "/v1.0/process-models/shop:orders")
+        .bearer_auth(first.token("models:write"))
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+
+    let (status, body) = send_to(
+        &second.address,
+        &first,
+        "placed",
+        &json!({"order_id": 2}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "message_not_accepted", "{body}");
+}

@@ -18,6 +18,7 @@ pub const PREFIX: &str = "WORKFLOW_BACKEND_";
 pub const VARIABLES: &[(&str, &str)] = &[
     ("DATABASE_URL", DEFAULT_DATABASE_URL),
     ("DATABASE_POOL_SIZE", "10"),
+    ("CITUS", "false"),
     ("BIND", DEFAULT_BIND),
     ("URL", "http://<BIND>"),
     ("JWT_SECRET", "none"),
@@ -197,6 +198,9 @@ pub struct Settings {
     pub connector_timeout_ms: u64,
     /// Connections in the database pool (`DATABASE_POOL_SIZE`).
     pub database_pool_size: u32,
+    /// The database is a Citus cluster's coordinator (`CITUS`): checked at start, and the
+    /// model tables made reference tables there (ADR 0014).
+    pub citus: bool,
     /// A request body must have arrived this long after its headers (`BODY_READ_TIMEOUT_MS`).
     pub body_read_timeout_ms: u64,
     /// Start the background workers with the server (always, outside tests: tests that drive
@@ -333,6 +337,7 @@ impl fmt::Debug for Settings {
             .field("jwt", &self.jwt)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("database_pool_size", &self.database_pool_size)
+            .field("citus", &self.citus)
             .field("log_format", &self.log_format)
             .field(
                 "callback_token_ttl_seconds",
@@ -464,9 +469,21 @@ impl Settings {
             }
         };
 
+        let citus = match get("CITUS").as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    "CITUS",
+                    format!("invalid value {other:?} (expected \"true\" or \"false\")"),
+                ))
+            }
+        };
+
         Ok(Settings {
             database_url,
             database_failover,
+            citus,
             bind,
             public_url,
             connector_proxy_url,

@@ -115,7 +115,7 @@ pub async fn kkv_write(
             "INSERT INTO kkv_data_store_entries (data_store_id, top_level_key, secondary_key, value) \
              SELECT $1, $2, k, v FROM unnest($3::text[], $4::jsonb[]) AS e(k, v) \
              ON CONFLICT (data_store_id, top_level_key, secondary_key) \
-             DO UPDATE SET value = excluded.value, updated_at = now()",
+             DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         )
         .bind(store_id)
         .bind(top)
@@ -259,7 +259,7 @@ pub async fn upsert(
          VALUES ($1, $2, $3, $4, $5, coalesce($6, '{}'::jsonb)) \
          ON CONFLICT (kind, identifier, location) DO UPDATE SET name = excluded.name, \
          description = excluded.description, data = coalesce($6, data_stores.data), \
-         updated_at = now() \
+         updated_at = excluded.updated_at \
          RETURNING (xmax = 0)",
     )
     .bind(kind)

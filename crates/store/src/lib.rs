@@ -2,6 +2,7 @@
 //! decides the transaction; nothing here knows HTTP.
 
 pub mod api_keys;
+pub mod citus;
 pub mod connector_logs;
 pub mod data_stores;
 pub mod instances;

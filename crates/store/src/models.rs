@@ -107,7 +107,7 @@ pub async fn upsert(conn: &mut PgConnection, model: &NewModel<'_>) -> sqlx::Resu
          ON CONFLICT (identifier) DO UPDATE SET display_name = EXCLUDED.display_name, \
          primary_file_name = EXCLUDED.primary_file_name, \
          primary_process_id = EXCLUDED.primary_process_id, summary = EXCLUDED.summary, \
-         version_sha = EXCLUDED.version_sha, updated_at = now()",
+         version_sha = EXCLUDED.version_sha, updated_at = EXCLUDED.updated_at",
     )
     .bind(model.identifier)
     .bind(model.display_name)
@@ -130,7 +130,8 @@ pub async fn upsert_file(
     sqlx::query(
         "INSERT INTO process_model_files (process_model_identifier, file_name, content, sha256) \
          VALUES ($1, $2, $3, $4) ON CONFLICT (process_model_identifier, file_name) \
-         DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, updated_at = now()",
+         DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, \
+         updated_at = EXCLUDED.updated_at",
     )
     .bind(identifier)
     .bind(file_name)
@@ -210,6 +211,16 @@ pub async fn replace_routing(
         .execute(&mut *conn)
         .await?;
     }
+    bump_catalog_version(conn).await
+}
+
+/// Moves the message catalog's version on, in the transaction that changed the catalog: every
+/// replica's cached retrievals and start triggers of an older version are then refused by the
+/// correlation lookup, which reads them again.
+async fn bump_catalog_version(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("UPDATE message_catalog_version SET version = version + 1")
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -503,7 +514,12 @@ pub async fn count_live_instances(
 pub async fn delete(conn: &mut PgConnection, identifier: &ModelId) -> sqlx::Result<bool> {
     let deleted = sqlx::query("DELETE FROM process_models WHERE identifier = $1")
         .bind(identifier)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
-    Ok(deleted.rows_affected() > 0)
+    if deleted.rows_affected() == 0 {
+        return Ok(false);
+    }
+    // its start triggers and retrievals went with it
+    bump_catalog_version(conn).await?;
+    Ok(true)
 }

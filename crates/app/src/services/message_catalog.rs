@@ -1,7 +1,7 @@
 //! The message catalog a replica keeps in memory: for each message name, the retrieval
 //! expressions every model declares for it and the start event that takes it, as read at one
-//! version of the database's `message_catalog_version` (which every change of
-//! `correlation_retrievals` or `message_triggers` moves on, by trigger).
+//! version of the database's `message_catalog_version` (which the statements that change
+//! `correlation_retrievals` or `message_triggers` move on: `store::models`).
 //!
 //! What is served from here is checked, not trusted: a unit of work notes the version of what
 //! it used, and its correlation lookup runs `workflow_catalog_is(version)` in the same

@@ -1,0 +1,134 @@
+//! Citus (`WORKFLOW_BACKEND_CITUS=true`): the checks that the database is a Citus cluster's,
+//! and where each of the service's tables is placed on it (ADR 0014). Models, secrets, keys
+//! and data stores are reference tables (a copy on every node); the tables of instances stay
+//! on the coordinator until they carry the shard key that distributes them.
+
+use sqlx::PgPool;
+
+/// Tables with a copy on every node: small, read on every step, written by administration.
+pub const REFERENCE_TABLES: &[&str] = &[
+    "process_models",
+    "process_model_versions",
+    "process_model_files",
+    "process_definitions",
+    "decision_definitions",
+    "correlation_retrievals",
+    "message_triggers",
+    "message_catalog_version",
+    "start_timers",
+    "signal_starts",
+    "secrets",
+    "api_keys",
+    "data_stores",
+    "kkv_data_store_entries",
+    "typeahead_entries",
+];
+
+/// Tables of instances and their messages: on the coordinator, not distributed yet.
+pub const INSTANCE_TABLES: &[&str] = &[
+    "process_instances",
+    "tasks",
+    "message_instances",
+    "jobs",
+    "timers",
+    "connector_logs",
+    "signal_waits",
+    "buffered_send_keys",
+    "_sqlx_migrations",
+];
+
+/// What a database lacks to be used as a Citus cluster's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// The `citus` extension is not created in this database.
+    NoExtension,
+    /// No worker node is active in the coordinator's metadata.
+    NoWorkers,
+}
+
+/// Whether the database is a Citus coordinator's with at least one active worker.
+pub async fn readiness(pool: &PgPool) -> sqlx::Result<Result<(), NotReady>> {
+    let installed: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")
+            .fetch_one(pool)
+            .await?;
+    if !installed {
+        return Ok(Err(NotReady::NoExtension));
+    }
+    let workers: i64 = sqlx::query_scalar("SELECT count(*) FROM citus_get_active_worker_nodes()")
+        .fetch_one(pool)
+        .await?;
+    Ok(if workers == 0 {
+        Err(NotReady::NoWorkers)
+    } else {
+        Ok(())
+    })
+}
+
+/// What placing the tables did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Tables made reference tables now (empty once the database has been placed).
+    pub made_reference: Vec<String>,
+    /// Tables of the schema this service does not know where to place: a migration added a
+    /// table without placing it here.
+    pub unplaced: Vec<String>,
+}
+
+/// Makes each of [`REFERENCE_TABLES`] a reference table unless it is one already, under a lock
+/// that replicas starting together take in turn; reports the tables of the schema that are
+/// neither reference nor instance tables.
+pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
+    let mut conn = pool.acquire().await?;
+    // a session lock: `create_reference_table` commits its own work
+    sqlx::query("SELECT pg_advisory_lock(hashtextextended('workflow-backend citus placement', 0))")
+        .execute(&mut *conn)
+        .await?;
+    let placed = async {
+        let mut placement = Placement::default();
+        for table in REFERENCE_TABLES {
+            // a table whose foreign key references one made a reference table before it is
+            // already in Citus' metadata, as a table local to the coordinator: it is made a
+            // reference table all the same
+            let reference: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM pg_dist_partition \
+                                WHERE logicalrelid = to_regclass($1) AND repmodel = 't')",
+            )
+            .bind(table)
+            .fetch_one(&mut *conn)
+            .await?;
+            if !reference {
+                sqlx::query("SELECT create_reference_table($1::regclass)")
+                    .bind(table)
+                    .execute(&mut *conn)
+                    .await?;
+                placement.made_reference.push(table.to_string());
+            }
+        }
+        placement.unplaced = sqlx::query_scalar(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') \
+               AND NOT relation_is_a_known_shard(c.oid) AND NOT c.relname::text = ANY ($1) \
+             ORDER BY 1",
+        )
+        .bind(
+            REFERENCE_TABLES
+                .iter()
+                .chain(INSTANCE_TABLES)
+                .copied()
+                .collect::<Vec<_>>(),
+        )
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok::<_, sqlx::Error>(placement)
+    }
+    .await;
+    let unlocked = sqlx::query(
+        "SELECT pg_advisory_unlock(hashtextextended('workflow-backend citus placement', 0))",
+    )
+    .execute(&mut *conn)
+    .await;
+    let placement = placed?;
+    unlocked?;
+    Ok(placement)
+}
