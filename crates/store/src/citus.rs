@@ -5,6 +5,9 @@
 
 use sqlx::PgPool;
 
+/// The session lock under which replicas starting together place the tables in turn.
+const PLACEMENT_LOCK: &str = "workflow-backend citus placement";
+
 /// Tables with a copy on every node: small, read on every step, written by administration.
 pub const REFERENCE_TABLES: &[&str] = &[
     "process_models",
@@ -81,7 +84,8 @@ pub struct Placement {
 pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
     let mut conn = pool.acquire().await?;
     // a session lock: `create_reference_table` commits its own work
-    sqlx::query("SELECT pg_advisory_lock(hashtextextended('workflow-backend citus placement', 0))")
+    sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))")
+        .bind(PLACEMENT_LOCK)
         .execute(&mut *conn)
         .await?;
     let placed = async {
@@ -123,11 +127,10 @@ pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
         Ok::<_, sqlx::Error>(placement)
     }
     .await;
-    let unlocked = sqlx::query(
-        "SELECT pg_advisory_unlock(hashtextextended('workflow-backend citus placement', 0))",
-    )
-    .execute(&mut *conn)
-    .await;
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
+        .bind(PLACEMENT_LOCK)
+        .execute(&mut *conn)
+        .await;
     let placement = placed?;
     unlocked?;
     Ok(placement)

@@ -158,7 +158,7 @@ async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Resul
             tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector job failure not applied");
         }
     }
-    uow.drop_connector_job(job.task_guid).await?;
+    uow.drop_connector_job(job.task_guid);
     uow.commit().await?;
     Ok(())
 }
@@ -237,7 +237,7 @@ async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Optio
         return Ok(None);
     }
     if !task_is_ready(&uow, job) {
-        uow.drop_connector_job(job.task_guid).await?;
+        uow.drop_connector_job(job.task_guid);
         uow.commit().await?;
         return Ok(None);
     }
@@ -246,7 +246,7 @@ async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Optio
         Err(error) => {
             // e.g. a required parameter evaluated to nothing: the task fails before any call
             uow.fail_instance_at_task(id, job.task_guid, error).await?;
-            uow.drop_connector_job(job.task_guid).await?;
+            uow.drop_connector_job(job.task_guid);
             uow.commit().await?;
             return Ok(None);
         }
@@ -352,7 +352,7 @@ async fn record_outcome(uow: &mut UnitOfWork<'_>, answer: &JobOutcome) -> Result
             tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector outcome not applied");
         }
         // done, or waiting for its callback: either way the call is no longer due
-        uow.drop_connector_job(job.task_guid).await?;
+        uow.drop_connector_job(job.task_guid);
     }
     Ok(())
 }

@@ -82,11 +82,10 @@ impl UnitOfWork<'_> {
 
     /// The task's connector call is no longer due (done, failed, or waiting for a callback):
     /// its job is deleted when the unit writes its instances back.
-    pub async fn drop_connector_job(&mut self, task_guid: TaskGuid) -> Result<()> {
+    pub fn drop_connector_job(&mut self, task_guid: TaskGuid) {
         if !self.done_jobs.contains(&task_guid) {
             self.done_jobs.push(task_guid);
         }
-        Ok(())
     }
 
     /// Deletes now the job of a task this unit was done with, before a call of the task is
