@@ -406,8 +406,9 @@ async fn check_citus(pool: &PgPool) -> anyhow::Result<()> {
     ))
 }
 
-/// Makes the model tables reference tables (once: later starts find them placed); refuses to
-/// start when the schema has a table this build does not place.
+/// Makes the model tables reference tables and distributes the instance tables (once: later
+/// starts find them placed), then keys rows by Citus buckets; refuses to start when the schema
+/// has a table this build does not place, or instances stored before.
 async fn place_on_citus(pool: &PgPool) -> anyhow::Result<()> {
     let placement = crate::store::citus::place_tables(pool)
         .await
@@ -415,12 +416,32 @@ async fn place_on_citus(pool: &PgPool) -> anyhow::Result<()> {
     if !placement.made_reference.is_empty() {
         tracing::info!(tables = ?placement.made_reference, "made reference tables on Citus");
     }
+    if !placement.distributed.is_empty() {
+        tracing::info!(tables = ?placement.distributed, "distributed tables on Citus");
+    }
+    if placement.undistributable > 0 {
+        return Err(anyhow::anyhow!(
+            "citus_not_ready: the database holds {} instances stored without Citus; the Citus \
+             mode starts on a new database",
+            placement.undistributable
+        ));
+    }
+    if !placement.misplaced_buckets.is_empty() {
+        return Err(anyhow::anyhow!(
+            "citus_not_ready: the instance tables are not distributed over {} shards as this \
+             build expects (buckets sharing a shard: {:?})",
+            crate::store::shards::BUCKETS,
+            placement.misplaced_buckets
+        ));
+    }
     if !placement.unplaced.is_empty() {
         return Err(anyhow::anyhow!(
             "citus_not_ready: tables that are neither reference nor instance tables: {}",
             placement.unplaced.join(", ")
         ));
     }
+    // every key from now on is a bucket's
+    crate::store::shards::distribute();
     Ok(())
 }
 

@@ -63,9 +63,9 @@ async fn the_correlation_lookup_probes_the_instance_by_key_in_its_generic_plan()
     let app = spawn_app().await;
     let (plan, nodes) = generic_plan(
         &app.pool,
-        "text, text[], int8[], int8",
+        "text, text[], int8[], int8, int4",
         LOCK_OLDEST_WAITING_RECEIVE,
-        "'order paid', ARRAY['{}'], ARRAY[]::int8[], 1",
+        "'order paid', ARRAY['{}'], ARRAY[]::int8[], 1, 0",
     )
     .await;
     assert_eq!(
@@ -122,9 +122,9 @@ async fn fill_buffer(pool: &sqlx::PgPool, sends: i32) {
 async fn buffered_send_claim_plan(pool: &sqlx::PgPool) -> (Value, Vec<(String, String, String)>) {
     let (plan, nodes) = generic_plan(
         pool,
-        "text, text, int8, int8",
+        "text, text, int8, int8, int4",
         CLAIM_BUFFERED_SEND_BY_KEY,
-        "'order paid', '{\"order_id\":\"1\"}', 1, 1",
+        "'order paid', '{\"order_id\":\"1\"}', 1, 1, 0",
     )
     .await;
     let reads = reads_of(&nodes, "message_instances");
@@ -163,8 +163,13 @@ async fn the_buffered_send_claim_probes_its_key_whatever_the_buffer_holds() {
 async fn the_expiry_sweep_is_a_bounded_range_scan_of_the_expiry_index() {
     let app = spawn_app().await;
     fill_buffer(&app.pool, 20_000).await;
-    let (plan, nodes) =
-        generic_plan(&app.pool, "timestamptz, int8", EXPIRE_DUE, "now(), 1000").await;
+    let (plan, nodes) = generic_plan(
+        &app.pool,
+        "timestamptz, int8, int4",
+        EXPIRE_DUE,
+        "now(), 1000, 0",
+    )
+    .await;
     let reads = reads_of(&nodes, "message_instances");
     assert!(
         reads.contains(&"Index Scan message_instances_expiry".to_string()),

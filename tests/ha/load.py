@@ -8,6 +8,10 @@ request that does not succeed is retried with the same uuid until it does. Event
 
     load.py URL DATABASE_URL SECONDS REPORT.json        (token in HA_TOKEN)
 
+URL may list several replicas of the service (`http://a:1,http://b:2`): each client sends its
+messages to them in turn, and a retry goes to the next one (a replica killed under the load
+leaves its clients' retries to the others).
+
 Prints the figures and writes them to REPORT.json; exits 1 when an acknowledged message is
 lost, a message is delivered twice, an instance is stuck, a request got a 5xx other than 503,
 or a request took longer than the client's timeout.
@@ -89,10 +93,13 @@ class Record:
             self.attempts.append((time.monotonic(), status, seconds))
 
 
-def send_until_acked(client, record, name, payload, message_uuid, give_up_at):
+def send_until_acked(clients, record, name, payload, message_uuid, give_up_at, first):
     path = "/v1.0/messages/" + urllib.parse.quote(name) + "?message_instance_uuid=" + message_uuid
     body = json.dumps(payload)
+    turn = first
     while True:
+        client = clients[turn % len(clients)]
+        turn += 1
         status, seconds = client.request("POST", path, body)
         record.attempt(status, seconds)
         if status in (200, 202):
@@ -107,14 +114,15 @@ def send_until_acked(client, record, name, payload, message_uuid, give_up_at):
         time.sleep(RETRY_PAUSE)
 
 
-def place_orders(client, record, worker, stop_at, give_up_at):
+def place_orders(clients, record, worker, stop_at, give_up_at):
     n = 0
     while time.monotonic() < stop_at:
         order_id = f"{worker}-{n}"
         n += 1
-        if not send_until_acked(client, record, "ha placed", {"order_id": order_id}, str(uuid.uuid4()), give_up_at):
+        # with several replicas, an order's two messages go to different ones
+        if not send_until_acked(clients, record, "ha placed", {"order_id": order_id}, str(uuid.uuid4()), give_up_at, worker + n):
             return
-        if not send_until_acked(client, record, "ha paid", {"order_id": order_id}, str(uuid.uuid4()), give_up_at):
+        if not send_until_acked(clients, record, "ha paid", {"order_id": order_id}, str(uuid.uuid4()), give_up_at, worker + n + 1):
             return
         with record.lock:
             record.orders += 1
@@ -202,7 +210,8 @@ def psql(database_url, sql):
 
 def main():
     url, database_url, seconds, report_path = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-    client = Client(url, os.environ["HA_TOKEN"])
+    clients = [Client(u, os.environ["HA_TOKEN"]) for u in url.split(",")]
+    client = clients[0]
     status, _ = client.request("PUT", "/v1.0/process-models/ha:orders/files/orders.bpmn", MODEL, "application/xml")
     assert status in (200, 201), f"model upload answered {status}"
 
@@ -216,7 +225,7 @@ def main():
     cluster_changes, split_brain = [], []
     cluster = threading.Thread(target=watch_cluster, args=(database_url, began, ready_stop, cluster_changes, split_brain))
     cluster.start()
-    workers = [threading.Thread(target=place_orders, args=(client, record, w, stop_at, give_up_at)) for w in range(CLIENTS)]
+    workers = [threading.Thread(target=place_orders, args=(clients, record, w, stop_at, give_up_at)) for w in range(CLIENTS)]
     for worker in workers:
         worker.start()
     for worker in workers:

@@ -1,8 +1,10 @@
 //! Citus (`WORKFLOW_BACKEND_CITUS=true`): the checks that the database is a Citus cluster's,
 //! and where each of the service's tables is placed on it (ADR 0014). Models, secrets, keys
-//! and data stores are reference tables (a copy on every node); the tables of instances stay
-//! on the coordinator until they carry the shard key that distributes them.
+//! and data stores are reference tables (a copy on every node); the tables of instances are
+//! distributed by their `shard_key` over [`shards::BUCKETS`] shards, co-located, so that an
+//! instance's rows are on one node and its statements single-shard.
 
+use crate::shards;
 use sqlx::PgPool;
 
 /// The session lock under which replicas starting together place the tables in turn.
@@ -27,18 +29,22 @@ pub const REFERENCE_TABLES: &[&str] = &[
     "typeahead_entries",
 ];
 
-/// Tables of instances and their messages: on the coordinator, not distributed yet.
+/// Tables of instances and their messages, distributed by `shard_key` and co-located with the
+/// first, in this order (a table before those whose foreign keys reference it).
 pub const INSTANCE_TABLES: &[&str] = &[
     "process_instances",
     "tasks",
     "message_instances",
+    "buffered_send_keys",
     "jobs",
     "timers",
     "connector_logs",
     "signal_waits",
-    "buffered_send_keys",
-    "_sqlx_migrations",
+    "receive_routes",
 ];
+
+/// Tables that stay on the coordinator alone.
+pub const COORDINATOR_TABLES: &[&str] = &["_sqlx_migrations"];
 
 /// What a database lacks to be used as a Citus cluster's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,14 +79,23 @@ pub async fn readiness(pool: &PgPool) -> sqlx::Result<Result<(), NotReady>> {
 pub struct Placement {
     /// Tables made reference tables now (empty once the database has been placed).
     pub made_reference: Vec<String>,
+    /// Tables distributed now (empty once the database has been placed).
+    pub distributed: Vec<String>,
+    /// Instances stored before the tables were distributed: their rows carry no bucket's key,
+    /// so they are left where they are and the service does not start.
+    pub undistributable: i64,
+    /// Buckets whose key Citus does not hash into a shard of their own: the shards of the
+    /// instance tables are not the [`shards::BUCKETS`] this build expects.
+    pub misplaced_buckets: Vec<i32>,
     /// Tables of the schema this service does not know where to place: a migration added a
     /// table without placing it here.
     pub unplaced: Vec<String>,
 }
 
-/// Makes each of [`REFERENCE_TABLES`] a reference table unless it is one already, under a lock
-/// that replicas starting together take in turn; reports the tables of the schema that are
-/// neither reference nor instance tables.
+/// Makes each of [`REFERENCE_TABLES`] a reference table and distributes each of
+/// [`INSTANCE_TABLES`] unless it is already, under a lock that replicas starting together take
+/// in turn; reports the tables of the schema that are neither, instances stored before the
+/// distribution, and buckets whose keys do not fall in shards of their own.
 pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
     let mut conn = pool.acquire().await?;
     // a session lock: `create_reference_table` commits its own work
@@ -109,6 +124,60 @@ pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
                 placement.made_reference.push(table.to_string());
             }
         }
+        let distributed: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_dist_partition \
+                            WHERE logicalrelid = 'process_instances'::regclass)",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        if !distributed {
+            placement.undistributable =
+                sqlx::query_scalar("SELECT count(*) FROM process_instances")
+                    .fetch_one(&mut *conn)
+                    .await?;
+            if placement.undistributable > 0 {
+                return Ok(placement);
+            }
+        }
+        for (at, table) in INSTANCE_TABLES.iter().enumerate() {
+            let placed: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM pg_dist_partition \
+                                WHERE logicalrelid = to_regclass($1) AND partmethod = 'h')",
+            )
+            .bind(table)
+            .fetch_one(&mut *conn)
+            .await?;
+            if placed {
+                continue;
+            }
+            // the first makes the shards, the others go with it
+            let distribute = if at == 0 {
+                sqlx::query(
+                    "SELECT create_distributed_table($1::regclass, 'shard_key', \
+                         shard_count => $2, colocate_with => 'none')",
+                )
+                .bind(table)
+                .bind(shards::BUCKETS as i32)
+            } else {
+                sqlx::query(
+                    "SELECT create_distributed_table($1::regclass, 'shard_key', \
+                         colocate_with => $2)",
+                )
+                .bind(table)
+                .bind(INSTANCE_TABLES[0])
+            };
+            distribute.execute(&mut *conn).await?;
+            placement.distributed.push(table.to_string());
+        }
+        placement.misplaced_buckets = sqlx::query_scalar(
+            "SELECT k FROM unnest($1::int[]) AS k \
+             WHERE (SELECT count(*) FROM unnest($1::int[]) AS other \
+                    WHERE get_shard_id_for_distribution_column('process_instances', other) \
+                        = get_shard_id_for_distribution_column('process_instances', k)) > 1",
+        )
+        .bind(shards::REPRESENTATIVES.to_vec())
+        .fetch_all(&mut *conn)
+        .await?;
         placement.unplaced = sqlx::query_scalar(
             "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
              WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') \
@@ -119,6 +188,7 @@ pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
             REFERENCE_TABLES
                 .iter()
                 .chain(INSTANCE_TABLES)
+                .chain(COORDINATOR_TABLES)
                 .copied()
                 .collect::<Vec<_>>(),
         )

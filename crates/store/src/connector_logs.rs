@@ -1,5 +1,6 @@
 //! connector_logs: the `wf__logs` lines connector proxies return.
 
+use crate::shards;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use workflow_types::{InstanceId, TaskGuid};
@@ -14,12 +15,13 @@ pub async fn insert(
         return Ok(());
     }
     sqlx::query(
-        "INSERT INTO connector_logs (process_instance_id, task_guid, line) \
-         SELECT $1, $2, line FROM UNNEST($3::text[]) AS line",
+        "INSERT INTO connector_logs (process_instance_id, task_guid, line, shard_key) \
+         SELECT $1, $2, line, $4 FROM UNNEST($3::text[]) AS line",
     )
     .bind(instance_id)
     .bind(task_guid)
     .bind(lines)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
@@ -42,11 +44,12 @@ pub async fn of_instance(
 ) -> sqlx::Result<Vec<LogLine>> {
     sqlx::query_as(
         "SELECT id, task_guid, line, created_at FROM connector_logs \
-         WHERE process_instance_id = $1 ORDER BY id LIMIT $2 OFFSET $3",
+         WHERE process_instance_id = $1 AND shard_key = $4 ORDER BY id LIMIT $2 OFFSET $3",
     )
     .bind(instance_id)
     .bind(limit)
     .bind(offset)
+    .bind(shards::of_instance(instance_id))
     .fetch_all(pool)
     .await
 }
@@ -59,10 +62,11 @@ pub async fn count_of_instance(
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM connector_logs \
-         WHERE process_instance_id = $1 LIMIT $2) AS counted",
+         WHERE process_instance_id = $1 AND shard_key = $3 LIMIT $2) AS counted",
     )
     .bind(instance_id)
     .bind(up_to)
+    .bind(shards::of_instance(instance_id))
     .fetch_one(pool)
     .await
 }

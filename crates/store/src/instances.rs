@@ -1,5 +1,6 @@
 //! process_instances and tasks.
 
+use crate::shards::{self, NewInstanceId};
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -37,26 +38,30 @@ pub struct LockedInstance {
     pub accepted_calls: Vec<uuid::Uuid>,
 }
 
-/// The select-list item of a locked instance's accepted calls (`pi`: the instance's row).
+/// The select-list item of a locked instance's accepted calls (`$instance`: the instance's
+/// row, `$shard`: the parameter holding its key; a key taken from the row itself would not let
+/// Citus route the statement to one shard).
 macro_rules! accepted_calls_of {
-    ($instance:literal) => {
+    ($instance:literal, $shard:literal) => {
         concat!(
             "ARRAY(SELECT task_guid FROM jobs WHERE process_instance_id = ",
             $instance,
-            ".id AND accepted_at IS NOT NULL) AS accepted_calls"
+            ".id AND shard_key = ",
+            $shard,
+            " AND accepted_at IS NOT NULL) AS accepted_calls"
         )
     };
 }
 pub(crate) use accepted_calls_of;
 
-/// An instance as a unit of work loads it, by its id (`$1`).
+/// An instance as a unit of work loads it, by its id (`$1`) and shard key (`$2`).
 macro_rules! instance_by_id {
     () => {
         concat!(
             "SELECT id, process_model_identifier, process_id, status, data, correlations, \
              internal, error, model_version, created_at, updated_at, live_tasks, callees, ",
-            accepted_calls_of!("pi"),
-            " FROM process_instances pi WHERE id = $1"
+            accepted_calls_of!("pi", "$2"),
+            " FROM process_instances pi WHERE id = $1 AND shard_key = $2"
         )
     };
 }
@@ -80,17 +85,20 @@ pub struct TaskRow {
 
 /// Inserts an instance (`running`) of the current version of its model, of `process_id` or
 /// else the version's primary process, reading the model in the same statement; `None` when
-/// there is no such model. Take the model's instances lock first (see
+/// there is no such model. Its id is made as `placement` says (see [`shards::new_instance`]). Take the model's instances lock first (see
 /// `models::lock_instances_of`): this statement's snapshot is taken when it starts.
 pub async fn insert_of_current_version(
     conn: &mut PgConnection,
     process_model_identifier: &ModelId,
     process_id: Option<&str>,
     started_by: Option<&str>,
+    placement: NewInstanceId,
 ) -> sqlx::Result<Option<InstanceRow>> {
     sqlx::query_as(
-        "INSERT INTO process_instances (process_model_identifier, model_version, process_id, status, started_by) \
-         SELECT identifier, version_sha, COALESCE($2, primary_process_id), $3, $4 \
+        "INSERT INTO process_instances (id, shard_key, process_model_identifier, model_version, \
+             process_id, status, started_by) \
+         SELECT nextval('process_instances_id_seq') * $5 + $6, $7, identifier, version_sha, \
+             COALESCE($2, primary_process_id), $3, $4 \
          FROM process_models WHERE identifier = $1 \
          RETURNING id, process_model_identifier, process_id, status, \
          data, correlations, internal, error, model_version, created_at, updated_at",
@@ -99,14 +107,18 @@ pub async fn insert_of_current_version(
     .bind(process_id)
     .bind(InstanceStatus::Running)
     .bind(started_by)
+    .bind(placement.scale)
+    .bind(placement.offset)
+    .bind(placement.key)
     .fetch_optional(conn)
     .await
 }
 
 /// Who started an instance (None: no token subject started it).
 pub async fn started_by(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT started_by FROM process_instances WHERE id = $1")
+    sqlx::query_scalar("SELECT started_by FROM process_instances WHERE id = $1 AND shard_key = $2")
         .bind(id)
+        .bind(shards::of_instance(id))
         .fetch_optional(conn)
         .await
         .map(Option::flatten)
@@ -118,9 +130,10 @@ pub async fn set_callees(
     id: InstanceId,
     callees: &Value,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE process_instances SET callees = $2 WHERE id = $1")
+    sqlx::query("UPDATE process_instances SET callees = $2 WHERE id = $1 AND shard_key = $3")
         .bind(id)
         .bind(Json(callees))
+        .bind(shards::of_instance(id))
         .execute(conn)
         .await
         .map(|_| ())
@@ -133,6 +146,7 @@ pub async fn set_callees(
 pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(concat!(instance_by_id!(), " FOR NO KEY UPDATE"))
         .bind(id)
+        .bind(shards::of_instance(id))
         .fetch_optional(conn)
         .await
 }
@@ -142,6 +156,7 @@ pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Optio
 pub async fn read(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(instance_by_id!())
         .bind(id)
+        .bind(shards::of_instance(id))
         .fetch_optional(conn)
         .await
 }
@@ -149,9 +164,11 @@ pub async fn read(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Optio
 pub async fn find(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<InstanceRow>> {
     sqlx::query_as(
         "SELECT id, process_model_identifier, process_id, status, data, correlations, internal, \
-         error, model_version, created_at, updated_at FROM process_instances WHERE id = $1",
+         error, model_version, created_at, updated_at FROM process_instances \
+         WHERE id = $1 AND shard_key = $2",
     )
     .bind(id)
+    .bind(shards::of_instance(id))
     .fetch_optional(conn)
     .await
 }
@@ -160,6 +177,8 @@ pub async fn find(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Optio
 #[derive(serde::Serialize)]
 pub struct InstanceUpdate<'a> {
     pub id: InstanceId,
+    /// Its rows' key ([`shards::of_instance`]).
+    pub shard_key: shards::ShardKey,
     pub status: InstanceStatus,
     pub data: &'a Value,
     pub correlations: &'a Value,
@@ -174,19 +193,23 @@ pub struct InstanceUpdate<'a> {
 }
 
 /// Writes back instances and their changed tasks, and deletes the connector jobs of
-/// `done_jobs` (tasks whose calls are no longer due), all in one round trip
+/// `done_jobs` (tasks, with their instances, whose calls are no longer due), all in one round trip
 /// (`workflow_write_instances`); returns when each instance was updated, in order. An
 /// instance that is not there is an error.
 pub async fn update_all(
     conn: &mut PgConnection,
     updates: &[InstanceUpdate<'_>],
-    done_jobs: &[TaskGuid],
+    done_jobs: &[(InstanceId, TaskGuid)],
 ) -> sqlx::Result<Vec<DateTime<Utc>>> {
-    let done_jobs: Vec<uuid::Uuid> = done_jobs.iter().map(|guid| guid.0).collect();
+    let (done_keys, done_jobs): (Vec<shards::ShardKey>, Vec<uuid::Uuid>) = done_jobs
+        .iter()
+        .map(|(instance, task)| (shards::of_instance(*instance), task.0))
+        .unzip();
     let written: Vec<(InstanceId, DateTime<Utc>)> =
-        sqlx::query_as("SELECT written_id, written_at FROM workflow_write_instances($1, $2)")
+        sqlx::query_as("SELECT written_id, written_at FROM workflow_write_instances($1, $2, $3)")
             .bind(Json(updates))
             .bind(done_jobs)
+            .bind(done_keys)
             .fetch_all(conn)
             .await?;
     if written.len() != updates.len()
@@ -206,10 +229,11 @@ pub async fn all_tasks(
 ) -> sqlx::Result<Vec<TaskRow>> {
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
-         retry_at, created_at, updated_at, process_id FROM tasks WHERE process_instance_id = $1 \
-         ORDER BY seq",
+         retry_at, created_at, updated_at, process_id FROM tasks \
+         WHERE process_instance_id = $1 AND shard_key = $2 ORDER BY seq",
     )
     .bind(instance_id)
+    .bind(shards::of_instance(instance_id))
     .fetch_all(conn)
     .await
 }
@@ -223,12 +247,13 @@ pub async fn last_failed_task(
     sqlx::query_as(concat!(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
          retry_at, created_at, updated_at, process_id FROM tasks \
-         WHERE process_instance_id = $1 AND element_id = $2 AND state = '",
+         WHERE process_instance_id = $1 AND shard_key = $3 AND element_id = $2 AND state = '",
         task_state!(Error),
         "' ORDER BY seq DESC LIMIT 1"
     ))
     .bind(instance_id)
     .bind(element_id)
+    .bind(shards::of_instance(instance_id))
     .fetch_optional(conn)
     .await
 }
@@ -241,10 +266,11 @@ pub async fn task(
     sqlx::query_as(
         "SELECT guid, element_id, element_type, name, state, scope, data, retries_attempted, \
          retry_at, created_at, updated_at, process_id FROM tasks \
-         WHERE process_instance_id = $1 AND guid = $2",
+         WHERE process_instance_id = $1 AND guid = $2 AND shard_key = $3",
     )
     .bind(instance_id)
     .bind(guid)
+    .bind(shards::of_instance(instance_id))
     .fetch_optional(conn)
     .await
 }
@@ -295,14 +321,21 @@ pub async fn count(
     .await
 }
 
-/// How often a service task's call has been retried.
-pub async fn retries_attempted(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<i32> {
+/// How often a service task (of `instance_id`) has had its call retried.
+pub async fn retries_attempted(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+) -> sqlx::Result<i32> {
     Ok(
-        sqlx::query_scalar("SELECT retries_attempted FROM tasks WHERE guid = $1")
-            .bind(task_guid)
-            .fetch_optional(conn)
-            .await?
-            .unwrap_or(0),
+        sqlx::query_scalar(
+            "SELECT retries_attempted FROM tasks WHERE guid = $1 AND shard_key = $2",
+        )
+        .bind(task_guid)
+        .bind(shards::of_instance(instance_id))
+        .fetch_optional(conn)
+        .await?
+        .unwrap_or(0),
     )
 }
 
@@ -310,26 +343,31 @@ pub async fn retries_attempted(conn: &mut PgConnection, task_guid: TaskGuid) -> 
 /// READY with the instance); returns when it is due.
 pub async fn schedule_retry(
     conn: &mut PgConnection,
+    instance_id: InstanceId,
     task_guid: TaskGuid,
     delay: std::time::Duration,
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
         "UPDATE tasks SET retries_attempted = retries_attempted + 1, \
          retry_at = now() + make_interval(secs => $2), updated_at = now() \
-         WHERE guid = $1 RETURNING retry_at",
+         WHERE guid = $1 AND shard_key = $3 RETURNING retry_at",
     )
     .bind(task_guid)
     .bind(delay.as_secs_f64())
+    .bind(shards::of_instance(instance_id))
     .fetch_one(conn)
     .await
 }
 
 /// The model an instance runs, if the instance exists.
 pub async fn model_of(pool: &sqlx::PgPool, id: InstanceId) -> sqlx::Result<Option<ModelId>> {
-    sqlx::query_scalar("SELECT process_model_identifier FROM process_instances WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_scalar(
+        "SELECT process_model_identifier FROM process_instances WHERE id = $1 AND shard_key = $2",
+    )
+    .bind(id)
+    .bind(shards::of_instance(id))
+    .fetch_optional(pool)
+    .await
 }
 
 /// Moves an instance to another version of its model (the caller holds its lock and has
@@ -340,11 +378,12 @@ pub async fn set_model_version(
     model_version: &str,
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
-        "UPDATE process_instances SET model_version = $2, updated_at = now() WHERE id = $1 \
-         RETURNING updated_at",
+        "UPDATE process_instances SET model_version = $2, updated_at = now() \
+         WHERE id = $1 AND shard_key = $3 RETURNING updated_at",
     )
     .bind(id)
     .bind(model_version)
+    .bind(shards::of_instance(id))
     .fetch_one(conn)
     .await
 }

@@ -1,5 +1,6 @@
 //! jobs: the outbox for connector calls (filled by the service-task work).
 
+use crate::shards;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
@@ -37,6 +38,17 @@ pub async fn enqueue_leased_call(
     upsert_call(conn, instance_id, task_guid, None, traceparent, Some(lease)).await
 }
 
+/// [`upsert_call`] on Citus, without the announcement ($1 kind, $2 instance, $3 task, $4 run
+/// at, $5 traceparent, $6 lease, $7 key).
+const UPSERT_CALL: &str = "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at, \
+         traceparent, locked_until, leases, shard_key) \
+     VALUES ($1, $2, $3, COALESCE($4, now()), $5, now() + make_interval(secs => $6), \
+             CASE WHEN $6::float8 IS NULL THEN 0 ELSE 1 END, $7) \
+     ON CONFLICT (task_guid, kind, shard_key) DO UPDATE SET run_at = EXCLUDED.run_at, \
+         locked_until = EXCLUDED.locked_until, attempts = jobs.attempts + 1, \
+         leases = EXCLUDED.leases, accepted_at = NULL, traceparent = EXCLUDED.traceparent \
+     RETURNING id, process_instance_id, task_guid, leases, traceparent";
+
 /// The job row of a task's connector call, inserted or moved (a retry), unleased (and
 /// announced on [`JOBS_CHANNEL`]) or leased (`leases` 1, as a claim leaves it).
 async fn upsert_call(
@@ -47,13 +59,29 @@ async fn upsert_call(
     traceparent: Option<&str>,
     lease: Option<Duration>,
 ) -> sqlx::Result<Job> {
+    if shards::distributed() {
+        let job = sqlx::query_as(UPSERT_CALL)
+            .bind(CONNECTOR_CALL)
+            .bind(instance_id)
+            .bind(task_guid)
+            .bind(run_at)
+            .bind(traceparent)
+            .bind(lease.map(|lease| lease.as_secs_f64()))
+            .bind(shards::of_instance(instance_id))
+            .fetch_one(&mut *conn)
+            .await?;
+        if lease.is_none() {
+            crate::notify(conn, JOBS_CHANNEL).await?;
+        }
+        return Ok(job);
+    }
     sqlx::query_as(
         "WITH j AS (INSERT INTO jobs (kind, process_instance_id, task_guid, run_at, traceparent, \
-                                      locked_until, leases) \
+                                      locked_until, leases, shard_key) \
                     VALUES ($1, $2, $3, COALESCE($4, now()), $6, \
                             now() + make_interval(secs => $7), \
-                            CASE WHEN $7::float8 IS NULL THEN 0 ELSE 1 END) \
-                    ON CONFLICT (task_guid, kind) DO UPDATE SET run_at = EXCLUDED.run_at, \
+                            CASE WHEN $7::float8 IS NULL THEN 0 ELSE 1 END, $8) \
+                    ON CONFLICT (task_guid, kind, shard_key) DO UPDATE SET run_at = EXCLUDED.run_at, \
                     locked_until = EXCLUDED.locked_until, attempts = jobs.attempts + 1, \
                     leases = EXCLUDED.leases, accepted_at = NULL, \
                     traceparent = EXCLUDED.traceparent \
@@ -70,6 +98,7 @@ async fn upsert_call(
     .bind(JOBS_CHANNEL)
     .bind(traceparent)
     .bind(lease.map(|lease| lease.as_secs_f64()))
+    .bind(shards::of_instance(instance_id))
     .fetch_one(conn)
     .await
 }
@@ -113,21 +142,34 @@ pub struct Job {
 }
 
 /// Leases due connector calls (`FOR UPDATE SKIP LOCKED`): replicas never take the same one;
-/// a job whose worker died is taken again when its lease runs out.
+/// a job whose worker died is taken again when its lease runs out. Bucket by bucket (Citus
+/// locks rows only in single-shard statements), up to `limit` in all.
 pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> sqlx::Result<Vec<Job>> {
-    sqlx::query_as(
-        "UPDATE jobs SET locked_until = now() + make_interval(secs => $3), leases = leases + 1 \
-         WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() AND NOT held \
-                        AND accepted_at IS NULL \
-                        AND (locked_until IS NULL OR locked_until < now()) \
-                      ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, process_instance_id, task_guid, leases, traceparent",
-    )
-    .bind(CONNECTOR_CALL)
-    .bind(limit)
-    .bind(lease.as_secs_f64())
-    .fetch_all(pool)
-    .await
+    let mut claimed: Vec<Job> = Vec::new();
+    for shard in shards::all() {
+        let room = limit - claimed.len() as i64;
+        if room <= 0 {
+            break;
+        }
+        let in_shard: Vec<Job> = sqlx::query_as(
+            "UPDATE jobs SET locked_until = now() + make_interval(secs => $3), \
+                 leases = leases + 1 \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND run_at <= now() AND NOT held \
+                            AND accepted_at IS NULL AND shard_key = $4 \
+                            AND (locked_until IS NULL OR locked_until < now()) \
+                          ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+               AND shard_key = $4 \
+             RETURNING id, process_instance_id, task_guid, leases, traceparent",
+        )
+        .bind(CONNECTOR_CALL)
+        .bind(room)
+        .bind(lease.as_secs_f64())
+        .bind(shard)
+        .fetch_all(pool)
+        .await?;
+        claimed.extend(in_shard);
+    }
+    Ok(claimed)
 }
 
 /// What recording a proxy's 202 on its job found.
@@ -156,19 +198,22 @@ pub async fn record_acceptance(
 ) -> sqlx::Result<Acceptance> {
     let (recorded, gone): (bool, bool) = sqlx::query_as(concat!(
         "WITH j AS (UPDATE jobs SET accepted_at = now(), locked_until = NULL \
-                    WHERE id = $1 AND NOT held AND accepted_at IS NULL \
+                    WHERE id = $1 AND shard_key = $5 AND NOT held AND accepted_at IS NULL \
                       AND locked_until IS NOT NULL \
                     RETURNING task_guid), \
               t AS (UPDATE tasks SET state = '",
         task_state!(Started),
-        "', updated_at = now() FROM j WHERE tasks.guid = j.task_guid AND tasks.state = '",
+        "', updated_at = now() FROM j WHERE tasks.guid = j.task_guid AND tasks.shard_key = $5 \
+                    AND tasks.state = '",
         task_state!(Ready),
         "' RETURNING 1), \
-              gone AS (SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1) AS gone), \
-              l AS (INSERT INTO connector_logs (process_instance_id, task_guid, line) \
-                    SELECT $2, $3, line FROM unnest($4::text[]) AS line \
+              gone AS (SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND shard_key = $5) \
+                       AS gone), \
+              l AS (INSERT INTO connector_logs (process_instance_id, task_guid, line, shard_key) \
+                    SELECT $2, $3, line, $5 FROM unnest($4::text[]) AS line \
                     WHERE (EXISTS (SELECT 1 FROM j) OR (SELECT gone FROM gone)) \
-                      AND EXISTS (SELECT 1 FROM process_instances WHERE id = $2) \
+                      AND EXISTS (SELECT 1 FROM process_instances \
+                                  WHERE id = $2 AND shard_key = $5) \
                     RETURNING 1) \
          SELECT EXISTS (SELECT 1 FROM j), (SELECT gone FROM gone)"
     ))
@@ -176,6 +221,7 @@ pub async fn record_acceptance(
     .bind(instance_id)
     .bind(task_guid)
     .bind(logs)
+    .bind(shards::of_instance(instance_id))
     .fetch_one(pool)
     .await?;
     Ok(match (recorded, gone) {
@@ -185,9 +231,14 @@ pub async fn record_acceptance(
     })
 }
 
-pub async fn cancel_for_task(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM jobs WHERE task_guid = $1")
+pub async fn cancel_for_task(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM jobs WHERE task_guid = $1 AND shard_key = $2")
         .bind(task_guid)
+        .bind(shards::of_instance(instance_id))
         .execute(conn)
         .await?;
     Ok(())
@@ -197,8 +248,9 @@ pub async fn cancel_for_instance(
     conn: &mut PgConnection,
     instance_id: InstanceId,
 ) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1")
+    sqlx::query("DELETE FROM jobs WHERE process_instance_id = $1 AND shard_key = $2")
         .bind(instance_id)
+        .bind(shards::of_instance(instance_id))
         .execute(conn)
         .await?;
     Ok(())
@@ -213,14 +265,31 @@ pub async fn hold_of_instance(
     held: bool,
 ) -> sqlx::Result<()> {
     // released calls wake the dispatchers, as new ones do
+    if shards::distributed() {
+        let released = sqlx::query(
+            "UPDATE jobs SET held = $2 \
+             WHERE process_instance_id = $1 AND shard_key = $3 AND held <> $2",
+        )
+        .bind(instance_id)
+        .bind(held)
+        .bind(shards::of_instance(instance_id))
+        .execute(&mut *conn)
+        .await?;
+        if !held && released.rows_affected() > 0 {
+            crate::notify(conn, JOBS_CHANNEL).await?;
+        }
+        return Ok(());
+    }
     sqlx::query(
-        "WITH j AS (UPDATE jobs SET held = $2 WHERE process_instance_id = $1 AND held <> $2 \
+        "WITH j AS (UPDATE jobs SET held = $2 \
+                    WHERE process_instance_id = $1 AND shard_key = $4 AND held <> $2 \
                     RETURNING 1) \
          SELECT pg_notify($3, '') WHERE NOT $2 AND EXISTS (SELECT 1 FROM j)",
     )
     .bind(instance_id)
     .bind(held)
     .bind(JOBS_CHANNEL)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
@@ -228,33 +297,57 @@ pub async fn hold_of_instance(
 
 /// A leased call of a suspended instance goes back to wait for the resume, to be made then
 /// (its lease does not count: nothing was lost).
-pub async fn requeue(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET locked_until = NULL, leases = 0 WHERE task_guid = $1")
-        .bind(task_guid)
-        .execute(conn)
-        .await?;
+pub async fn requeue(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE jobs SET locked_until = NULL, leases = 0 WHERE task_guid = $1 AND shard_key = $2",
+    )
+    .bind(task_guid)
+    .bind(shards::of_instance(instance_id))
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
 /// Gives back a job leased at its insert that its replica's dispatcher could not take (it was
 /// stopping): due again at once, announced, its lease not counted (no call was made).
-pub async fn give_back(pool: &PgPool, job_id: i64) -> sqlx::Result<()> {
+pub async fn give_back(pool: &PgPool, job: &Job) -> sqlx::Result<()> {
+    if shards::distributed() {
+        let mut tx = pool.begin().await?;
+        let given = sqlx::query(
+            "UPDATE jobs SET locked_until = NULL, leases = greatest(leases - 1, 0) \
+             WHERE id = $1 AND shard_key = $2 AND accepted_at IS NULL",
+        )
+        .bind(job.id)
+        .bind(shards::of_instance(job.process_instance_id))
+        .execute(&mut *tx)
+        .await?;
+        if given.rows_affected() > 0 {
+            crate::notify(&mut tx, JOBS_CHANNEL).await?;
+        }
+        return tx.commit().await;
+    }
     sqlx::query(
         "WITH j AS (UPDATE jobs SET locked_until = NULL, leases = greatest(leases - 1, 0) \
-                    WHERE id = $1 AND accepted_at IS NULL RETURNING 1) \
+                    WHERE id = $1 AND shard_key = $3 AND accepted_at IS NULL RETURNING 1) \
          SELECT pg_notify($2, '') FROM j",
     )
-    .bind(job_id)
+    .bind(job.id)
     .bind(JOBS_CHANNEL)
+    .bind(shards::of_instance(job.process_instance_id))
     .execute(pool)
     .await?;
     Ok(())
 }
 
 /// Gives a leased job back at once (its run panicked): the lease still counts.
-pub async fn release(pool: &PgPool, job_id: i64) -> sqlx::Result<()> {
-    sqlx::query("UPDATE jobs SET locked_until = NULL WHERE id = $1")
-        .bind(job_id)
+pub async fn release(pool: &PgPool, job: &Job) -> sqlx::Result<()> {
+    sqlx::query("UPDATE jobs SET locked_until = NULL WHERE id = $1 AND shard_key = $2")
+        .bind(job.id)
+        .bind(shards::of_instance(job.process_instance_id))
         .execute(pool)
         .await?;
     Ok(())

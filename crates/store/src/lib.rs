@@ -12,6 +12,7 @@ pub mod migrations;
 pub mod models;
 pub mod primary;
 pub mod secrets;
+pub mod shards;
 pub mod timers;
 
 /// Whether Postgres vacuums and analyses the service's tables by itself.
@@ -35,6 +36,18 @@ pub async fn autovacuum(pool: &sqlx::PgPool) -> sqlx::Result<Autovacuum> {
     .fetch_one(pool)
     .await?;
     Ok(Autovacuum { runs, off_for })
+}
+
+/// Wakes the listeners of `channel` once the transaction commits. Plain PostgreSQL notifies in
+/// the statement that writes what the listeners look for; on Citus such a statement runs on the
+/// worker that holds the rows, whose notifications reach only that worker's listeners, so the
+/// service sends them from the coordinator (where its replicas listen), by themselves.
+pub(crate) async fn notify(conn: &mut sqlx::PgConnection, channel: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(channel)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Makes the (just begun) transaction read from one snapshot: reads that belong together.
@@ -79,6 +92,22 @@ pub fn is_retryable(err: &sqlx::Error) -> bool {
     }
 }
 
+/// Citus relays a connection to a node that broke during a statement as an internal error
+/// (`XX000`) carrying libpq's words, or its own when the connection was one the transaction
+/// needed: the node is down or restarting, as a connection exception would say.
+fn is_lost_node(code: Option<&str>, message: &str) -> bool {
+    const LOST: &[&str] = &[
+        "server closed the connection unexpectedly",
+        "SSL SYSCALL error",
+        "SSL connection has been closed unexpectedly",
+        "failure on connection marked as essential",
+        "connection to the remote node",
+        "connection not open",
+        "failed to COPY to shard",
+    ];
+    code == Some("XX000") && LOST.iter().any(|lost| message.contains(lost))
+}
+
 /// The database cannot be reached, is shutting down or refuses connections, or every pool
 /// connection stayed busy: nothing was done, and the same request may succeed shortly.
 pub fn is_unavailable(err: &sqlx::Error) -> bool {
@@ -88,13 +117,40 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
         | sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(e) => e.code().is_some_and(|code| {
-            // 08: connection exception; 57P01-03: admin or crash shutdown, cannot connect now;
-            // 53300: too many connections; 25006: a write reached a host that has just become
-            // a standby (a failover: the pool moves to the new primary)
-            code.starts_with("08")
-                || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300" | "25006")
-        }),
+        sqlx::Error::Database(e) => {
+            e.code().is_some_and(|code| {
+                // 08: connection exception; 57P01-03: admin or crash shutdown, cannot connect
+                // now; 53300: too many connections; 25006: a write reached a host that has just
+                // become a standby (a failover: the pool moves to the new primary)
+                code.starts_with("08")
+                    || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300" | "25006")
+            }) || is_lost_node(e.code().as_deref(), e.message())
+        }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_lost_node;
+
+    #[test]
+    fn a_node_lost_under_citus_is_unavailability_not_an_internal_error() {
+        assert!(is_lost_node(
+            Some("XX000"),
+            "SSL SYSCALL error: EOF detected"
+        ));
+        assert!(is_lost_node(
+            Some("XX000"),
+            "failure on connection marked as essential: 127.0.0.1:6601"
+        ));
+        assert!(!is_lost_node(
+            Some("XX000"),
+            "cannot push down this subquery"
+        ));
+        assert!(!is_lost_node(
+            Some("23505"),
+            "server closed the connection unexpectedly"
+        ));
     }
 }

@@ -1,6 +1,7 @@
 //! message_instances: sends (API or engine) and receives (waiting catch elements).
 
 use super::instances::{accepted_calls_of, LockedInstance};
+use super::shards::{self, ShardKey};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
@@ -55,6 +56,8 @@ pub struct MessageRow {
 }
 
 pub struct NewMessage<'a> {
+    /// The bucket's key its row lives in (see `shards`).
+    pub shard_key: ShardKey,
     pub name: &'a str,
     pub message_type: MessageType,
     pub status: MessageStatus,
@@ -76,11 +79,12 @@ pub async fn insert(
 ) -> sqlx::Result<Option<MessageId>> {
     sqlx::query_scalar(
         "INSERT INTO message_instances (name, message_type, status, payload, correlation_keys, \
-         correlation_key, process_instance_id, task_guid, message_instance_uuid, expires_at, created_by) \
+         correlation_key, process_instance_id, task_guid, message_instance_uuid, expires_at, \
+         created_by, shard_key) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
                  CASE WHEN $10::bigint IS NULL THEN NULL \
-                      ELSE clock_timestamp() + make_interval(secs => $10::bigint) END, $11) \
-         ON CONFLICT (message_instance_uuid) DO NOTHING RETURNING id",
+                      ELSE statement_timestamp() + make_interval(secs => $10::bigint) END, $11, $12) \
+         ON CONFLICT (message_instance_uuid, shard_key) DO NOTHING RETURNING id",
     )
     .bind(m.name)
     .bind(m.message_type)
@@ -93,6 +97,7 @@ pub async fn insert(
     .bind(m.message_instance_uuid)
     .bind(m.ttl_seconds)
     .bind(m.created_by)
+    .bind(m.shard_key)
     .fetch_optional(conn)
     .await
 }
@@ -101,6 +106,8 @@ pub async fn insert(
 pub struct SendRecord<'a> {
     /// The row claimed up front for an idempotency key; `None` inserts the message now.
     pub id: Option<MessageId>,
+    /// The bucket's key its row lives in (the claimed row's, if claimed).
+    pub shard_key: ShardKey,
     pub name: &'a str,
     pub payload: &'a Value,
     pub status: MessageStatus,
@@ -109,13 +116,15 @@ pub struct SendRecord<'a> {
     /// The sender (engine-thrown), else the instance it started or was delivered to.
     pub process_instance_id: Option<InstanceId>,
     pub task_guid: Option<TaskGuid>,
-    /// The receive it completed: both rows then point at each other.
-    pub receive_id: Option<MessageId>,
+    /// The receive it completed, and that receive's instance: both rows then point at each
+    /// other.
+    pub receive: Option<(MessageId, InstanceId)>,
     pub failure_cause: Option<&'a str>,
     pub failure_reason: Option<FailureReason>,
     pub ttl_seconds: Option<i64>,
     pub created_by: Option<&'a str>,
-    /// A buffered send's lookup keys (see [`claim_buffered_send`]); empty otherwise.
+    /// A buffered send's lookup keys (see [`claim_buffered_send`]), each written in its own
+    /// bucket; empty otherwise.
     pub buffer_keys: &'a [String],
 }
 
@@ -127,15 +136,20 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
             concat!("WITH sent AS ( \
                  INSERT INTO message_instances (name, message_type, status, payload, \
                      correlation_keys, correlation_key, process_instance_id, task_guid, \
-                     counterpart_id, failure_cause, expires_at, created_by, failure_reason) \
+                     counterpart_id, failure_cause, expires_at, created_by, failure_reason, \
+                     shard_key) \
                  VALUES ($1, '", message_type!(Send), "', $2, $3, $4, $5, $6, $7, $8, $10, \
                      CASE WHEN $9::bigint IS NULL THEN NULL \
-                          ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, $11, $14) \
+                          ELSE statement_timestamp() + make_interval(secs => $9::bigint) END, $11, $14, \
+                     $15) \
                  RETURNING id), \
              receive AS (UPDATE message_instances SET status = '", message_status!(Completed), "', \
-                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
-             keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
-                 SELECT $1, k, (SELECT id FROM sent) FROM unnest($13::text[]) AS k) \
+                 counterpart_id = (SELECT id FROM sent), updated_at = now() \
+                 WHERE id = $8 AND shard_key = $16), \
+             keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id, shard_key, \
+                     send_shard_key) \
+                 SELECT $1, k.key, (SELECT id FROM sent), k.shard, $15 \
+                 FROM unnest($13::text[], $17::int[]) AS k(key, shard)) \
              SELECT id FROM sent"),
         ),
         Some(_) => sqlx::query_scalar(
@@ -145,13 +159,16 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
                      task_guid = COALESCE(task_guid, $7), counterpart_id = $8, failure_cause = $10, \
                      failure_reason = $14, \
                      expires_at = CASE WHEN $9::bigint IS NULL THEN NULL \
-                          ELSE clock_timestamp() + make_interval(secs => $9::bigint) END, \
+                          ELSE statement_timestamp() + make_interval(secs => $9::bigint) END, \
                      created_by = COALESCE(created_by, $11), updated_at = now() \
-                 WHERE id = $12 AND name = $1 RETURNING id), \
+                 WHERE id = $12 AND name = $1 AND shard_key = $15 RETURNING id), \
              receive AS (UPDATE message_instances SET status = '", message_status!(Completed), "', \
-                 counterpart_id = (SELECT id FROM sent), updated_at = now() WHERE id = $8), \
-             keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
-                 SELECT $1, k, (SELECT id FROM sent) FROM unnest($13::text[]) AS k) \
+                 counterpart_id = (SELECT id FROM sent), updated_at = now() \
+                 WHERE id = $8 AND shard_key = $16), \
+             keys AS (INSERT INTO buffered_send_keys (name, correlation_key, send_id, shard_key, \
+                     send_shard_key) \
+                 SELECT $1, k.key, (SELECT id FROM sent), k.shard, $15 \
+                 FROM unnest($13::text[], $17::int[]) AS k(key, shard)) \
              SELECT id FROM sent"),
         ),
     };
@@ -163,13 +180,21 @@ pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::R
         .bind(r.correlation_key)
         .bind(r.process_instance_id)
         .bind(r.task_guid)
-        .bind(r.receive_id)
+        .bind(r.receive.map(|(receive, _)| receive))
         .bind(r.ttl_seconds)
         .bind(r.failure_cause)
         .bind(r.created_by)
         .bind(r.id.map_or(0, |id| id.0))
         .bind(r.buffer_keys)
         .bind(r.failure_reason)
+        .bind(r.shard_key)
+        .bind(r.receive.map(|(_, instance)| shards::of_instance(instance)))
+        .bind(
+            r.buffer_keys
+                .iter()
+                .map(|key| shards::of_value(key))
+                .collect::<Vec<_>>(),
+        )
         .fetch_one(conn)
         .await
 }
@@ -182,7 +207,8 @@ pub struct WaitingReceive {
 }
 
 /// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids,
-/// `$4` the message catalog's version the caller computed the keys at, or null).
+/// `$4` the message catalog's version the caller computed the keys at, or null, `$5` the
+/// bucket's key it looks in).
 ///
 /// The instance is locked in a lateral subquery after the receive is chosen, not joined:
 /// a prepared statement's generic plan is made once per connection, and made while
@@ -195,7 +221,7 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
              pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
              pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
              pi.updated_at, pi.live_tasks, pi.callees, ",
-    accepted_calls_of!("pi"),
+    accepted_calls_of!("pi", "$5"),
     " FROM (SELECT m.id, m.process_instance_id, m.task_guid \
              FROM unnest($2::text[]) AS k(key) \
              CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
@@ -205,15 +231,16 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
     "' AND status = '",
     message_status!(Ready),
     "' \
-                   AND correlation_key = k.key AND id <> ALL($3) ORDER BY id LIMIT 1) m \
+                   AND correlation_key = k.key AND id <> ALL($3) AND shard_key = $5 \
+                 ORDER BY id LIMIT 1) m \
              ORDER BY m.id LIMIT 1) r \
          CROSS JOIN LATERAL (SELECT * FROM process_instances \
-             WHERE id = r.process_instance_id FOR NO KEY UPDATE) pi \
-         WHERE workflow_catalog_is($4)"
+             WHERE id = r.process_instance_id AND shard_key = $5 FOR NO KEY UPDATE) pi \
+         WHERE workflow_catalog_is($4, (SELECT version FROM message_catalog_version))"
 );
 
-/// The oldest waiting receive stored under one of `keys` (one index probe per key), other
-/// than `excluded`, with its instance row locked (`FOR NO KEY UPDATE`, as
+/// The oldest waiting receive stored under one of `keys` (one index probe per key) in the
+/// bucket of `shard`, other than `excluded`, with its instance row locked (`FOR NO KEY UPDATE`, as
 /// [`super::instances::lock`] does, waiting for a step in another transaction to commit). The
 /// instance row is current once locked; the receive row was read before the wait, so the
 /// caller checks that the instance's task still waits.
@@ -223,6 +250,7 @@ pub async fn lock_oldest_waiting_receive(
     keys: &[String],
     excluded: &[MessageId],
     catalog_version: Option<i64>,
+    shard: ShardKey,
 ) -> sqlx::Result<Option<(WaitingReceive, LockedInstance)>> {
     #[derive(sqlx::FromRow)]
     struct Found {
@@ -236,6 +264,7 @@ pub async fn lock_oldest_waiting_receive(
         .bind(keys)
         .bind(excluded)
         .bind(catalog_version)
+        .bind(shard)
         .fetch_optional(conn)
         .await?;
     Ok(found.map(|f| {
@@ -248,6 +277,53 @@ pub async fn lock_oldest_waiting_receive(
     }))
 }
 
+/// A route to a waiting receive in another bucket (Citus): the receive and its bucket's key.
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub struct ReceiveRoute {
+    pub receive_id: MessageId,
+    pub receive_shard_key: ShardKey,
+}
+
+/// Citus: the routes in the bucket of `shard` to receives waiting under one of `keys` (but
+/// `excluded`) in other buckets, oldest receive first (at most 10: each is tried in turn).
+pub async fn receive_routes(
+    conn: &mut PgConnection,
+    name: &str,
+    keys: &[String],
+    excluded: &[MessageId],
+    shard: ShardKey,
+) -> sqlx::Result<Vec<ReceiveRoute>> {
+    sqlx::query_as(
+        "SELECT receive_id, receive_shard_key FROM receive_routes \
+         WHERE shard_key = $4 AND name = $1 AND correlation_key = ANY($2) \
+           AND receive_id <> ALL($3) ORDER BY receive_id LIMIT 10",
+    )
+    .bind(name)
+    .bind(keys)
+    .bind(excluded)
+    .bind(shard)
+    .fetch_all(conn)
+    .await
+}
+
+/// Citus: drops a route whose receive no longer waits.
+pub async fn drop_receive_route(
+    conn: &mut PgConnection,
+    name: &str,
+    receive_id: MessageId,
+    shard: ShardKey,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "DELETE FROM receive_routes WHERE shard_key = $3 AND name = $1 AND receive_id = $2",
+    )
+    .bind(name)
+    .bind(receive_id)
+    .bind(shard)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct BufferedSend {
     pub id: MessageId,
@@ -255,7 +331,7 @@ pub struct BufferedSend {
 }
 
 /// The claim of a buffered send around `$candidate`, the query choosing it ($1 name,
-/// $2 expected key, $3 receive id, $4 instance id).
+/// $2 expected key, $3 receive id, $4 instance id, $5 the bucket's key it looks in).
 macro_rules! claim_buffered_send {
     ($($candidate:tt)+) => {
         concat!(
@@ -264,9 +340,10 @@ macro_rules! claim_buffered_send {
                      process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
                  WHERE id = ("),
             $($candidate)+,
-            concat!(") AND status = '", message_status!(Ready), "' \
+            concat!(") AND shard_key = $5 AND status = '", message_status!(Ready), "' \
                  RETURNING id, payload), \
-             unkeyed AS (DELETE FROM buffered_send_keys WHERE send_id IN (SELECT id FROM claimed)) \
+             unkeyed AS (DELETE FROM buffered_send_keys \
+                 WHERE send_id IN (SELECT id FROM claimed) AND shard_key = $5) \
              SELECT id, payload FROM claimed")
         )
     };
@@ -281,7 +358,8 @@ pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(concat!(
     "' AND status = '",
     message_status!(Ready),
     "' \
-       AND (expires_at IS NULL OR expires_at > clock_timestamp()) AND $2::text IS NOT NULL \
+       AND (expires_at IS NULL OR expires_at > statement_timestamp()) AND $2::text IS NOT NULL \
+       AND shard_key = $5 \
      ORDER BY id LIMIT 1 FOR UPDATE"
 ));
 
@@ -296,19 +374,19 @@ pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(concat!(
 /// message, kept for the connection's life (issue 35).
 pub const CLAIM_BUFFERED_SEND_BY_KEY: &str = claim_buffered_send!(concat!(
     "SELECT m.id FROM (SELECT send_id FROM buffered_send_keys \
-                       WHERE name = $1 AND correlation_key = $2 \
+                       WHERE name = $1 AND correlation_key = $2 AND shard_key = $5 \
                        ORDER BY send_id LIMIT 100) k \
      CROSS JOIN LATERAL (SELECT id FROM message_instances \
-         WHERE id = k.send_id AND status = '",
+         WHERE id = k.send_id AND shard_key = $5 AND status = '",
     message_status!(Ready),
     "' \
-           AND (expires_at IS NULL OR expires_at > clock_timestamp()) FOR UPDATE) m \
+           AND (expires_at IS NULL OR expires_at > statement_timestamp()) FOR UPDATE) m \
      ORDER BY k.send_id LIMIT 1"
 ));
 
-/// Claims the oldest buffered, unexpired send of `name` whose values match `expected` (equal on
-/// every expected property; the send may have more), marking it delivered to the receive
-/// `receive_id` of `instance_id`, and drops its lookup keys.
+/// Claims the oldest buffered, unexpired send of `name` in the bucket of `shard` whose values
+/// match `expected` (equal on every expected property; the send may have more), marking it
+/// delivered to the receive `receive_id` of `instance_id`, and drops its lookup keys.
 ///
 /// Both ways in are btree probes whatever the buffer holds: with expected values, the send's
 /// key `(name, canonical expected values)` in `buffered_send_keys` (written with the send for
@@ -321,6 +399,7 @@ pub async fn claim_buffered_send(
     expected_key: &str,
     receive_id: MessageId,
     instance_id: InstanceId,
+    shard: ShardKey,
 ) -> sqlx::Result<Option<BufferedSend>> {
     let sql = if expected_key == "{}" {
         CLAIM_ANY_BUFFERED_SEND
@@ -332,13 +411,69 @@ pub async fn claim_buffered_send(
         .bind(expected_key)
         .bind(receive_id)
         .bind(instance_id)
+        .bind(shard)
         .fetch_optional(conn)
         .await
 }
 
-/// Points a receive at the send that completed it.
+/// Citus: [`claim_buffered_send`] where a key's send may be in another bucket than the key
+/// (keys live in their own buckets, sends in their uuid's or values'): the key's bucket names
+/// the sends, oldest first, and each is claimed in its own bucket until one is still buffered;
+/// the keys of sends claimed or expired meanwhile are dropped as they are passed.
+pub async fn claim_buffered_send_across(
+    conn: &mut PgConnection,
+    name: &str,
+    expected_key: &str,
+    receive_id: MessageId,
+    instance_id: InstanceId,
+) -> sqlx::Result<Option<BufferedSend>> {
+    let key_shard = shards::of_value(expected_key);
+    let candidates: Vec<(MessageId, ShardKey)> = sqlx::query_as(
+        "SELECT send_id, send_shard_key FROM buffered_send_keys \
+         WHERE shard_key = $3 AND name = $1 AND correlation_key = $2 \
+         ORDER BY send_id LIMIT 100",
+    )
+    .bind(name)
+    .bind(expected_key)
+    .bind(key_shard)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (send_id, send_shard) in candidates {
+        let claimed: Option<BufferedSend> = sqlx::query_as(concat!(
+            "UPDATE message_instances SET status = '",
+            message_status!(Completed),
+            "', counterpart_id = $2, \
+                 process_instance_id = COALESCE(process_instance_id, $3), updated_at = now() \
+             WHERE id = $1 AND shard_key = $4 AND status = '",
+            message_status!(Ready),
+            "' AND (expires_at IS NULL OR expires_at > statement_timestamp()) \
+             RETURNING id, payload"
+        ))
+        .bind(send_id)
+        .bind(receive_id)
+        .bind(instance_id)
+        .bind(send_shard)
+        .fetch_optional(&mut *conn)
+        .await?;
+        sqlx::query(
+            "DELETE FROM buffered_send_keys WHERE shard_key = $3 AND name = $1 AND send_id = $2",
+        )
+        .bind(name)
+        .bind(send_id)
+        .bind(key_shard)
+        .execute(&mut *conn)
+        .await?;
+        if claimed.is_some() {
+            return Ok(claimed);
+        }
+    }
+    Ok(None)
+}
+
+/// Points a receive (of `instance_id`) at the send that completed it.
 pub async fn complete_receive(
     conn: &mut PgConnection,
+    instance_id: InstanceId,
     receive_id: MessageId,
     send_id: MessageId,
 ) -> sqlx::Result<()> {
@@ -346,43 +481,47 @@ pub async fn complete_receive(
         "UPDATE message_instances SET status = '",
         message_status!(Completed),
         "', counterpart_id = $2, updated_at = now() \
-         WHERE id = $1"
+         WHERE id = $1 AND shard_key = $3"
     ))
     .bind(receive_id)
     .bind(send_id)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
 }
 
-/// The correlation key of a receive that still waits (None once it is completed or
-/// cancelled).
+/// The correlation key of a receive (of `instance_id`) that still waits (None once it is
+/// completed or cancelled).
 pub async fn receive_key(
     conn: &mut PgConnection,
+    instance_id: InstanceId,
     receive_id: MessageId,
 ) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar(concat!(
         "SELECT correlation_key FROM message_instances \
-         WHERE id = $1 AND message_type = '",
+         WHERE id = $1 AND shard_key = $2 AND message_type = '",
         message_type!(Receive),
         "' AND status = '",
         message_status!(Ready),
         "'"
     ))
     .bind(receive_id)
+    .bind(shards::of_instance(instance_id))
     .fetch_optional(conn)
     .await
 }
 
 pub async fn cancel_receives_of_task(
     conn: &mut PgConnection,
+    instance_id: InstanceId,
     task_guid: TaskGuid,
 ) -> sqlx::Result<()> {
     sqlx::query(concat!(
         "UPDATE message_instances SET status = '",
         message_status!(Cancelled),
         "', updated_at = now() \
-         WHERE task_guid = $1 AND message_type = '",
+         WHERE task_guid = $1 AND shard_key = $2 AND message_type = '",
         message_type!(Receive),
         "' AND status IN ('",
         message_status!(Ready),
@@ -391,6 +530,7 @@ pub async fn cancel_receives_of_task(
         "')"
     ))
     .bind(task_guid)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
@@ -444,7 +584,7 @@ pub async fn cancel_receives_of_instance(
         "UPDATE message_instances SET status = '",
         message_status!(Cancelled),
         "', updated_at = now() \
-         WHERE process_instance_id = $1 AND message_type = '",
+         WHERE process_instance_id = $1 AND shard_key = $2 AND message_type = '",
         message_type!(Receive),
         "' \
            AND status IN ('",
@@ -454,6 +594,7 @@ pub async fn cancel_receives_of_instance(
         "')"
     ))
     .bind(instance_id)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
@@ -469,13 +610,14 @@ pub async fn suspend_receives_of_instance(
         "UPDATE message_instances SET status = '",
         message_status!(Suspended),
         "', updated_at = now() \
-         WHERE process_instance_id = $1 AND message_type = '",
+         WHERE process_instance_id = $1 AND shard_key = $2 AND message_type = '",
         message_type!(Receive),
         "' AND status = '",
         message_status!(Ready),
         "'"
     ))
     .bind(instance_id)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
@@ -500,7 +642,7 @@ pub async fn resume_receives_of_instance(
         "WITH resumed AS (UPDATE message_instances SET status = '",
         message_status!(Ready),
         "', updated_at = now() \
-             WHERE process_instance_id = $1 AND message_type = '",
+             WHERE process_instance_id = $1 AND shard_key = $2 AND message_type = '",
         message_type!(Receive),
         "' AND status = '",
         message_status!(Suspended),
@@ -510,6 +652,7 @@ pub async fn resume_receives_of_instance(
          WHERE task_guid IS NOT NULL ORDER BY id"
     ))
     .bind(instance_id)
+    .bind(shards::of_instance(instance_id))
     .fetch_all(conn)
     .await
 }
@@ -517,7 +660,9 @@ pub async fn resume_receives_of_instance(
 /// Records a receive waiting for `name` with the `expected` values (`key` their canonical
 /// text) for a task of an instance, after taking the name's lock shared (see [`lock_name`]):
 /// one round trip. Look in the buffer in the next statement, not in this one: its snapshot was
-/// taken before the lock was granted, and would miss a send buffered while it waited.
+/// taken before the lock was granted, and would miss a send buffered while it waited. On
+/// Citus, a receive whose key is not in its instance's bucket is also given a route in the
+/// key's bucket ([`receive_routes`]).
 pub async fn insert_waiting_receive(
     conn: &mut PgConnection,
     name: &str,
@@ -526,23 +671,38 @@ pub async fn insert_waiting_receive(
     instance: InstanceId,
     task: TaskGuid,
 ) -> sqlx::Result<MessageId> {
-    sqlx::query_scalar(concat!(
+    let receive_id = sqlx::query_scalar(concat!(
         "WITH locked AS (SELECT pg_advisory_xact_lock_shared(hashtextextended('message:' || $1, 0))) \
          INSERT INTO message_instances (name, message_type, status, correlation_keys, \
-             correlation_key, process_instance_id, task_guid) \
+             correlation_key, process_instance_id, task_guid, shard_key) \
          SELECT $1, '",
         message_type!(Receive),
         "', '",
         message_status!(Ready),
-        "', $2, $3, $4, $5 FROM locked RETURNING id"
+        "', $2, $3, $4, $5, $6 FROM locked RETURNING id"
     ))
     .bind(name)
     .bind(Json(expected))
     .bind(key)
     .bind(instance)
     .bind(task)
-    .fetch_one(conn)
-    .await
+    .bind(shards::of_instance(instance))
+    .fetch_one(&mut *conn)
+    .await?;
+    if shards::of_value(key) != shards::of_instance(instance) {
+        sqlx::query(
+            "INSERT INTO receive_routes (shard_key, name, correlation_key, receive_id, \
+                 receive_shard_key) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(shards::of_value(key))
+        .bind(name)
+        .bind(key)
+        .bind(receive_id)
+        .bind(shards::of_instance(instance))
+        .execute(conn)
+        .await?;
+    }
+    Ok(receive_id)
 }
 
 /// Serialises the two paths that can miss each other (docs/architecture.md, the buffered-message
@@ -564,14 +724,29 @@ const MESSAGE_COLUMNS: &str = "m.id, m.name, m.message_type, m.status, m.payload
      pi.process_model_identifier, m.task_guid, m.message_instance_uuid, m.expires_at, \
      m.counterpart_id, m.failure_cause, m.failure_reason, m.created_by, m.created_at, \
      m.updated_at";
-const MESSAGE_FROM: &str =
-    " FROM message_instances m LEFT JOIN process_instances pi ON pi.id = m.process_instance_id";
+const MESSAGE_FROM: &str = " FROM message_instances m LEFT JOIN process_instances pi \
+     ON pi.id = m.process_instance_id AND pi.shard_key = m.shard_key";
 
 pub async fn find(conn: &mut PgConnection, id: MessageId) -> sqlx::Result<Option<MessageRow>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM} WHERE m.id = $1"
     )))
     .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// [`find`] of a message whose bucket is known (on Citus, one shard is read, not all).
+pub async fn find_in(
+    conn: &mut PgConnection,
+    id: MessageId,
+    shard: ShardKey,
+) -> sqlx::Result<Option<MessageRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS}{MESSAGE_FROM} WHERE m.id = $1 AND m.shard_key = $2"
+    )))
+    .bind(id)
+    .bind(shard)
     .fetch_optional(conn)
     .await
 }
@@ -691,7 +866,7 @@ pub async fn count(
     .await
 }
 
-/// The sweep of [`expire_due`] ($1 now, $2 limit). The rows to expire, and then their keys,
+/// The sweep of [`expire_due`] in one bucket ($1 now, $2 limit, $3 the bucket's key). The rows to expire, and then their keys,
 /// are taken as arrays of ids: as `IN (subquery)` joins, a generic plan (our sessions use them)
 /// hashes them against a sequential scan of the whole table on every sweep.
 pub const EXPIRE_DUE: &str = concat!(
@@ -707,30 +882,38 @@ pub const EXPIRE_DUE: &str = concat!(
                                WHERE status = '",
     message_status!(Ready),
     "' AND expires_at IS NOT NULL \
-                                 AND expires_at <= $1 \
+                                 AND expires_at <= $1 AND shard_key = $3 \
                                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)) \
-           AND status = '",
+           AND shard_key = $3 AND status = '",
     message_status!(Ready),
     "' \
          RETURNING id), \
      unkeyed AS (DELETE FROM buffered_send_keys \
-                 WHERE send_id = ANY (ARRAY(SELECT id FROM expired))) \
+                 WHERE send_id = ANY (ARRAY(SELECT id FROM expired)) AND shard_key = $3) \
      SELECT count(*) FROM expired"
 );
 
 /// Marks up to `limit` buffered messages whose time to live had passed at `now`; returns how
-/// many. `now` is a parameter, so the expiry index bounds the scan (`clock_timestamp()` is
+/// many. Bucket by bucket (Citus locks rows only in single-shard statements). `now` is a parameter, so the expiry index bounds the scan (`statement_timestamp()` is
 /// volatile and would make it a filter over every buffered row).
 pub async fn expire_due(
     conn: &mut PgConnection,
     now: DateTime<Utc>,
     limit: i64,
 ) -> sqlx::Result<u64> {
-    let expired: i64 = sqlx::query_scalar(EXPIRE_DUE)
-        .bind(now)
-        .bind(limit)
-        .fetch_one(conn)
-        .await?;
+    let mut expired = 0;
+    for shard in shards::all() {
+        if expired >= limit {
+            break;
+        }
+        let in_shard: i64 = sqlx::query_scalar(EXPIRE_DUE)
+            .bind(now)
+            .bind(limit - expired)
+            .bind(shard)
+            .fetch_one(&mut *conn)
+            .await?;
+        expired += in_shard;
+    }
     Ok(expired as u64)
 }
 

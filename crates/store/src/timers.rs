@@ -1,6 +1,7 @@
 //! timers, signal_waits, start_timers and signal_starts: what instances wait for besides
 //! messages and people, and the timer and signal start events of models.
 
+use crate::shards;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use std::time::Duration;
@@ -18,10 +19,27 @@ pub async fn insert(
     element_id: &str,
     due_at: DateTime<Utc>,
 ) -> sqlx::Result<()> {
+    if shards::distributed() {
+        sqlx::query(
+            "INSERT INTO timers (process_instance_id, task_guid, element_id, due_at, shard_key) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (task_guid, shard_key) DO UPDATE SET due_at = EXCLUDED.due_at, \
+                 claimed_until = NULL",
+        )
+        .bind(instance_id)
+        .bind(task_guid)
+        .bind(element_id)
+        .bind(due_at)
+        .bind(shards::of_instance(instance_id))
+        .execute(&mut *conn)
+        .await?;
+        return crate::notify(conn, TIMERS_CHANNEL).await;
+    }
     sqlx::query(
-        "WITH t AS (INSERT INTO timers (process_instance_id, task_guid, element_id, due_at) \
-                    VALUES ($1, $2, $3, $4) \
-                    ON CONFLICT (task_guid) DO UPDATE SET due_at = EXCLUDED.due_at, claimed_until = NULL \
+        "WITH t AS (INSERT INTO timers (process_instance_id, task_guid, element_id, due_at, \
+                                        shard_key) \
+                    VALUES ($1, $2, $3, $4, $6) \
+                    ON CONFLICT (task_guid, shard_key) DO UPDATE SET due_at = EXCLUDED.due_at, claimed_until = NULL \
                     RETURNING due_at) \
          SELECT pg_notify($5, '') FROM t",
     )
@@ -30,14 +48,20 @@ pub async fn insert(
     .bind(element_id)
     .bind(due_at)
     .bind(TIMERS_CHANNEL)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
 }
 
-pub async fn delete_for_task(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM timers WHERE task_guid = $1")
+pub async fn delete_for_task(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM timers WHERE task_guid = $1 AND shard_key = $2")
         .bind(task_guid)
+        .bind(shards::of_instance(instance_id))
         .execute(conn)
         .await?;
     Ok(())
@@ -48,12 +72,15 @@ pub async fn delete_waits_of_instance(
     conn: &mut PgConnection,
     instance_id: InstanceId,
 ) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM timers WHERE process_instance_id = $1")
+    let shard = shards::of_instance(instance_id);
+    sqlx::query("DELETE FROM timers WHERE process_instance_id = $1 AND shard_key = $2")
         .bind(instance_id)
+        .bind(shard)
         .execute(&mut *conn)
         .await?;
-    sqlx::query("DELETE FROM signal_waits WHERE process_instance_id = $1")
+    sqlx::query("DELETE FROM signal_waits WHERE process_instance_id = $1 AND shard_key = $2")
         .bind(instance_id)
+        .bind(shard)
         .execute(conn)
         .await?;
     Ok(())
@@ -69,25 +96,38 @@ pub struct DueTimer {
 /// Claims timers due at `now` (`FOR UPDATE SKIP LOCKED`): replicas take different ones; one
 /// whose worker died is taken again after `lease`. The claim only spreads work (firing is
 /// made exactly-once by [`take`]), so the caller's transaction may commit it without waiting
-/// for the disk ([`claim_transaction`]).
+/// for the disk ([`claim_transaction`]). Bucket by bucket (Citus locks rows only in
+/// single-shard statements), up to `limit` in all.
 pub async fn claim_due(
     conn: &mut PgConnection,
     now: DateTime<Utc>,
     limit: i64,
     lease: Duration,
 ) -> sqlx::Result<Vec<DueTimer>> {
-    sqlx::query_as(
-        "UPDATE timers SET claimed_until = $1 + make_interval(secs => $3) \
-         WHERE id IN (SELECT id FROM timers WHERE due_at <= $1 AND NOT held \
-                        AND (claimed_until IS NULL OR claimed_until < $1) \
-                      ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, process_instance_id, due_at",
-    )
-    .bind(now)
-    .bind(limit)
-    .bind(lease.as_secs_f64())
-    .fetch_all(conn)
-    .await
+    let mut claimed: Vec<DueTimer> = Vec::new();
+    for shard in shards::all() {
+        let room = limit - claimed.len() as i64;
+        if room <= 0 {
+            break;
+        }
+        let in_shard: Vec<DueTimer> = sqlx::query_as(
+            "UPDATE timers SET claimed_until = $1 + make_interval(secs => $3) \
+             WHERE id IN (SELECT id FROM timers WHERE due_at <= $1 AND NOT held \
+                            AND shard_key = $4 \
+                            AND (claimed_until IS NULL OR claimed_until < $1) \
+                          ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+               AND shard_key = $4 \
+             RETURNING id, process_instance_id, due_at",
+        )
+        .bind(now)
+        .bind(room)
+        .bind(lease.as_secs_f64())
+        .bind(shard)
+        .fetch_all(&mut *conn)
+        .await?;
+        claimed.extend(in_shard);
+    }
+    Ok(claimed)
 }
 
 /// A transaction for claims, committed without waiting for the WAL to reach the disk: a claim
@@ -102,11 +142,16 @@ pub async fn claim_transaction(
     Ok(tx)
 }
 
-/// Takes a timer for firing (the transaction holds its instance's lock): its task, or None
-/// when it is gone (fired by another worker, or cancelled by a step).
-pub async fn take(conn: &mut PgConnection, timer_id: i64) -> sqlx::Result<Option<TaskGuid>> {
-    sqlx::query_scalar("DELETE FROM timers WHERE id = $1 RETURNING task_guid")
+/// Takes a timer (of `instance_id`) for firing (the transaction holds the instance's lock):
+/// its task, or None when it is gone (fired by another worker, or cancelled by a step).
+pub async fn take(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    timer_id: i64,
+) -> sqlx::Result<Option<TaskGuid>> {
+    sqlx::query_scalar("DELETE FROM timers WHERE id = $1 AND shard_key = $2 RETURNING task_guid")
         .bind(timer_id)
+        .bind(shards::of_instance(instance_id))
         .fetch_optional(conn)
         .await
 }
@@ -118,14 +163,31 @@ pub async fn hold_of_instance(
     instance_id: InstanceId,
     held: bool,
 ) -> sqlx::Result<()> {
+    if shards::distributed() {
+        let released = sqlx::query(
+            "UPDATE timers SET held = $2, claimed_until = NULL \
+             WHERE process_instance_id = $1 AND shard_key = $3 AND held <> $2",
+        )
+        .bind(instance_id)
+        .bind(held)
+        .bind(shards::of_instance(instance_id))
+        .execute(&mut *conn)
+        .await?;
+        if !held && released.rows_affected() > 0 {
+            crate::notify(conn, TIMERS_CHANNEL).await?;
+        }
+        return Ok(());
+    }
     sqlx::query(
         "WITH t AS (UPDATE timers SET held = $2, claimed_until = NULL \
-                    WHERE process_instance_id = $1 AND held <> $2 RETURNING id) \
+                    WHERE process_instance_id = $1 AND shard_key = $4 AND held <> $2 \
+                    RETURNING id) \
          SELECT pg_notify($3, '') WHERE NOT $2 AND EXISTS (SELECT 1 FROM t)",
     )
     .bind(instance_id)
     .bind(held)
     .bind(TIMERS_CHANNEL)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
@@ -155,10 +217,11 @@ pub async fn of_instance(
     instance_id: InstanceId,
 ) -> sqlx::Result<Vec<PendingTimer>> {
     sqlx::query_as(
-        "SELECT task_guid, element_id, due_at FROM timers WHERE process_instance_id = $1 \
-         ORDER BY due_at, id",
+        "SELECT task_guid, element_id, due_at FROM timers \
+         WHERE process_instance_id = $1 AND shard_key = $2 ORDER BY due_at, id",
     )
     .bind(instance_id)
+    .bind(shards::of_instance(instance_id))
     .fetch_all(conn)
     .await
 }
@@ -170,20 +233,26 @@ pub async fn wait_for_signal(
     signal_name: &str,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO signal_waits (task_guid, process_instance_id, signal_name) VALUES ($1, $2, $3) \
-         ON CONFLICT (task_guid) DO NOTHING",
+        "INSERT INTO signal_waits (task_guid, process_instance_id, signal_name, shard_key) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (task_guid, shard_key) DO NOTHING",
     )
     .bind(task_guid)
     .bind(instance_id)
     .bind(signal_name)
+    .bind(shards::of_instance(instance_id))
     .execute(conn)
     .await?;
     Ok(())
 }
 
-pub async fn cancel_signal_wait(conn: &mut PgConnection, task_guid: TaskGuid) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM signal_waits WHERE task_guid = $1")
+pub async fn cancel_signal_wait(
+    conn: &mut PgConnection,
+    instance_id: InstanceId,
+    task_guid: TaskGuid,
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM signal_waits WHERE task_guid = $1 AND shard_key = $2")
         .bind(task_guid)
+        .bind(shards::of_instance(instance_id))
         .execute(conn)
         .await?;
     Ok(())
@@ -213,12 +282,15 @@ pub async fn take_signal_waits(
     instance_id: InstanceId,
     signal_name: &str,
 ) -> sqlx::Result<bool> {
-    let taken =
-        sqlx::query("DELETE FROM signal_waits WHERE process_instance_id = $1 AND signal_name = $2")
-            .bind(instance_id)
-            .bind(signal_name)
-            .execute(conn)
-            .await?;
+    let taken = sqlx::query(
+        "DELETE FROM signal_waits \
+             WHERE process_instance_id = $1 AND signal_name = $2 AND shard_key = $3",
+    )
+    .bind(instance_id)
+    .bind(signal_name)
+    .bind(shards::of_instance(instance_id))
+    .execute(conn)
+    .await?;
     Ok(taken.rows_affected() > 0)
 }
 

@@ -3,7 +3,7 @@
 use super::group_commit::{Batchable, GroupCommit};
 use super::unit_of_work::{Committed, OutgoingMessage, RetrievalFailure, Routed, Unmatched};
 use super::{instances, retry_transaction, Error, ModelCache, Page, Result, UnitOfWork};
-use crate::correlation::CorrelationValues;
+use crate::correlation::{canonical_key, CorrelationValues};
 pub use crate::ids::MessageId;
 use crate::ids::ModelId;
 use crate::ids::{InstanceId, TaskGuid};
@@ -194,18 +194,30 @@ async fn route_and_record(
     if let Some(refusal) = not_computable(&request.name, &failures) {
         return Err(refusal);
     }
+    // its row goes in the bucket of its uuid or values; an instance it starts, in the bucket
+    // of its values (where later messages with them look), else with its row
+    let canonical = canonical_key(&values);
+    let bucket = store::shards::bucket_of_message(&canonical, request.message_instance_uuid);
+    let instance_bucket = store::shards::bucket_of_values(&canonical).or(bucket);
     let unmatched = if request.time_to_live_seconds > 0 {
         Unmatched::Buffer
     } else {
         Unmatched::Reject
     };
     let routed = uow
-        .route_send(&request.name, &request.payload, &values, unmatched)
+        .route_send(
+            &request.name,
+            &request.payload,
+            &values,
+            instance_bucket,
+            unmatched,
+        )
         .await?;
     uow.run_queued().await?;
     let ttl = (request.time_to_live_seconds > 0).then_some(request.time_to_live_seconds);
     let sent = OutgoingMessage {
         id: claimed,
+        bucket,
         name: &request.name,
         payload: &request.payload,
         sender: None,
@@ -233,6 +245,7 @@ async fn claim_uuid(
     uuid: Uuid,
 ) -> Result<Option<MessageId>> {
     uow.claim_message_uuid(&NewMessage {
+        shard_key: store::shards::of_bucket(store::shards::bucket_of_uuid(uuid)),
         name: &request.name,
         message_type: store::messages::MessageType::Send,
         status: store::messages::MessageStatus::Running,

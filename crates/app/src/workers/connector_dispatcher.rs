@@ -63,6 +63,9 @@ pub async fn run(
     // once. Otherwise nothing is due but what a notification or the clock announces, and a
     // job ending costs no query.
     let mut saturated = false;
+    // When the next job comes due, as last read: read again after a claim (or once it has
+    // passed), not each time a job ends: on Citus the read is a query of every shard.
+    let mut next_due_at: Option<Instant> = None;
     loop {
         if *shutdown.borrow() {
             break;
@@ -88,7 +91,14 @@ pub async fn run(
         }
         // with jobs running, their ends wake the worker often enough for a retry coming due
         let pause = if running.is_empty() {
-            until_next_due(&state).await
+            let now = Instant::now();
+            let known = next_due_at.filter(|at| !claim && *at > now);
+            let at = match known {
+                Some(at) => at,
+                None => now + until_next_due(&state).await,
+            };
+            next_due_at = Some(at);
+            at.saturating_duration_since(now)
         } else {
             SAFETY_POLL
         };
@@ -166,7 +176,7 @@ impl Drop for HandedCalls {
         for call in self.close() {
             let pool = self.state.pool.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::store::jobs::give_back(&pool, call.job.id).await {
+                if let Err(e) = crate::store::jobs::give_back(&pool, &call.job).await {
                     tracing::warn!(job = call.job.id, error = %e, "cannot give back a connector call handed to a stopped dispatcher; its lease will run out");
                 }
             });
@@ -213,7 +223,7 @@ where
         }
         Err(panic) => {
             tracing::error!(job = job.id, instance = job.process_instance_id.0, task = %job.task_guid, error = %panic, "connector job panicked; it counts as a failed attempt");
-            if let Err(e) = crate::store::jobs::release(&state.pool, job.id).await {
+            if let Err(e) = crate::store::jobs::release(&state.pool, &job).await {
                 tracing::warn!(job = job.id, error = %e, "cannot give back a panicked job; its lease will run out");
             }
             JobEnd::Panicked

@@ -142,7 +142,7 @@ async fn apply(uow: &mut UnitOfWork<'_>, callback: &Callback) -> Result<Callback
             _ => not_waiting(task_guid),
         });
     }
-    uow.drop_connector_job(task_guid);
+    uow.drop_connector_job(id, task_guid);
     Ok(applied(Step::Applied { failed }))
 }
 

@@ -84,7 +84,7 @@ impl ReservedSlot {
             Err(mpsc::error::SendError(HandedCall { job, .. })) => {
                 let pool = to.pool.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = crate::store::jobs::give_back(&pool, job.id).await {
+                    if let Err(e) = crate::store::jobs::give_back(&pool, &job).await {
                         tracing::warn!(job = job.id, error = %e, "cannot give back a connector call the stopped dispatcher did not take; its lease will run out");
                     }
                 });

@@ -158,7 +158,7 @@ async fn fail_job(ctx: &ServiceTaskContext<'_>, job: &Job, cause: &str) -> Resul
             tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector job failure not applied");
         }
     }
-    uow.drop_connector_job(job.task_guid);
+    uow.drop_connector_job(job.process_instance_id, job.task_guid);
     uow.commit().await?;
     Ok(())
 }
@@ -232,12 +232,13 @@ async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Optio
     }
     if uow.is_suspended(id) {
         // leased just before the instance was suspended: the call waits for the resume
-        uow.requeue_connector_job(job.task_guid).await?;
+        uow.requeue_connector_job(job.process_instance_id, job.task_guid)
+            .await?;
         uow.commit().await?;
         return Ok(None);
     }
     if !task_is_ready(&uow, job) {
-        uow.drop_connector_job(job.task_guid);
+        uow.drop_connector_job(job.process_instance_id, job.task_guid);
         uow.commit().await?;
         return Ok(None);
     }
@@ -246,7 +247,7 @@ async fn prepare_locked(ctx: &ServiceTaskContext<'_>, job: &Job) -> Result<Optio
         Err(error) => {
             // e.g. a required parameter evaluated to nothing: the task fails before any call
             uow.fail_instance_at_task(id, job.task_guid, error).await?;
-            uow.drop_connector_job(job.task_guid);
+            uow.drop_connector_job(job.process_instance_id, job.task_guid);
             uow.commit().await?;
             return Ok(None);
         }
@@ -343,7 +344,8 @@ async fn record_outcome(uow: &mut UnitOfWork<'_>, answer: &JobOutcome) -> Result
     if uow.is_suspended(id) {
         // suspended while the call was under way: its answer is not applied to a suspended
         // instance, and the call is made again once it is resumed
-        uow.requeue_connector_job(job.task_guid).await?;
+        uow.requeue_connector_job(job.process_instance_id, job.task_guid)
+            .await?;
         return Ok(());
     }
     if let Some(event) = outcome_event(uow, job, operator_id, outcome).await? {
@@ -352,7 +354,7 @@ async fn record_outcome(uow: &mut UnitOfWork<'_>, answer: &JobOutcome) -> Result
             tracing::debug!(instance = id.0, task = %job.task_guid, %refused, "connector outcome not applied");
         }
         // done, or waiting for its callback: either way the call is no longer due
-        uow.drop_connector_job(job.task_guid);
+        uow.drop_connector_job(job.process_instance_id, job.task_guid);
     }
     Ok(())
 }

@@ -86,7 +86,7 @@ async fn schedule_retry(
     let EvaluatedCall::Ready(call) = uow.service_call(id, task_guid).await? else {
         return Ok(None);
     };
-    let attempted = uow.retries_attempted(task_guid).await?;
+    let attempted = uow.retries_attempted(id, task_guid).await?;
     if attempted as u32 >= call.retries {
         return Ok(None);
     }

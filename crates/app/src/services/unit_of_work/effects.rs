@@ -6,6 +6,7 @@ use super::super::Result;
 use super::engine_runs::StepOutcome;
 use super::starts::StartedBy;
 use super::{OutgoingMessage, UnitOfWork, Unmatched, Work};
+use crate::correlation::canonical_key;
 use crate::engine::{Effect, Event};
 use crate::ids::{InstanceId, MessageId, TaskGuid};
 use crate::store;
@@ -81,7 +82,7 @@ impl<'c> UnitOfWork<'c> {
         });
         let key = match key {
             Some(key) => Some(key),
-            None => store::messages::receive_key(&mut self.tx, receive_id).await?,
+            None => store::messages::receive_key(&mut self.tx, id, receive_id).await?,
         };
         if let (true, Some(key)) = (still_waits, key) {
             self.match_buffer(id, task_guid, receive_id, name, &key)
@@ -115,11 +116,13 @@ impl<'c> UnitOfWork<'c> {
                 // a message an instance throws goes out with the values it has (the API
                 // refuses a payload lacking one; an instance is not refused)
                 let (values, _) = self.correlation_values(&name, &payload).await?;
+                let bucket = store::shards::bucket_of_message(&canonical_key(&values), None);
                 let routed = self
-                    .route_send(&name, &payload, &values, Unmatched::Buffer)
+                    .route_send(&name, &payload, &values, bucket, Unmatched::Buffer)
                     .await?;
                 let sent = OutgoingMessage {
                     id: None,
+                    bucket,
                     name: &name,
                     payload: &payload,
                     sender: Some((id, task_guid)),
@@ -136,7 +139,8 @@ impl<'c> UnitOfWork<'c> {
                     .await?;
             }
             Effect::CancelMessageWait { task_guid } => {
-                store::messages::cancel_receives_of_task(&mut self.tx, TaskGuid(task_guid)).await?;
+                store::messages::cancel_receives_of_task(&mut self.tx, id, TaskGuid(task_guid))
+                    .await?;
             }
             Effect::CallService { task_guid } => {
                 self.schedule_call(id, TaskGuid(task_guid)).await?;
@@ -144,7 +148,7 @@ impl<'c> UnitOfWork<'c> {
             Effect::CancelServiceCall { task_guid } => {
                 self.handed_calls
                     .retain(|(_, job)| job.task_guid.0 != task_guid);
-                store::jobs::cancel_for_task(&mut self.tx, TaskGuid(task_guid)).await?;
+                store::jobs::cancel_for_task(&mut self.tx, id, TaskGuid(task_guid)).await?;
             }
             Effect::StartTimer {
                 task_guid,
@@ -155,14 +159,14 @@ impl<'c> UnitOfWork<'c> {
                     .await?;
             }
             Effect::CancelTimer { task_guid } => {
-                store::timers::delete_for_task(&mut self.tx, TaskGuid(task_guid)).await?;
+                store::timers::delete_for_task(&mut self.tx, id, TaskGuid(task_guid)).await?;
             }
             Effect::WaitForSignal { task_guid, name } => {
                 store::timers::wait_for_signal(&mut self.tx, id, TaskGuid(task_guid), &name)
                     .await?;
             }
             Effect::CancelSignalWait { task_guid } => {
-                store::timers::cancel_signal_wait(&mut self.tx, TaskGuid(task_guid)).await?;
+                store::timers::cancel_signal_wait(&mut self.tx, id, TaskGuid(task_guid)).await?;
             }
             Effect::ThrowSignal { name, payload, .. } => {
                 self.broadcast_signal(Some(id), &name, &payload).await?;
@@ -207,6 +211,7 @@ impl<'c> UnitOfWork<'c> {
                     Some(start_event_id),
                     Map::new(),
                     StartedBy::Signal(payload.clone()),
+                    None,
                 )
                 .await?;
             self.signal_starts.push((name.to_string(), id));
@@ -220,7 +225,7 @@ impl UnitOfWork<'_> {
     /// free, the job is recorded leased and handed to it at the commit (no claim, no
     /// `NOTIFY`); otherwise every replica's dispatcher is woken to claim it.
     async fn schedule_call(&mut self, id: InstanceId, task_guid: TaskGuid) -> Result<()> {
-        self.delete_done_job(task_guid).await?;
+        self.delete_done_job(id, task_guid).await?;
         let traceparent = traces::current_traceparent();
         let traceparent = traceparent.as_deref();
         match self.cache.reserve_call_slot() {

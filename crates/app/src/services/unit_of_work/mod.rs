@@ -83,7 +83,9 @@ pub struct UnitOfWork<'c> {
     handed_calls: Vec<(ReservedSlot, Job)>,
     /// Tasks whose connector jobs this unit is done with: deleted when it writes its instances
     /// back (in the same statement), or before a call of the same task is recorded again.
-    done_jobs: Vec<TaskGuid>,
+    done_jobs: Vec<(InstanceId, TaskGuid)>,
+    /// The buckets of the sends this unit stored, to read them back from their own.
+    recorded_sends: HashMap<MessageId, store::shards::ShardKey>,
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -263,6 +265,9 @@ impl From<NoMatch> for store::messages::FailureReason {
 /// or thrown by an instance's task.
 pub struct OutgoingMessage<'a> {
     pub id: Option<MessageId>,
+    /// Its bucket (`store::shards::bucket_of_message`): where its row goes, and an instance it
+    /// starts.
+    pub bucket: Option<i64>,
     pub name: &'a str,
     pub payload: &'a Value,
     /// The throwing instance and task.
@@ -318,6 +323,7 @@ impl<'c> UnitOfWork<'c> {
             reading: false,
             handed_calls: Vec::new(),
             done_jobs: Vec::new(),
+            recorded_sends: HashMap::new(),
         }
     }
 

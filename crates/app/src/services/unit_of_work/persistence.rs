@@ -49,8 +49,8 @@ impl<'c> UnitOfWork<'c> {
         }
         let done_jobs = std::mem::take(&mut self.done_jobs);
         if written.is_empty() {
-            for task_guid in done_jobs {
-                store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+            for (id, task_guid) in done_jobs {
+                store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
             }
             return Ok(());
         }
@@ -85,6 +85,7 @@ impl Written {
     fn update(&self) -> store::instances::InstanceUpdate<'_> {
         store::instances::InstanceUpdate {
             id: self.id,
+            shard_key: store::shards::of_instance(self.id),
             status: self.status,
             data: &self.data,
             correlations: &self.correlations,

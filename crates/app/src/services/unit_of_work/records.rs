@@ -48,7 +48,10 @@ impl UnitOfWork<'_> {
     }
 
     pub async fn message(&mut self, id: MessageId) -> Result<Option<MessageRow>> {
-        Ok(store::messages::find(&mut self.tx, id).await?)
+        Ok(match self.recorded_sends.get(&id) {
+            Some(shard) => store::messages::find_in(&mut self.tx, id, *shard).await?,
+            None => store::messages::find(&mut self.tx, id).await?,
+        })
     }
 
     /// The message stored under `uuid`, and whether its payload equals `payload`.
@@ -82,25 +85,37 @@ impl UnitOfWork<'_> {
 
     /// The task's connector call is no longer due (done, failed, or waiting for a callback):
     /// its job is deleted when the unit writes its instances back.
-    pub fn drop_connector_job(&mut self, task_guid: TaskGuid) {
-        if !self.done_jobs.contains(&task_guid) {
-            self.done_jobs.push(task_guid);
+    pub fn drop_connector_job(&mut self, id: InstanceId, task_guid: TaskGuid) {
+        if !self.done_jobs.contains(&(id, task_guid)) {
+            self.done_jobs.push((id, task_guid));
         }
     }
 
     /// Deletes now the job of a task this unit was done with, before a call of the task is
     /// recorded again: the new call must not go with the old job.
-    pub(super) async fn delete_done_job(&mut self, task_guid: TaskGuid) -> Result<()> {
-        if let Some(at) = self.done_jobs.iter().position(|done| *done == task_guid) {
+    pub(super) async fn delete_done_job(
+        &mut self,
+        id: InstanceId,
+        task_guid: TaskGuid,
+    ) -> Result<()> {
+        if let Some(at) = self
+            .done_jobs
+            .iter()
+            .position(|done| *done == (id, task_guid))
+        {
             self.done_jobs.remove(at);
-            store::jobs::cancel_for_task(&mut self.tx, task_guid).await?;
+            store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
         }
         Ok(())
     }
 
     /// A leased connector call of a suspended instance waits for the resume.
-    pub async fn requeue_connector_job(&mut self, task_guid: TaskGuid) -> Result<()> {
-        Ok(store::jobs::requeue(&mut self.tx, task_guid).await?)
+    pub async fn requeue_connector_job(
+        &mut self,
+        id: InstanceId,
+        task_guid: TaskGuid,
+    ) -> Result<()> {
+        Ok(store::jobs::requeue(&mut self.tx, id, task_guid).await?)
     }
 
     pub async fn record_connector_logs(
@@ -127,8 +142,8 @@ impl UnitOfWork<'_> {
     }
 
     /// Attempts of a service task that have failed and were retried.
-    pub async fn retries_attempted(&mut self, task_guid: TaskGuid) -> Result<i32> {
-        Ok(store::instances::retries_attempted(&mut self.tx, task_guid).await?)
+    pub async fn retries_attempted(&mut self, id: InstanceId, task_guid: TaskGuid) -> Result<i32> {
+        Ok(store::instances::retries_attempted(&mut self.tx, id, task_guid).await?)
     }
 
     /// Counts a retry of a service task, puts the task back to READY and makes its call due
@@ -139,8 +154,8 @@ impl UnitOfWork<'_> {
         task_guid: TaskGuid,
         delay: Duration,
     ) -> Result<DateTime<Utc>> {
-        self.delete_done_job(task_guid).await?;
-        let retry_at = store::instances::schedule_retry(&mut self.tx, task_guid, delay).await?;
+        self.delete_done_job(id, task_guid).await?;
+        let retry_at = store::instances::schedule_retry(&mut self.tx, id, task_guid, delay).await?;
         // not made now, even if a step of this unit scheduled it
         self.handed_calls
             .retain(|(_, job)| job.task_guid != task_guid);

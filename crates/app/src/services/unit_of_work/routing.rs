@@ -25,12 +25,14 @@ impl<'c> UnitOfWork<'c> {
     /// Delivers a send to the oldest matching receive, else starts the model that owns the
     /// name, else buffers or rejects it. Waits for a receiver that is busy in another
     /// transaction (its instance lock) instead of rejecting the message. The receiving
-    /// instance runs on at the next [`UnitOfWork::run_queued`].
+    /// instance runs on at the next [`UnitOfWork::run_queued`]. An instance it starts goes in
+    /// the message's `bucket`.
     pub async fn route_send(
         &mut self,
         name: &str,
         payload: &Value,
         values: &CorrelationValues,
+        bucket: Option<i64>,
         unmatched: Unmatched,
     ) -> Result<Routed> {
         let keys = candidate_keys(values);
@@ -45,6 +47,7 @@ impl<'c> UnitOfWork<'c> {
                     Some(trigger.start_event_id),
                     Map::new(),
                     StartedBy::Message(name.to_string(), payload.clone()),
+                    bucket,
                 )
                 .await?;
             return Ok(Routed::Started { instance_id });
@@ -107,23 +110,8 @@ impl<'c> UnitOfWork<'c> {
         let mut passed: Vec<MessageId> = Vec::new();
         loop {
             let excluded = [self.claimed_receives.as_slice(), &passed].concat();
-            // The lookup locks the receive's instance: the lock every writer of a receive holds,
-            // taken before its message rows on every path.
-            let found = store::messages::lock_oldest_waiting_receive(
-                &mut self.tx,
-                name,
-                keys,
-                &excluded,
-                self.catalog_seen.expected(),
-            )
-            .await;
-            if let Err(e) = &found {
-                if store::is_catalog_changed(e) {
-                    // another replica changed the catalog: read it afresh when run again
-                    self.cache.catalog().forget();
-                }
-            }
-            let Some((receive, locked)) = found? else {
+            let Some((receive, locked)) = self.lock_waiting_receive(name, keys, &excluded).await?
+            else {
                 return Ok(None);
             };
             if !self.instances.contains_key(&receive.process_instance_id) {
@@ -145,7 +133,12 @@ impl<'c> UnitOfWork<'c> {
             });
             if !waiting {
                 // The task stopped waiting without its receive being closed: close it now.
-                store::messages::cancel_receives_of_task(&mut self.tx, receive.task_guid).await?;
+                store::messages::cancel_receives_of_task(
+                    &mut self.tx,
+                    receive.process_instance_id,
+                    receive.task_guid,
+                )
+                .await?;
                 continue;
             }
             if self.deliveries_in_flight.contains(&receive.task_guid.0) {
@@ -178,6 +171,86 @@ impl<'c> UnitOfWork<'c> {
                 receive_id: receive.id,
             }));
         }
+    }
+
+    /// The oldest receive waiting under one of `keys` (but `excluded`), with its instance
+    /// locked: the lock every writer of a receive holds, taken before its message rows on every
+    /// path. Looked up in the buckets of the keys (one on plain PostgreSQL); on Citus, a receive
+    /// whose instance is in another bucket is found through its route in the key's bucket, and
+    /// locked in its own.
+    async fn lock_waiting_receive(
+        &mut self,
+        name: &str,
+        keys: &[String],
+        excluded: &[MessageId],
+    ) -> Result<
+        Option<(
+            store::messages::WaitingReceive,
+            store::instances::LockedInstance,
+        )>,
+    > {
+        let mut looked: Vec<store::shards::ShardKey> = Vec::new();
+        for key in keys {
+            let shard = store::shards::of_value(key);
+            if looked.contains(&shard) {
+                continue;
+            }
+            looked.push(shard);
+            if let Some(found) = self
+                .lock_waiting_receive_in(name, keys, excluded, shard)
+                .await?
+            {
+                return Ok(Some(found));
+            }
+            if !store::shards::distributed() {
+                continue;
+            }
+            let routes =
+                store::messages::receive_routes(&mut self.tx, name, keys, excluded, shard).await?;
+            for route in routes {
+                let target = route.receive_shard_key;
+                if let Some(found) = self
+                    .lock_waiting_receive_in(name, keys, excluded, target)
+                    .await?
+                {
+                    return Ok(Some(found));
+                }
+                // nothing waits there any more under these keys: the route is stale
+                store::messages::drop_receive_route(&mut self.tx, name, route.receive_id, shard)
+                    .await?;
+            }
+        }
+        Ok(None)
+    }
+
+    async fn lock_waiting_receive_in(
+        &mut self,
+        name: &str,
+        keys: &[String],
+        excluded: &[MessageId],
+        shard: store::shards::ShardKey,
+    ) -> Result<
+        Option<(
+            store::messages::WaitingReceive,
+            store::instances::LockedInstance,
+        )>,
+    > {
+        let found = store::messages::lock_oldest_waiting_receive(
+            &mut self.tx,
+            name,
+            keys,
+            excluded,
+            self.catalog_seen.expected(),
+            shard,
+        )
+        .await;
+        if let Err(e) = &found {
+            if store::is_catalog_changed(e) {
+                // another replica changed the catalog: read it afresh when run again
+                self.cache.catalog().forget();
+            }
+        }
+        Ok(found?)
     }
 
     async fn why_unmatched(
@@ -260,10 +333,9 @@ impl<'c> UnitOfWork<'c> {
         name: &str,
         key: &str,
     ) -> Result<()> {
-        let buffered =
-            store::messages::claim_buffered_send(&mut self.tx, name, key, receive_id, id).await?;
+        let buffered = self.claim_buffered_send(id, receive_id, name, key).await?;
         if let Some(send) = buffered {
-            store::messages::complete_receive(&mut self.tx, receive_id, send.id).await?;
+            store::messages::complete_receive(&mut self.tx, id, receive_id, send.id).await?;
             let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
             self.deliveries_in_flight.insert(task_guid);
             self.queue.push_back(Work::Step(
@@ -276,6 +348,27 @@ impl<'c> UnitOfWork<'c> {
             ));
         }
         Ok(())
+    }
+
+    /// Claims the oldest buffered send of `name` that matches `key`, for a receive of instance
+    /// `id`: on plain PostgreSQL in one statement; on Citus, the key's bucket names the sends
+    /// and each is claimed in its own bucket.
+    async fn claim_buffered_send(
+        &mut self,
+        id: InstanceId,
+        receive_id: MessageId,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<store::messages::BufferedSend>> {
+        let claimed = if store::shards::distributed() {
+            store::messages::claim_buffered_send_across(&mut self.tx, name, key, receive_id, id)
+                .await?
+        } else {
+            let shard = store::shards::of_value(key);
+            store::messages::claim_buffered_send(&mut self.tx, name, key, receive_id, id, shard)
+                .await?
+        };
+        Ok(claimed)
     }
 
     /// Property id -> value of a payload, by the retrieval expressions every loaded model
@@ -363,14 +456,14 @@ impl<'c> UnitOfWork<'c> {
         routed: &Routed,
         ttl_seconds: Option<i64>,
     ) -> Result<MessageId> {
-        let (status, target, receive_id, (cause, reason), ttl) = match routed {
+        let (status, target, receive, (cause, reason), ttl) = match routed {
             Routed::Delivered {
                 instance_id,
                 receive_id,
             } => (
                 MessageStatus::Completed,
                 Some(*instance_id),
-                Some(*receive_id),
+                Some((*receive_id, *instance_id)),
                 (None, None),
                 None,
             ),
@@ -390,22 +483,30 @@ impl<'c> UnitOfWork<'c> {
                 None,
             ),
         };
-        // a buffered send is found by any subset of its values (the empty one: by name)
+        // a buffered send is found by any subset of its values (the empty one: by name, which on
+        // Citus is a key too: its sends are in every bucket)
         let buffer_keys: Vec<String> = match routed {
             Routed::Buffered => candidate_keys(values)
                 .into_iter()
-                .filter(|key| key != "{}")
+                .filter(|key| key != "{}" || store::shards::distributed())
                 .collect(),
             _ => Vec::new(),
+        };
+        // its bucket's, else (it may go anywhere) with the instance it went to
+        let shard_key = match (sent.bucket, target) {
+            (Some(bucket), _) => store::shards::of_bucket(bucket),
+            (None, Some(instance)) => store::shards::of_instance(instance),
+            (None, None) => store::shards::of_value(&canonical_key(values)),
         };
         let (sender, task_guid) = match sent.sender {
             Some((instance, task)) => (Some(instance), Some(TaskGuid(task))),
             None => (None, None),
         };
-        Ok(store::messages::record_send(
+        let id = store::messages::record_send(
             &mut self.tx,
             &store::messages::SendRecord {
                 id: sent.id,
+                shard_key,
                 name: sent.name,
                 payload: sent.payload,
                 status,
@@ -414,7 +515,7 @@ impl<'c> UnitOfWork<'c> {
                 // an engine-thrown message belongs to its sender; an API one to its target
                 process_instance_id: sender.or(target),
                 task_guid,
-                receive_id,
+                receive,
                 failure_cause: cause,
                 failure_reason: reason,
                 ttl_seconds: ttl,
@@ -422,7 +523,9 @@ impl<'c> UnitOfWork<'c> {
                 buffer_keys: &buffer_keys,
             },
         )
-        .await?)
+        .await?;
+        self.recorded_sends.insert(id, shard_key);
+        Ok(id)
     }
 }
 

@@ -47,6 +47,7 @@ impl<'c> UnitOfWork<'c> {
                 None,
                 data,
                 StartedBy::Caller,
+                None,
             )
             .await?;
         self.run_queued().await?;
@@ -69,6 +70,7 @@ impl<'c> UnitOfWork<'c> {
                 Some(start_event_id.to_string()),
                 data,
                 StartedBy::Caller,
+                None,
             )
             .await?;
         self.run_queued().await?;
@@ -76,7 +78,8 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Creates an instance (its row, and its first step) and queues the effects of that step;
-    /// the caller runs the queue.
+    /// the caller runs the queue. It goes in `bucket` when it belongs with something already
+    /// placed (the message that starts it), else in a bucket of its own.
     pub(super) async fn create_instance(
         &mut self,
         process_model_identifier: &ModelId,
@@ -84,6 +87,7 @@ impl<'c> UnitOfWork<'c> {
         start_event_id: Option<String>,
         data: Map<String, Value>,
         started_by: StartedBy,
+        bucket: Option<i64>,
     ) -> Result<InstanceId> {
         // held until commit: the model cannot be deleted under the new instance (taken once
         // per unit: the starts of a batch share it)
@@ -96,6 +100,7 @@ impl<'c> UnitOfWork<'c> {
             process_model_identifier,
             process_id,
             self.actor.as_deref(),
+            store::shards::new_instance(bucket, uuid::Uuid::new_v4().as_u128() as i64),
         )
         .await?
         .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;

@@ -134,7 +134,8 @@ impl<'c> UnitOfWork<'c> {
         if !self.load(instance_id).await? || !self.takes_events(instance_id) {
             return Ok(false);
         }
-        let Some(task_guid) = store::timers::take(&mut self.tx, timer_id).await? else {
+        let Some(task_guid) = store::timers::take(&mut self.tx, instance_id, timer_id).await?
+        else {
             return Ok(false);
         };
         match self
