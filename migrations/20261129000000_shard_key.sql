@@ -1,12 +1,14 @@
 -- Every instance-owned row carries its instance's shard key (ADR 0014): 0 on plain
 -- PostgreSQL (one bucket), a bucket's key on Citus, where these tables are distributed by it.
--- Citus wants the distribution column in every primary key, unique index and foreign key, so
--- they all get it, last: a lookup by id alone still finds its index.
+-- Citus wants the distribution column in every primary key, unique constraint and foreign key:
+-- the service adds it to them when it distributes the tables (`store::citus`), so that on plain
+-- PostgreSQL the keys and their indexes stay as narrow as they were. Statements name the
+-- unique constraints they upsert on (`ON CONFLICT ON CONSTRAINT`), the same in both.
 --
 -- Messages lose their foreign keys to instances and to each other, and buffered sends' keys to
 -- their sends: a send lives in the bucket of its uuid or correlation values, a key in its own,
--- neither need be its instance's, and Citus keeps foreign keys only within a shard. Neither instances nor messages are ever deleted, so the rule they
--- enforced on a delete (SET NULL) never applied.
+-- neither need be its instance's, and Citus keeps foreign keys only within a shard. Neither
+-- instances nor messages are ever deleted, so the rule they enforced on a delete never applied.
 
 ALTER TABLE process_instances ADD COLUMN shard_key integer NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN shard_key integer NOT NULL DEFAULT 0;
@@ -17,49 +19,13 @@ ALTER TABLE timers ADD COLUMN shard_key integer NOT NULL DEFAULT 0;
 ALTER TABLE connector_logs ADD COLUMN shard_key integer NOT NULL DEFAULT 0;
 ALTER TABLE signal_waits ADD COLUMN shard_key integer NOT NULL DEFAULT 0;
 
-ALTER TABLE tasks DROP CONSTRAINT tasks_process_instance_id_fkey;
-ALTER TABLE jobs DROP CONSTRAINT jobs_process_instance_id_fkey;
-ALTER TABLE timers DROP CONSTRAINT timers_process_instance_id_fkey;
-ALTER TABLE connector_logs DROP CONSTRAINT connector_logs_process_instance_id_fkey;
-ALTER TABLE signal_waits DROP CONSTRAINT signal_waits_process_instance_id_fkey;
 ALTER TABLE message_instances DROP CONSTRAINT message_instances_process_instance_id_fkey;
 ALTER TABLE message_instances DROP CONSTRAINT message_instances_counterpart_id_fkey;
 ALTER TABLE buffered_send_keys DROP CONSTRAINT buffered_send_keys_send_id_fkey;
 
-ALTER TABLE process_instances DROP CONSTRAINT process_instances_pkey,
-    ADD PRIMARY KEY (id, shard_key);
-ALTER TABLE tasks DROP CONSTRAINT tasks_pkey, ADD PRIMARY KEY (guid, shard_key);
-ALTER TABLE message_instances DROP CONSTRAINT message_instances_pkey,
-    ADD PRIMARY KEY (id, shard_key),
-    DROP CONSTRAINT message_instances_message_instance_uuid_key,
-    ADD CONSTRAINT message_instances_message_instance_uuid_key
-        UNIQUE (message_instance_uuid, shard_key);
-ALTER TABLE buffered_send_keys DROP CONSTRAINT buffered_send_keys_pkey,
-    ADD PRIMARY KEY (name, correlation_key, send_id, shard_key);
-ALTER TABLE jobs DROP CONSTRAINT jobs_pkey, ADD PRIMARY KEY (id, shard_key);
+-- one job per task and kind, as a constraint its upsert can name
 DROP INDEX jobs_one_per_task;
-CREATE UNIQUE INDEX jobs_one_per_task ON jobs (task_guid, kind, shard_key);
-ALTER TABLE timers DROP CONSTRAINT timers_pkey, ADD PRIMARY KEY (id, shard_key),
-    DROP CONSTRAINT timers_task_guid_key, ADD CONSTRAINT timers_task_guid_key
-        UNIQUE (task_guid, shard_key);
-ALTER TABLE connector_logs DROP CONSTRAINT connector_logs_pkey, ADD PRIMARY KEY (id, shard_key);
-ALTER TABLE signal_waits DROP CONSTRAINT signal_waits_pkey, ADD PRIMARY KEY (task_guid, shard_key);
-
-ALTER TABLE tasks ADD CONSTRAINT tasks_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
-ALTER TABLE jobs ADD CONSTRAINT jobs_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
-ALTER TABLE timers ADD CONSTRAINT timers_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
-ALTER TABLE connector_logs ADD CONSTRAINT connector_logs_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
-ALTER TABLE signal_waits ADD CONSTRAINT signal_waits_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
+ALTER TABLE jobs ADD CONSTRAINT jobs_one_per_task UNIQUE (task_guid, kind);
 
 -- A buffered send's lookup keys live in their own buckets (a receive expecting a key looks in
 -- the key's bucket), each naming the bucket of its send; on plain PostgreSQL both are 0.
@@ -106,7 +72,7 @@ BEGIN
                t.scope, t.data, t.process_id
         FROM jsonb_to_recordset(w.tasks) AS t(guid uuid, element_id text, element_type text,
              name text, state text, scope uuid, data jsonb, process_id text)
-        ON CONFLICT (guid, shard_key) DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data,
+        ON CONFLICT ON CONSTRAINT tasks_pkey DO UPDATE SET state = EXCLUDED.state, data = EXCLUDED.data,
              updated_at = EXCLUDED.updated_at;
         RETURN QUERY
         UPDATE process_instances p

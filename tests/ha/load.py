@@ -33,6 +33,8 @@ import urllib.parse
 import uuid
 
 CLIENTS = 16
+# the instances of the model this uploads (`ha:orders`)
+OURS = "process_model_identifier = 'ha/orders'"
 TIMEOUT = 30.0  # the client's request timeout (s): a request taking longer is a hang
 RETRY_PAUSE = 0.2
 
@@ -252,10 +254,11 @@ def main():
     acked = set(record.acked)
     stored = set(psql(database_url, "SELECT message_instance_uuid FROM message_instances WHERE message_instance_uuid IS NOT NULL"))
     lost = sorted(acked - stored)
-    twice_started = psql(database_url, "SELECT count(*) FROM (SELECT data->'order'->>'order_id' FROM process_instances GROUP BY 1 HAVING count(*) > 1) d")[0]
+    # (only this model's instances: the database may hold others')
+    twice_started = psql(database_url, f"SELECT count(*) FROM (SELECT data->'order'->>'order_id' FROM process_instances WHERE {OURS} GROUP BY 1 HAVING count(*) > 1) d")[0]
     twice_paid = psql(database_url, "SELECT count(*) FROM (SELECT payload->>'order_id' FROM message_instances WHERE name = 'ha paid' AND message_type = 'send' GROUP BY 1 HAVING count(*) > 1) d")[0]
-    stuck = psql(database_url, "SELECT count(*) FROM process_instances WHERE status <> 'complete'")[0]
-    instances = psql(database_url, "SELECT count(*) FROM process_instances")[0]
+    stuck = psql(database_url, f"SELECT count(*) FROM process_instances WHERE {OURS} AND status <> 'complete'")[0]
+    instances = psql(database_url, f"SELECT count(*) FROM process_instances WHERE {OURS}")[0]
 
     report = {
         "orders_completed": record.orders,

@@ -43,6 +43,55 @@ pub const INSTANCE_TABLES: &[&str] = &[
     "receive_routes",
 ];
 
+/// The keys of the instance tables as Citus wants them, before they are distributed: the
+/// distribution column in every primary key, unique constraint and foreign key (last, so that
+/// a lookup by id alone still finds its index). Plain PostgreSQL keeps the narrower keys of
+/// the migrations; the constraints keep their names, which the upserts name.
+const KEYS_WITH_SHARD: &str = "
+ALTER TABLE tasks DROP CONSTRAINT tasks_process_instance_id_fkey;
+ALTER TABLE jobs DROP CONSTRAINT jobs_process_instance_id_fkey;
+ALTER TABLE timers DROP CONSTRAINT timers_process_instance_id_fkey;
+ALTER TABLE connector_logs DROP CONSTRAINT connector_logs_process_instance_id_fkey;
+ALTER TABLE signal_waits DROP CONSTRAINT signal_waits_process_instance_id_fkey;
+ALTER TABLE process_instances DROP CONSTRAINT process_instances_pkey,
+    ADD CONSTRAINT process_instances_pkey PRIMARY KEY (id, shard_key);
+ALTER TABLE tasks DROP CONSTRAINT tasks_pkey,
+    ADD CONSTRAINT tasks_pkey PRIMARY KEY (guid, shard_key);
+ALTER TABLE message_instances DROP CONSTRAINT message_instances_pkey,
+    ADD CONSTRAINT message_instances_pkey PRIMARY KEY (id, shard_key),
+    DROP CONSTRAINT message_instances_message_instance_uuid_key,
+    ADD CONSTRAINT message_instances_message_instance_uuid_key
+        UNIQUE (message_instance_uuid, shard_key);
+ALTER TABLE buffered_send_keys DROP CONSTRAINT buffered_send_keys_pkey,
+    ADD CONSTRAINT buffered_send_keys_pkey PRIMARY KEY (name, correlation_key, send_id, shard_key);
+ALTER TABLE jobs DROP CONSTRAINT jobs_pkey, ADD CONSTRAINT jobs_pkey PRIMARY KEY (id, shard_key),
+    DROP CONSTRAINT jobs_one_per_task,
+    ADD CONSTRAINT jobs_one_per_task UNIQUE (task_guid, kind, shard_key);
+ALTER TABLE timers DROP CONSTRAINT timers_pkey,
+    ADD CONSTRAINT timers_pkey PRIMARY KEY (id, shard_key),
+    DROP CONSTRAINT timers_task_guid_key,
+    ADD CONSTRAINT timers_task_guid_key UNIQUE (task_guid, shard_key);
+ALTER TABLE connector_logs DROP CONSTRAINT connector_logs_pkey,
+    ADD CONSTRAINT connector_logs_pkey PRIMARY KEY (id, shard_key);
+ALTER TABLE signal_waits DROP CONSTRAINT signal_waits_pkey,
+    ADD CONSTRAINT signal_waits_pkey PRIMARY KEY (task_guid, shard_key);
+ALTER TABLE tasks ADD CONSTRAINT tasks_process_instance_id_fkey
+    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
+    ON DELETE CASCADE;
+ALTER TABLE jobs ADD CONSTRAINT jobs_process_instance_id_fkey
+    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
+    ON DELETE CASCADE;
+ALTER TABLE timers ADD CONSTRAINT timers_process_instance_id_fkey
+    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
+    ON DELETE CASCADE;
+ALTER TABLE connector_logs ADD CONSTRAINT connector_logs_process_instance_id_fkey
+    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
+    ON DELETE CASCADE;
+ALTER TABLE signal_waits ADD CONSTRAINT signal_waits_process_instance_id_fkey
+    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
+    ON DELETE CASCADE;
+";
+
 /// Tables that stay on the coordinator alone.
 pub const COORDINATOR_TABLES: &[&str] = &["_sqlx_migrations"];
 
@@ -138,6 +187,10 @@ pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
             if placement.undistributable > 0 {
                 return Ok(placement);
             }
+            // in one transaction: a start that stops half-way leaves the keys as they were
+            let mut tx = sqlx::Acquire::begin(&mut *conn).await?;
+            sqlx::raw_sql(KEYS_WITH_SHARD).execute(&mut *tx).await?;
+            tx.commit().await?;
         }
         for (at, table) in INSTANCE_TABLES.iter().enumerate() {
             let placed: bool = sqlx::query_scalar(

@@ -44,7 +44,7 @@ const UPSERT_CALL: &str = "INSERT INTO jobs (kind, process_instance_id, task_gui
          traceparent, locked_until, leases, shard_key) \
      VALUES ($1, $2, $3, COALESCE($4, now()), $5, now() + make_interval(secs => $6), \
              CASE WHEN $6::float8 IS NULL THEN 0 ELSE 1 END, $7) \
-     ON CONFLICT (task_guid, kind, shard_key) DO UPDATE SET run_at = EXCLUDED.run_at, \
+     ON CONFLICT ON CONSTRAINT jobs_one_per_task DO UPDATE SET run_at = EXCLUDED.run_at, \
          locked_until = EXCLUDED.locked_until, attempts = jobs.attempts + 1, \
          leases = EXCLUDED.leases, accepted_at = NULL, traceparent = EXCLUDED.traceparent \
      RETURNING id, process_instance_id, task_guid, leases, traceparent";
@@ -81,7 +81,7 @@ async fn upsert_call(
                     VALUES ($1, $2, $3, COALESCE($4, now()), $6, \
                             now() + make_interval(secs => $7), \
                             CASE WHEN $7::float8 IS NULL THEN 0 ELSE 1 END, $8) \
-                    ON CONFLICT (task_guid, kind, shard_key) DO UPDATE SET run_at = EXCLUDED.run_at, \
+                    ON CONFLICT ON CONSTRAINT jobs_one_per_task DO UPDATE SET run_at = EXCLUDED.run_at, \
                     locked_until = EXCLUDED.locked_until, attempts = jobs.attempts + 1, \
                     leases = EXCLUDED.leases, accepted_at = NULL, \
                     traceparent = EXCLUDED.traceparent \

@@ -104,6 +104,14 @@ fn is_lost_node(code: Option<&str>, message: &str) -> bool {
         "connection to the remote node",
         "connection not open",
         "failed to COPY to shard",
+        "could not establish any connections to the node",
+        "lost connection",
+        "could not connect to",
+        "could not receive query results",
+        "failed to commit transaction on",
+        "could not commit transaction",
+        "failed to execute task",
+        "the database system is",
     ];
     code == Some("XX000") && LOST.iter().any(|lost| message.contains(lost))
 }

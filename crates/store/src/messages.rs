@@ -84,7 +84,7 @@ pub async fn insert(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
                  CASE WHEN $10::bigint IS NULL THEN NULL \
                       ELSE statement_timestamp() + make_interval(secs => $10::bigint) END, $11, $12) \
-         ON CONFLICT (message_instance_uuid, shard_key) DO NOTHING RETURNING id",
+         ON CONFLICT ON CONSTRAINT message_instances_message_instance_uuid_key DO NOTHING RETURNING id",
     )
     .bind(m.name)
     .bind(m.message_type)
@@ -236,7 +236,8 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
              ORDER BY m.id LIMIT 1) r \
          CROSS JOIN LATERAL (SELECT * FROM process_instances \
              WHERE id = r.process_instance_id AND shard_key = $5 FOR NO KEY UPDATE) pi \
-         WHERE workflow_catalog_is($4, (SELECT version FROM message_catalog_version))"
+         WHERE ($4::bigint IS NULL \
+                OR workflow_catalog_is($4, (SELECT version FROM message_catalog_version)))"
 );
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key) in the

@@ -23,7 +23,7 @@ pub async fn insert(
         sqlx::query(
             "INSERT INTO timers (process_instance_id, task_guid, element_id, due_at, shard_key) \
              VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (task_guid, shard_key) DO UPDATE SET due_at = EXCLUDED.due_at, \
+             ON CONFLICT ON CONSTRAINT timers_task_guid_key DO UPDATE SET due_at = EXCLUDED.due_at, \
                  claimed_until = NULL",
         )
         .bind(instance_id)
@@ -39,7 +39,7 @@ pub async fn insert(
         "WITH t AS (INSERT INTO timers (process_instance_id, task_guid, element_id, due_at, \
                                         shard_key) \
                     VALUES ($1, $2, $3, $4, $6) \
-                    ON CONFLICT (task_guid, shard_key) DO UPDATE SET due_at = EXCLUDED.due_at, claimed_until = NULL \
+                    ON CONFLICT ON CONSTRAINT timers_task_guid_key DO UPDATE SET due_at = EXCLUDED.due_at, claimed_until = NULL \
                     RETURNING due_at) \
          SELECT pg_notify($5, '') FROM t",
     )
@@ -234,7 +234,7 @@ pub async fn wait_for_signal(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO signal_waits (task_guid, process_instance_id, signal_name, shard_key) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT (task_guid, shard_key) DO NOTHING",
+         VALUES ($1, $2, $3, $4) ON CONFLICT ON CONSTRAINT signal_waits_pkey DO NOTHING",
     )
     .bind(task_guid)
     .bind(instance_id)
