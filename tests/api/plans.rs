@@ -122,9 +122,9 @@ async fn fill_buffer(pool: &sqlx::PgPool, sends: i32) {
 async fn buffered_send_claim_plan(pool: &sqlx::PgPool) -> (Value, Vec<(String, String, String)>) {
     let (plan, nodes) = generic_plan(
         pool,
-        "text, text, int8, int8, int4",
+        "text, text, int8, int8",
         CLAIM_BUFFERED_SEND_BY_KEY,
-        "'order paid', '{\"order_id\":\"1\"}', 1, 1, 0",
+        "'order paid', '{\"order_id\":\"1\"}', 1, 1",
     )
     .await;
     let reads = reads_of(&nodes, "message_instances");

@@ -332,7 +332,8 @@ pub struct BufferedSend {
 }
 
 /// The claim of a buffered send around `$candidate`, the query choosing it ($1 name,
-/// $2 expected key, $3 receive id, $4 instance id, $5 the bucket's key it looks in).
+/// $2 expected key, $3 receive id, $4 instance id). Plain PostgreSQL's: on Citus, a buffered
+/// send and its keys are in different buckets ([`claim_buffered_send_across`]).
 macro_rules! claim_buffered_send {
     ($($candidate:tt)+) => {
         concat!(
@@ -341,10 +342,10 @@ macro_rules! claim_buffered_send {
                      process_instance_id = COALESCE(process_instance_id, $4), updated_at = now() \
                  WHERE id = ("),
             $($candidate)+,
-            concat!(") AND shard_key = $5 AND status = '", message_status!(Ready), "' \
+            concat!(") AND status = '", message_status!(Ready), "' \
                  RETURNING id, payload), \
              unkeyed AS (DELETE FROM buffered_send_keys \
-                 WHERE send_id IN (SELECT id FROM claimed) AND shard_key = $5) \
+                 WHERE send_id IN (SELECT id FROM claimed)) \
              SELECT id, payload FROM claimed")
         )
     };
@@ -360,7 +361,6 @@ pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(concat!(
     message_status!(Ready),
     "' \
        AND (expires_at IS NULL OR expires_at > statement_timestamp()) AND $2::text IS NOT NULL \
-       AND shard_key = $5 \
      ORDER BY id LIMIT 1 FOR UPDATE"
 ));
 
@@ -375,19 +375,20 @@ pub const CLAIM_ANY_BUFFERED_SEND: &str = claim_buffered_send!(concat!(
 /// message, kept for the connection's life (issue 35).
 pub const CLAIM_BUFFERED_SEND_BY_KEY: &str = claim_buffered_send!(concat!(
     "SELECT m.id FROM (SELECT send_id FROM buffered_send_keys \
-                       WHERE name = $1 AND correlation_key = $2 AND shard_key = $5 \
+                       WHERE name = $1 AND correlation_key = $2 \
                        ORDER BY send_id LIMIT 100) k \
      CROSS JOIN LATERAL (SELECT id FROM message_instances \
-         WHERE id = k.send_id AND shard_key = $5 AND status = '",
+         WHERE id = k.send_id AND status = '",
     message_status!(Ready),
     "' \
            AND (expires_at IS NULL OR expires_at > statement_timestamp()) FOR UPDATE) m \
      ORDER BY k.send_id LIMIT 1"
 ));
 
-/// Claims the oldest buffered, unexpired send of `name` in the bucket of `shard` whose values
-/// match `expected` (equal on every expected property; the send may have more), marking it
-/// delivered to the receive `receive_id` of `instance_id`, and drops its lookup keys.
+/// Claims the oldest buffered, unexpired send of `name` whose values match `expected` (equal on
+/// every expected property; the send may have more), marking it delivered to the receive
+/// `receive_id` of `instance_id`, and drops its lookup keys. On plain PostgreSQL (one bucket);
+/// on Citus, [`claim_buffered_send_across`].
 ///
 /// Both ways in are btree probes whatever the buffer holds: with expected values, the send's
 /// key `(name, canonical expected values)` in `buffered_send_keys` (written with the send for
@@ -400,7 +401,6 @@ pub async fn claim_buffered_send(
     expected_key: &str,
     receive_id: MessageId,
     instance_id: InstanceId,
-    shard: ShardKey,
 ) -> sqlx::Result<Option<BufferedSend>> {
     let sql = if expected_key == "{}" {
         CLAIM_ANY_BUFFERED_SEND
@@ -412,7 +412,6 @@ pub async fn claim_buffered_send(
         .bind(expected_key)
         .bind(receive_id)
         .bind(instance_id)
-        .bind(shard)
         .fetch_optional(conn)
         .await
 }

@@ -364,9 +364,7 @@ impl<'c> UnitOfWork<'c> {
             store::messages::claim_buffered_send_across(&mut self.tx, name, key, receive_id, id)
                 .await?
         } else {
-            let shard = store::shards::of_value(key);
-            store::messages::claim_buffered_send(&mut self.tx, name, key, receive_id, id, shard)
-                .await?
+            store::messages::claim_buffered_send(&mut self.tx, name, key, receive_id, id).await?
         };
         Ok(claimed)
     }
