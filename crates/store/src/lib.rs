@@ -94,7 +94,8 @@ pub fn is_retryable(err: &sqlx::Error) -> bool {
 
 /// Citus relays a connection to a node that broke during a statement as an internal error
 /// (`XX000`) carrying libpq's words, or its own when the connection was one the transaction
-/// needed: the node is down or restarting, as a connection exception would say.
+/// needed, or as an I/O error (`58030`) when a copy to a shard broke off: the node is down or
+/// restarting, as a connection exception would say.
 fn is_lost_node(code: Option<&str>, message: &str) -> bool {
     const LOST: &[&str] = &[
         "server closed the connection unexpectedly",
@@ -104,6 +105,8 @@ fn is_lost_node(code: Option<&str>, message: &str) -> bool {
         "connection to the remote node",
         "connection not open",
         "failed to COPY to shard",
+        "failed to complete COPY on",
+        "connection establishment for node",
         "could not establish any connections to the node",
         "lost connection",
         "could not connect to",
@@ -113,7 +116,7 @@ fn is_lost_node(code: Option<&str>, message: &str) -> bool {
         "failed to execute task",
         "the database system is",
     ];
-    code == Some("XX000") && LOST.iter().any(|lost| message.contains(lost))
+    matches!(code, Some("XX000") | Some("58030")) && LOST.iter().any(|lost| message.contains(lost))
 }
 
 /// The database cannot be reached, is shutting down or refuses connections, or every pool

@@ -638,7 +638,7 @@ pub async fn resume_receives_of_instance(
     conn: &mut PgConnection,
     instance_id: InstanceId,
 ) -> sqlx::Result<Vec<ResumedReceive>> {
-    sqlx::query_as(concat!(
+    let resumed: Vec<ResumedReceive> = sqlx::query_as(concat!(
         "WITH resumed AS (UPDATE message_instances SET status = '",
         message_status!(Ready),
         "', updated_at = now() \
@@ -653,8 +653,48 @@ pub async fn resume_receives_of_instance(
     ))
     .bind(instance_id)
     .bind(shards::of_instance(instance_id))
-    .fetch_all(conn)
-    .await
+    .fetch_all(&mut *conn)
+    .await?;
+    // Citus: a suspended receive's route was dropped as stale by the first lookup that passed
+    // it; it is found through one again
+    for receive in &resumed {
+        route_receive(
+            conn,
+            &receive.name,
+            &receive.correlation_key,
+            receive.id,
+            instance_id,
+        )
+        .await?;
+    }
+    Ok(resumed)
+}
+
+/// Citus: a receive whose key is not in its instance's bucket gets a route in the key's bucket
+/// ([`receive_routes`]); nothing to do otherwise (always, on plain PostgreSQL).
+async fn route_receive(
+    conn: &mut PgConnection,
+    name: &str,
+    key: &str,
+    receive_id: MessageId,
+    instance: InstanceId,
+) -> sqlx::Result<()> {
+    if shards::of_value(key) == shards::of_instance(instance) {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO receive_routes (shard_key, name, correlation_key, receive_id, \
+             receive_shard_key) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT ON CONSTRAINT receive_routes_pkey DO NOTHING",
+    )
+    .bind(shards::of_value(key))
+    .bind(name)
+    .bind(key)
+    .bind(receive_id)
+    .bind(shards::of_instance(instance))
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Records a receive waiting for `name` with the `expected` values (`key` their canonical
@@ -689,19 +729,7 @@ pub async fn insert_waiting_receive(
     .bind(shards::of_instance(instance))
     .fetch_one(&mut *conn)
     .await?;
-    if shards::of_value(key) != shards::of_instance(instance) {
-        sqlx::query(
-            "INSERT INTO receive_routes (shard_key, name, correlation_key, receive_id, \
-                 receive_shard_key) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(shards::of_value(key))
-        .bind(name)
-        .bind(key)
-        .bind(receive_id)
-        .bind(shards::of_instance(instance))
-        .execute(conn)
-        .await?;
-    }
+    route_receive(conn, name, key, receive_id, instance).await?;
     Ok(receive_id)
 }
 

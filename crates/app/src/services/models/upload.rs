@@ -6,7 +6,7 @@ use super::save::{save_model, ModelMetadata};
 use super::{check_file_name, identifier_from_url, show, ModelDetail, ModelId};
 use crate::bpmn::ModelError;
 use crate::expr::{ErrorKind, ScriptHost};
-use crate::services::{Error, ErrorCode, ModelCache, Result};
+use crate::services::{retry_transaction, Error, ErrorCode, ModelCache, Result};
 use crate::store;
 use anyhow::anyhow;
 use sqlx::PgPool;
@@ -32,7 +32,29 @@ pub async fn put_file(
     }
     // the other files' warnings were found when they were uploaded
     let uploaded = vec![(file_name.to_string(), content.to_string())];
-    let mut warnings = python_warnings(uploaded, cache.scripts()).await?;
+    let warnings = python_warnings(uploaded, cache.scripts()).await?;
+    // run again on a conflict: on Citus, writing the model's reference tables while a worker
+    // claims a timer start can be taken for a distributed deadlock
+    let created = retry_transaction!(save_file(
+        pool,
+        cache,
+        identifier,
+        file_name,
+        content,
+        warnings.clone()
+    ))?;
+    Ok((created, show(pool, model).await?))
+}
+
+/// [`put_file`]'s transaction: whether it created the model.
+async fn save_file(
+    pool: &PgPool,
+    cache: &ModelCache,
+    identifier: &ModelId,
+    file_name: &str,
+    content: &str,
+    mut warnings: Vec<ModelError>,
+) -> Result<bool> {
     let mut tx = pool.begin().await?;
     store::models::lock_identifier(&mut tx, identifier).await?;
     let existing = store::models::find(&mut tx, identifier).await?;
@@ -55,7 +77,7 @@ pub async fn put_file(
     };
     save_model(&mut tx, cache, identifier, &metadata, &files, warnings).await?;
     tx.commit().await?;
-    Ok((existing.is_none(), show(pool, model).await?))
+    Ok(existing.is_none())
 }
 
 /// Loads every model under `root` (a folder holding `.bpmn` files is a model, with its
