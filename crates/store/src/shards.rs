@@ -134,8 +134,8 @@ pub struct NewInstanceId {
 }
 
 /// Where a new instance goes: `bucket` when it belongs with something already placed (the
-/// message that starts it, the instance that calls it), else `fresh`, a bucket of its own
-/// (any value: taken modulo [`BUCKETS`]).
+/// message that starts it), else `fresh`, a bucket of its own (any value: taken modulo
+/// [`BUCKETS`]).
 pub fn new_instance(bucket: Option<i64>, fresh: i64) -> NewInstanceId {
     if distributed() {
         let bucket = bucket.unwrap_or(fresh).rem_euclid(BUCKETS);
