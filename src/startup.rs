@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::services::group_commit::GroupCommit;
+use crate::services::stats::StatsCache;
 use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
 use actix_web::middleware::{from_fn, ErrorHandlers, Next};
@@ -122,6 +123,7 @@ impl Application {
             None => None,
         };
         let registry = prometheus::Registry::new();
+        let stats_cache_ms = settings.stats_cache_ms;
         let models = Arc::new(ModelCache::new(scripts).with_site(site));
         let state = Arc::new(App {
             sends: GroupCommit::new(pool.clone(), models.clone()),
@@ -136,6 +138,7 @@ impl Application {
             connector_jobs: ConnectorJobGauges::registered_in(&registry)?,
             traces,
             database_primary,
+            stats: Arc::new(StatsCache::new(Duration::from_millis(stats_cache_ms))),
         });
         // Labels are route patterns (`/v1.0/tasks/{id}`), and every unmatched path counts as one
         // label value, so the number of series stays bounded.

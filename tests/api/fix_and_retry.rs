@@ -3,26 +3,11 @@
 
 use crate::domain::*;
 use crate::helpers::{spawn_app_without_workers, TestApp};
-use crate::models::definitions;
+use crate::models::scripted;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 const MODEL: &str = "ops/fixme";
-
-/// start -> script `{script}` at `{script_id}` -> user task `check` -> end.
-fn scripted(script_id: &str, script: &str) -> String {
-    definitions(&format!(
-        r#"<bpmn:process id="fixme" isExecutable="true">
-    <bpmn:startEvent id="start" />
-    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="{script_id}" />
-    <bpmn:scriptTask id="{script_id}"><bpmn:script>{script}</bpmn:script></bpmn:scriptTask>
-    <bpmn:sequenceFlow id="f2" sourceRef="{script_id}" targetRef="check" />
-    <bpmn:userTask id="check" />
-    <bpmn:sequenceFlow id="f3" sourceRef="check" targetRef="done" />
-    <bpmn:endEvent id="done" />
-  </bpmn:process>"#
-    ))
-}
 
 const BROKEN: &str = "total = amount * rate";
 const FIXED: &str = "total = amount * 2";

@@ -33,6 +33,7 @@ mod messages;
 mod models;
 mod openapi;
 mod openapi_examples;
+mod overview;
 mod plans;
 mod races;
 mod script_output;

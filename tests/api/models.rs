@@ -190,3 +190,18 @@ pub fn waits_an_hour() -> String {
   </bpmn:process>"#,
     )
 }
+
+/// Process `fixme`: start -> script `{script}` at `{script_id}` -> user task `check` -> end.
+pub fn scripted(script_id: &str, script: &str) -> String {
+    definitions(&format!(
+        r#"<bpmn:process id="fixme" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="{script_id}" />
+    <bpmn:scriptTask id="{script_id}"><bpmn:script>{script}</bpmn:script></bpmn:scriptTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="{script_id}" targetRef="check" />
+    <bpmn:userTask id="check" />
+    <bpmn:sequenceFlow id="f3" sourceRef="check" targetRef="done" />
+    <bpmn:endEvent id="done" />
+  </bpmn:process>"#
+    ))
+}

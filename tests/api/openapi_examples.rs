@@ -843,6 +843,30 @@ async fn every_example_is_a_real_answer() {
         c.check(&app, op, 404, "", &call, a).await;
     }
 
+    // the console's overview, and a command on many instances
+    let call = Call::get("/v1.0/stats/messages?window=hour");
+    c.check(&app, "message_chart", 200, "", &call, a).await;
+    let call = Call::get("/v1.0/stats/messages?window=week");
+    c.check(&app, "message_chart", 400, "", &call, a).await;
+    let approving = ok(&app, &start(&json!({"customer_id": "C-10", "amount": 70}))).await;
+    let approving = approving["process_instance"]["id"].as_i64().unwrap();
+    let call = Call::get("/v1.0/process-models/finance:invoices/element-counts");
+    c.check(&app, "element_counts", 200, "", &call, a).await;
+    let call = Call::get("/v1.0/process-models/-orders/element-counts");
+    c.check(&app, "element_counts", 400, "", &call, a).await;
+    let call = Call::get("/v1.0/process-models/shop:nothing/element-counts");
+    c.check(&app, "element_counts", 404, "", &call, a).await;
+    let mut body = c.request_example("bulk");
+    body["process_instance_ids"] = json!([approving, 999999]);
+    let call = Call::post("/v1.0/bulk/process-instances").json(&body);
+    c.check(&app, "bulk", 200, "", &call, a).await;
+    let call = Call::post("/v1.0/bulk/process-instances")
+        .json(&json!({"action": "retry", "process_instance_ids": []}));
+    c.check(&app, "bulk", 400, "", &call, a).await;
+    let call = Call::post("/v1.0/bulk/process-instances").body("text/plain", b"{}".to_vec());
+    c.check(&app, "bulk", 415, "", &call, a).await;
+    ok(&app, &command(approving, "terminate")).await;
+
     // a new version: an instance moves to it, one in error is retried on it
     let waiting = ok(&app, &start(&json!({"customer_id": "C-8", "amount": 50}))).await;
     let waiting = waiting["process_instance"]["id"].as_i64().unwrap();
@@ -860,6 +884,8 @@ async fn every_example_is_a_real_answer() {
     .json(&json!({"approved": true}));
     let failed = ok(&app, &call).await;
     assert_eq!(failed["process_instance"]["status"], "error", "{failed}");
+    let call = Call::get("/v1.0/stats/overview");
+    c.check(&app, "overview", 200, "", &call, a).await;
     let call = upload(
         "finance/invoices",
         "invoices.bpmn",

@@ -8,6 +8,10 @@ use sqlx::AssertSqlSafe;
 use workflow_backend::store::messages::{
     CLAIM_BUFFERED_SEND_BY_KEY, EXPIRE_DUE, LOCK_OLDEST_WAITING_RECEIVE,
 };
+use workflow_backend::store::stats::{
+    sends_per_minute_sql, BUFFERED_SENDS, ELEMENT_COUNTS, ERROR_GROUPS, OTHER_VERSIONS,
+    STATUS_COUNTS,
+};
 
 /// Every (node type, relation, index) of a plan in `EXPLAIN (FORMAT JSON)`.
 fn plan_nodes(node: &Value, found: &mut Vec<(String, String, String)>) {
@@ -43,6 +47,10 @@ async fn generic_plan(
     .fetch_one(&mut *conn)
     .await
     .unwrap();
+    sqlx::query("DEALLOCATE statement")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
     let mut nodes = Vec::new();
     plan_nodes(&plan[0]["Plan"], &mut nodes);
     (plan, nodes)
@@ -207,4 +215,100 @@ async fn the_buffered_send_claim_probes_by_key_on_a_database_without_statistics(
             .any(|r| r.starts_with("Seq Scan")),
         "{plan:#}"
     );
+}
+
+/// 100,000 instances of five models (1% waiting, 0.1% in error, the rest complete: the
+/// history) and 100,000 messages, as a busy service holds them.
+async fn fill_history(pool: &sqlx::PgPool) {
+    sqlx::query(
+        "INSERT INTO process_instances (process_model_identifier, process_id, status, \
+             model_version, data, correlations, error, live_tasks) \
+         SELECT 'shop/m' || (i % 5), 'p', \
+             CASE WHEN i % 100 = 0 THEN 'waiting' WHEN i % 1000 = 1 THEN 'error' \
+                  ELSE 'complete' END, 'v1', jsonb_build_object('n', i), \
+             jsonb_build_object('order_id', 'O-' || i), \
+             CASE WHEN i % 1000 = 1 THEN '{\"element_id\": \"pay\", \"message\": \"boom\"}'::jsonb END, \
+             CASE WHEN i % 100 = 0 THEN '[{\"element_id\": \"paid\", \"state\": \"WAITING\"}]'::jsonb \
+                  ELSE '[]'::jsonb END \
+         FROM generate_series(1, 100000) AS i",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO message_instances (name, message_type, status, payload, created_at) \
+         SELECT 'order placed', CASE WHEN i % 2 = 0 THEN 'send' ELSE 'receive' END, 'completed', \
+             jsonb_build_object('n', i), now() - make_interval(secs => 100000 - i) \
+         FROM generate_series(1, 100000) AS i",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// Issue 37: the overview's and the element counts' statements never read the history whole:
+/// with 100,000 instances and messages, on a database without statistics and after ANALYZE,
+/// no generic plan of theirs scans `process_instances` or `message_instances` sequentially.
+#[tokio::test]
+async fn the_overview_reads_no_history_sequentially() {
+    let app = spawn_app().await;
+    fill_history(&app.pool).await;
+    let statements = [
+        (
+            "status counts",
+            "text[], text[], int8",
+            STATUS_COUNTS,
+            "ARRAY['shop/m1', 'shop/m2'], ARRAY['complete', 'waiting', 'error'], 10000",
+        ),
+        (
+            "error groups",
+            "text[], int8, int8",
+            ERROR_GROUPS,
+            "ARRAY['shop/m1', 'shop/m2'], 10000, 50",
+        ),
+        ("buffered sends", "int8", BUFFERED_SENDS, "100000"),
+        (
+            "sends per minute",
+            "timestamptz, int8",
+            sends_per_minute_sql(),
+            "now() - interval '1 hour', 50000",
+        ),
+        (
+            "element counts",
+            "text, text, int8",
+            ELEMENT_COUNTS,
+            "'shop/m1', 'v1', 100000",
+        ),
+        (
+            "other versions",
+            "text, text, int8",
+            OTHER_VERSIONS,
+            "'shop/m1', 'v1', 100000",
+        ),
+    ];
+    for analysed in [false, true] {
+        if analysed {
+            sqlx::query("ANALYZE process_instances, message_instances")
+                .execute(&app.pool)
+                .await
+                .unwrap();
+        }
+        for (what, types, statement, arguments) in statements {
+            let (plan, nodes) = generic_plan(&app.pool, types, statement, arguments).await;
+            if std::env::var("SHOW_PLANS").is_ok() {
+                eprintln!(
+                    "{what} (analysed: {analysed}): {:?}",
+                    reads_of(&nodes, "process_instances")
+                );
+                eprintln!("  messages: {:?}", reads_of(&nodes, "message_instances"));
+            }
+            for table in ["process_instances", "message_instances"] {
+                let reads = reads_of(&nodes, table);
+                assert!(
+                    !reads.iter().any(|r| r.starts_with("Seq Scan")),
+                    "{what} (analysed: {analysed}) scans {table}: {reads:?}\n{plan:#}"
+                );
+            }
+        }
+    }
 }

@@ -43,6 +43,8 @@ pub struct App {
     pub traces: Option<Arc<Traces>>,
     /// The watch that keeps the pool on the writable host, when the database URL names several.
     pub database_primary: Option<Arc<Primary>>,
+    /// The overview's aggregates this replica computed last (`GET /v1.0/stats/...`).
+    pub stats: Arc<crate::services::stats::StatsCache>,
 }
 
 /// Gauges the connector dispatcher keeps: calls due and waiting for a slot (its backlog), and

@@ -38,6 +38,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PROCESS_MODELS_DIR", "none"),
     ("MAX_BODY_BYTES", "1048576"),
     ("BODY_READ_TIMEOUT_MS", "30000"),
+    ("STATS_CACHE_MS", "2000"),
     ("LOG_FORMAT", "text"),
     ("PYTHON", "python3"),
     ("PYTHON_PACKAGES", "python-packages beside the executable"),
@@ -80,6 +81,8 @@ pub const DEFAULT_JWT_LEEWAY_SECONDS: u64 = 5;
 pub const DEFAULT_SCOPE_CLAIM: &str = "scope";
 const MAX_JWT_LEEWAY_SECONDS: u64 = 300;
 const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 30_000;
+const DEFAULT_STATS_CACHE_MS: u64 = 2_000;
+const MAX_STATS_CACHE_MS: u64 = 3_600_000;
 /// A script (or expression) runs at most this long before it is stopped.
 const DEFAULT_SCRIPT_TIME_LIMIT_MS: u64 = 1_000;
 /// Address space a script may add to its worker.
@@ -206,6 +209,9 @@ pub struct Settings {
     /// Start the background workers with the server (always, outside tests: tests that drive
     /// the workers' one-shot functions turn them off).
     pub run_workers: bool,
+    /// How long a replica reuses the overview's aggregates (`GET /v1.0/stats/...`) before it
+    /// computes them again: every open console polls them (`STATS_CACHE_MS`, 0: never).
+    pub stats_cache_ms: u64,
     /// How scripts run (`PYTHON`, `PYTHON_PACKAGES`, `SCRIPT_*`).
     pub scripts: ScriptSettings,
     /// Where spans go (OpenTelemetry's standard `OTEL_*` variables); `None`: no traces.
@@ -349,6 +355,7 @@ impl fmt::Debug for Settings {
             )
             .field("connector_timeout_ms", &self.connector_timeout_ms)
             .field("body_read_timeout_ms", &self.body_read_timeout_ms)
+            .field("stats_cache_ms", &self.stats_cache_ms)
             .field("scripts", &self.scripts)
             .field("traces", &self.traces)
             .finish()
@@ -519,6 +526,12 @@ impl Settings {
                 DEFAULT_BODY_READ_TIMEOUT_MS,
             )?,
             run_workers: true,
+            stats_cache_ms: at_most(
+                "STATS_CACHE_MS",
+                get("STATS_CACHE_MS"),
+                DEFAULT_STATS_CACHE_MS,
+                MAX_STATS_CACHE_MS,
+            )?,
             traces: trace_settings(&otel)?,
             scripts: ScriptSettings {
                 python: get("PYTHON").unwrap_or_else(|| "python3".into()),

@@ -275,50 +275,85 @@ pub async fn task(
     .await
 }
 
-/// Instances without their data (`data`, `correlations` and `internal` are empty objects): a
-/// page of the list costs the same whatever the instances hold. `limit` rows from `offset`,
-/// newest first; a `None` filter is no filter.
+/// Which instances a list shows; `None` (or nothing) is no filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InstanceSearch<'a> {
+    pub process_model_identifier: Option<&'a ModelId>,
+    pub status: Option<InstanceStatus>,
+    /// Instances whose correlation values contain one of these objects (`{"order_id":
+    /// "17"}`, `{"order_id": 17}`): by `process_instances_correlations`.
+    pub correlations: &'a [Value],
+    /// Instances whose data contains this object: by `process_instances_data`.
+    pub data: Option<&'a Value>,
+    pub created_after: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
+}
+
+impl InstanceSearch<'_> {
+    /// `WHERE` with only the filters that are set: a condition written for an absent value
+    /// (`$1 IS NULL OR ...`) would keep a generic plan from the containment indexes.
+    fn push_where(&self, sql: &mut sqlx::QueryBuilder<sqlx::Postgres>) {
+        sql.push(" WHERE true");
+        if let Some(model) = self.process_model_identifier {
+            sql.push(" AND process_model_identifier = ")
+                .push_bind(model.clone());
+        }
+        if let Some(status) = self.status {
+            sql.push(" AND status = ").push_bind(status);
+        }
+        if !self.correlations.is_empty() {
+            sql.push(" AND (");
+            for (i, wanted) in self.correlations.iter().enumerate() {
+                if i > 0 {
+                    sql.push(" OR ");
+                }
+                sql.push("correlations @> ").push_bind(Json(wanted.clone()));
+            }
+            sql.push(")");
+        }
+        if let Some(data) = self.data {
+            sql.push(" AND data @> ").push_bind(Json(data.clone()));
+        }
+        if let Some(after) = self.created_after {
+            sql.push(" AND created_at >= ").push_bind(after);
+        }
+        if let Some(before) = self.created_before {
+            sql.push(" AND created_at < ").push_bind(before);
+        }
+    }
+}
+
+/// `limit` instances from `offset`, newest first, without their data.
 pub async fn list(
     conn: &mut PgConnection,
-    process_model_identifier: Option<&ModelId>,
-    status: Option<InstanceStatus>,
+    search: &InstanceSearch<'_>,
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<InstanceRow>> {
-    sqlx::query_as(
+    let mut sql = sqlx::QueryBuilder::new(
         "SELECT id, process_model_identifier, process_id, status, '{}'::jsonb AS data, \
          '{}'::jsonb AS correlations, '{}'::jsonb AS internal, error, model_version, created_at, \
-         updated_at FROM process_instances \
-         WHERE ($1::text IS NULL OR process_model_identifier = $1) \
-           AND ($2::text IS NULL OR status = $2) \
-         ORDER BY id DESC LIMIT $3 OFFSET $4",
-    )
-    .bind(process_model_identifier)
-    .bind(status)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(conn)
-    .await
+         updated_at FROM process_instances",
+    );
+    search.push_where(&mut sql);
+    sql.push(" ORDER BY id DESC LIMIT ")
+        .push_bind(limit)
+        .push(" OFFSET ")
+        .push_bind(offset);
+    sql.build_query_as().fetch_all(conn).await
 }
 
 /// How many instances [`list`] would show with the same filters, counted up to `up_to` (the
 /// total of a huge table is not worth reading it whole on every page).
 pub async fn count(
     conn: &mut PgConnection,
-    process_model_identifier: Option<&ModelId>,
-    status: Option<InstanceStatus>,
+    search: &InstanceSearch<'_>,
     up_to: i64,
 ) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT 1 FROM process_instances \
-         WHERE ($1::text IS NULL OR process_model_identifier = $1) \
-           AND ($2::text IS NULL OR status = $2) LIMIT $3) AS counted",
-    )
-    .bind(process_model_identifier)
-    .bind(status)
-    .bind(up_to)
-    .fetch_one(conn)
-    .await
+    let mut sql = sqlx::QueryBuilder::new("SELECT count(*) FROM (SELECT 1 FROM process_instances");
+    search.push_where(&mut sql);
+    sql.push(" LIMIT ").push_bind(up_to).push(") AS counted");
+    sql.build_query_scalar().fetch_one(conn).await
 }
 
 /// How often a service task (of `instance_id`) has had its call retried.

@@ -13,6 +13,7 @@ pub mod models;
 pub mod primary;
 pub mod secrets;
 pub mod shards;
+pub mod stats;
 pub mod timers;
 
 /// Whether Postgres vacuums and analyses the service's tables by itself.

@@ -15,7 +15,7 @@ use workflow_types::{
 pub use workflow_types::{FailureReason, MessageState, MessageStatus, MessageType};
 
 /// [`MessageState::of`] in SQL, over `m`: written from the rule, not beside it.
-fn state_sql() -> String {
+pub(crate) fn state_sql() -> String {
     let mut sql = String::from("CASE");
     for state in MessageState::ALL {
         let pairs: Vec<String> = MessageType::ALL
@@ -818,7 +818,8 @@ pub struct MessageSummary {
 pub const SUMMARY_TEXT_CHARS: i32 = 1000;
 
 /// The messages a list shows: `$1` process instance, `$2` name, `$3` status, `$4` message
-/// type, `$5` state label, each ignored when NULL.
+/// type, `$5` state label, `$6` correlation objects (one contained in the message's values),
+/// `$7` an object its payload contains; each ignored when NULL.
 fn list_where() -> &'static str {
     static WHERE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     WHERE.get_or_init(|| {
@@ -826,7 +827,9 @@ fn list_where() -> &'static str {
             " WHERE ($1::bigint IS NULL OR m.process_instance_id = $1) \
              AND ($2::text IS NULL OR m.name = $2) AND ($3::text IS NULL OR m.status = $3) \
              AND ($4::text IS NULL OR m.message_type = $4) \
-             AND ($5::text IS NULL OR ({}) = $5)",
+             AND ($5::text IS NULL OR ({}) = $5) \
+             AND ($6::jsonb[] IS NULL OR m.correlation_keys @> ANY($6)) \
+             AND ($7::jsonb IS NULL OR m.payload @> $7)",
             state_sql()
         )
     })
@@ -840,6 +843,10 @@ pub struct ListFilter<'a> {
     pub status: Option<MessageStatus>,
     pub message_type: Option<MessageType>,
     pub state: Option<MessageState>,
+    /// Messages whose correlation values contain one of these objects.
+    pub correlations: Option<&'a [Value]>,
+    /// Messages whose payload contains this object.
+    pub payload: Option<&'a Value>,
 }
 
 /// `limit` message summaries from `offset`, newest first; a `None` filter is no filter.
@@ -852,20 +859,26 @@ pub async fn list(
     let list_where = list_where();
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT m.id, m.name, m.message_type, m.status, NULL::jsonb AS payload, \
-             '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $8) AS correlation_key, \
+             '{{}}'::jsonb AS correlation_keys, left(m.correlation_key, $10) AS correlation_key, \
              m.process_instance_id, pi.process_model_identifier, m.task_guid, \
              m.message_instance_uuid, m.expires_at, m.counterpart_id, \
-             left(m.failure_cause, $8) AS failure_cause, m.failure_reason, \
-             (length(m.correlation_key) > $8 OR coalesce(length(m.failure_cause), 0) > $8) \
+             left(m.failure_cause, $10) AS failure_cause, m.failure_reason, \
+             (length(m.correlation_key) > $10 OR coalesce(length(m.failure_cause), 0) > $10) \
                  AS truncated, \
              m.created_by, m.created_at, m.updated_at{MESSAGE_FROM}{list_where} \
-         ORDER BY m.id DESC LIMIT $6 OFFSET $7"
+         ORDER BY m.id DESC LIMIT $8 OFFSET $9"
     )))
     .bind(filter.process_instance_id)
     .bind(filter.name)
     .bind(filter.status)
     .bind(filter.message_type)
     .bind(filter.state)
+    .bind(
+        filter
+            .correlations
+            .map(|c| c.iter().map(Json).collect::<Vec<_>>()),
+    )
+    .bind(filter.payload.map(Json))
     .bind(limit)
     .bind(offset)
     .bind(SUMMARY_TEXT_CHARS)
@@ -882,13 +895,19 @@ pub async fn count(
 ) -> sqlx::Result<i64> {
     let list_where = list_where();
     sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM (SELECT 1 FROM message_instances m{list_where} LIMIT $6) AS counted"
+        "SELECT count(*) FROM (SELECT 1 FROM message_instances m{list_where} LIMIT $8) AS counted"
     )))
     .bind(filter.process_instance_id)
     .bind(filter.name)
     .bind(filter.status)
     .bind(filter.message_type)
     .bind(filter.state)
+    .bind(
+        filter
+            .correlations
+            .map(|c| c.iter().map(Json).collect::<Vec<_>>()),
+    )
+    .bind(filter.payload.map(Json))
     .bind(up_to)
     .fetch_one(conn)
     .await

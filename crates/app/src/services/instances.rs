@@ -371,30 +371,47 @@ pub struct InstancePage {
 pub struct InstanceFilter<'a> {
     pub process_model_identifier: Option<&'a ModelId>,
     pub status: Option<InstanceStatus>,
+    /// A correlation value the instance has established: the property and the value as
+    /// written in a query (`order_id=17` matches the text `"17"` and the number `17`).
+    pub correlation: Option<(&'a str, &'a str)>,
+    /// An object the instance's data contains.
+    pub data: Option<&'a Value>,
+    pub created_after: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
 }
 
 /// One page of instances (lists show them without their data), newest first.
 pub async fn list(pool: &PgPool, filter: &InstanceFilter<'_>, page: Page) -> Result<InstancePage> {
+    let correlations: Vec<Value> = filter
+        .correlation
+        .map(|(property, value)| correlation_values(property, value))
+        .unwrap_or_default();
+    let search = store::instances::InstanceSearch {
+        process_model_identifier: filter.process_model_identifier,
+        status: filter.status,
+        correlations: &correlations,
+        data: filter.data,
+        created_after: filter.created_after,
+        created_before: filter.created_before,
+    };
     let mut conn = pool.acquire().await?;
-    let rows = store::instances::list(
-        &mut conn,
-        filter.process_model_identifier,
-        filter.status,
-        page.limit(),
-        page.offset(),
-    )
-    .await?;
-    let total = store::instances::count(
-        &mut conn,
-        filter.process_model_identifier,
-        filter.status,
-        page.count_up_to(),
-    )
-    .await?;
+    let rows = store::instances::list(&mut conn, &search, page.limit(), page.offset()).await?;
+    let total = store::instances::count(&mut conn, &search, page.count_up_to()).await?;
     Ok(InstancePage {
         pagination: page.pagination_of(total, rows.len()),
         results: rows.into_iter().map(Instance::from).collect(),
     })
+}
+
+/// The objects an instance's correlation values contain when `property` has `value` as a
+/// query writes it: the text, and the JSON value it reads as when it is a number or a
+/// boolean (a retrieval expression may yield either).
+pub fn correlation_values(property: &str, value: &str) -> Vec<Value> {
+    let mut wanted = vec![serde_json::json!({ property: value })];
+    if let Ok(typed @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(value) {
+        wanted.push(serde_json::json!({ property: typed }));
+    }
+    wanted
 }
 
 /// The model of an instance, for authorisation before a step (`None`: no such instance).

@@ -478,18 +478,10 @@ pub struct MessageFilter<'a> {
     pub status: Option<MessageStatus>,
     pub message_type: Option<MessageType>,
     pub state: Option<MessageState>,
-}
-
-impl<'a> MessageFilter<'a> {
-    fn stored(&self) -> store::messages::ListFilter<'a> {
-        store::messages::ListFilter {
-            process_instance_id: self.process_instance_id,
-            name: self.name,
-            status: self.status,
-            message_type: self.message_type,
-            state: self.state,
-        }
-    }
+    /// A correlation value of the message, as [`super::instances::InstanceFilter`] takes it.
+    pub correlation: Option<(&'a str, &'a str)>,
+    /// An object the message's payload contains.
+    pub payload: Option<&'a Value>,
 }
 
 /// A message's type, status, state label and failure reason, each label written once.
@@ -497,8 +489,19 @@ pub use workflow_types::{FailureReason, MessageState, MessageStatus, MessageType
 
 /// One page of message summaries, newest first.
 pub async fn list(pool: &PgPool, filter: &MessageFilter<'_>, page: Page) -> Result<MessagePage> {
+    let correlations = filter
+        .correlation
+        .map(|(property, value)| super::instances::correlation_values(property, value));
+    let filter = store::messages::ListFilter {
+        process_instance_id: filter.process_instance_id,
+        name: filter.name,
+        status: filter.status,
+        message_type: filter.message_type,
+        state: filter.state,
+        correlations: correlations.as_deref(),
+        payload: filter.payload,
+    };
     let mut conn = pool.acquire().await?;
-    let filter = filter.stored();
     let rows = store::messages::list(&mut conn, &filter, page.limit(), page.offset()).await?;
     let total = store::messages::count(&mut conn, &filter, page.count_up_to()).await?;
     Ok(MessagePage {

@@ -18,6 +18,7 @@ pub mod models;
 pub mod secrets;
 pub mod service_tasks;
 pub mod signals;
+pub mod stats;
 pub mod timers;
 mod unit_of_work;
 

@@ -727,6 +727,73 @@ fn answers() -> Vec<Example> {
                 "updated_at": "2026-03-02T09:12:42.881097Z"
             }]}),
         ),
+        example(
+            "overview",
+            200,
+            json!({
+                "generated_at": "2026-03-02T09:12:43.102934Z",
+                "count_cap": 10000,
+                "models": [{
+                    "process_model_identifier": "finance/invoices",
+                    "counts": {"complete": 1, "error": 1, "running": 0, "suspended": 0,
+                               "terminated": 2, "user_input_required": 1, "waiting": 0},
+                    "capped": []
+                }],
+                "models_truncated": false,
+                "errors": [{
+                    "process_model_identifier": "finance/invoices",
+                    "element_id": "total",
+                    "message": "NameError: name 'amount' is not defined (line 1, column 9) (in the script)",
+                    "count": 1
+                }],
+                "messages": {
+                    "buffered_now": 1,
+                    "last_hour": {"accepted": 0, "buffered": 1, "completed": 2, "rejected": 1}
+                }
+            }),
+        ),
+        example(
+            "message_chart",
+            200,
+            json!({
+                "window": "hour",
+                "bucket_seconds": 60,
+                "since": "2026-03-02T08:13:00Z",
+                "until": "2026-03-02T09:13:00Z",
+                "buckets": [{
+                    "start": "2026-03-02T09:12:00Z",
+                    "counts": {"accepted": 0, "buffered": 1, "completed": 2, "rejected": 1}
+                }],
+                "complete": true,
+                "counted_since": null
+            }),
+        ),
+        example(
+            "element_counts",
+            200,
+            json!({
+                "process_model_identifier": "finance/invoices",
+                "version_sha": INVOICES_V1,
+                "elements": [{"element_id": "approve", "waiting": 1, "error": 0}],
+                "other_versions": {"waiting": 0, "error": 0}
+            }),
+        ),
+        example(
+            "bulk",
+            200,
+            json!({
+                "action": "suspend",
+                "results": [
+                    {"process_instance_id": 3194, "outcome": "done", "status": "suspended",
+                     "error_code": null, "detail": null},
+                    {"process_instance_id": 999999, "outcome": "refused", "status": null,
+                     "error_code": "process_instance_not_found",
+                     "detail": "process instance 999999 does not exist"}
+                ],
+                "done": 1,
+                "refused": 1
+            }),
+        ),
     ]
 }
 

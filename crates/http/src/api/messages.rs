@@ -359,6 +359,13 @@ pub struct MessageListQuery {
     /// `send` or `receive`
     #[param(value_type = Option<MessageType>)]
     message_type: Option<String>,
+    /// `property=value`: messages with this correlation value (`order_id=A-17`; a number or
+    /// boolean also matches as such)
+    #[param(max_length = 1000, example = "order_id=A-17")]
+    correlation: Option<String>,
+    /// A JSON object: messages whose payload contains it (`{"paid": true}`)
+    #[param(max_length = 4000, example = json!("{\"paid\": true}"))]
+    payload: Option<String>,
     /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
     /// with `per_page=500`)
     #[param(minimum = 1, maximum = 100001)]
@@ -399,12 +406,20 @@ pub async fn list_messages(
         input::check_text(name, ErrorCode::InvalidQuery, "name", input::MAX_NAME_BYTES)?;
     }
     let page = services::Page::new(query.page, query.per_page)?;
+    let correlation = super::filter(&query.correlation)
+        .map(super::search::correlation)
+        .transpose()?;
+    let payload = super::filter(&query.payload)
+        .map(|text| super::search::json_object(text, "payload"))
+        .transpose()?;
     let filter = services::messages::MessageFilter {
         process_instance_id: query.process_instance_id.map(InstanceId),
         name,
         status,
         message_type,
         state: message_state,
+        correlation,
+        payload: payload.as_ref(),
     };
     let page = services::messages::list(&state.pool, &filter, page).await?;
     Ok(HttpResponse::Ok().json(MessageList {

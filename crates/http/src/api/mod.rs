@@ -6,6 +6,7 @@
 pub mod answer_examples;
 pub mod api_keys;
 pub mod auth;
+pub mod bulk;
 pub mod callbacks;
 pub mod console;
 pub mod data_stores;
@@ -19,8 +20,10 @@ pub mod messages;
 pub mod openapi_examples;
 pub mod process_instances;
 pub mod process_models;
+pub mod search;
 pub mod secrets;
 pub mod signals;
+pub mod stats;
 
 use std::sync::OnceLock;
 
@@ -50,7 +53,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         process_models::show_model, process_models::delete_model,
         process_instances::start_instance, process_instances::show_instance,
         process_instances::list_instances, process_instances::complete_task,
-        process_instances::migrate_instance,
+        process_instances::migrate_instance, bulk::bulk,
         lifecycle::suspend, lifecycle::resume, lifecycle::terminate, lifecycle::retry,
         callbacks::callback, callbacks::service_tasks, callbacks::authentications,
         callbacks::connector_logs,
@@ -60,6 +63,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         decisions::show_decision, decisions::evaluate_decision,
         data_stores::list_data_stores, data_stores::show_data_store,
         data_stores::put_data_store, data_stores::delete_data_store,
+        stats::overview, stats::message_chart, stats::element_counts,
     ),
     components(schemas(
         Problem, process_instances::MigrateRequest, lifecycle::RetryRequest, secrets::SecretValueBody,
@@ -82,6 +86,7 @@ pub const OPENAPI_PATH: &str = "/v1.0/openapi.json";
         (name = "process instances", description = "Running processes and their user tasks"),
         (name = "service tasks", description = "Connector proxies and their callbacks"),
         (name = "signals", description = "BPMN signals sent from outside"),
+        (name = "stats", description = "The console's overview: counts per model and status, errors by element, messages per minute, instances per diagram element"),
         (name = "secrets", description = "Values scripts read with `get_secret(name)`; never answered"),
         (name = "api keys", description = "Keys for machine clients (`Authorization: Bearer wbk_...` or `SpiffWorkflow-Api-Key`)")
     )
@@ -333,6 +338,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::resource(
+                "/v1.0/process-models/{modified_process_model_identifier}/element-counts",
+            )
+            .route(web::get().to(stats::element_counts)),
+        )
+        .service(web::resource("/v1.0/stats/overview").route(web::get().to(stats::overview)))
+        .service(web::resource("/v1.0/stats/messages").route(web::get().to(stats::message_chart)))
+        .service(
+            web::resource(
                 "/v1.0/process-models/{modified_process_model_identifier}/files/{file_name}",
             )
             .route(web::put().to(process_models::put_file))
@@ -342,6 +355,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/v1.0/process-instances")
                 .route(web::get().to(process_instances::list_instances)),
         )
+        .service(web::resource("/v1.0/bulk/process-instances").route(web::post().to(bulk::bulk)))
         .service(
             web::resource("/v1.0/process-instances/{id}")
                 .route(web::post().to(process_instances::start_instance))

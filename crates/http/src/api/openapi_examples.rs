@@ -77,7 +77,8 @@ pub fn needs(operation: &str) -> Option<Needs> {
         "list_models" | "show_model" | "get_file" | "service_tasks" | "authentications"
         | "show_decision" | "evaluate_decision" => Needs::OneOf(READ_MODELS),
         "start_instance" => Needs::Scope("instances:create:finance/invoices"),
-        "list_instances" => Needs::Scope("instances:read:finance/invoices"),
+        "list_instances" | "element_counts" => Needs::Scope("instances:read:finance/invoices"),
+        "overview" | "message_chart" => Needs::Scope("instances:read:*"),
         "complete_task" | "suspend" | "resume" | "terminate" | "retry" | "migrate_instance" => {
             Needs::Scope("instances:update:finance/invoices")
         }

@@ -4,6 +4,7 @@ use super::auth::Principal;
 use super::display;
 use super::display::PaginationAnswer;
 use super::error::{ApiError, Problem};
+use super::search;
 use crate::services::instances::states as stored;
 use crate::services::instances::InstanceOutcome;
 use crate::services::instances::{
@@ -448,6 +449,17 @@ pub struct InstanceListQuery {
     /// `running`, `waiting`, `user_input_required`, `complete`, `error`, `suspended`, `terminated`
     #[param(value_type = Option<InstanceStatus>)]
     status: Option<String>,
+    /// `property=value`: instances that established this correlation value (`order_id=A-17`;
+    /// a number or boolean also matches as such: `order_id=17` finds `"17"` and `17`)
+    #[param(max_length = 1000, example = "order_id=A-17")]
+    correlation: Option<String>,
+    /// A JSON object: instances whose data contains it (`{"customer": {"id": "C-7"}}`)
+    #[param(max_length = 4000, example = json!("{\"customer_id\": \"C-7\"}"))]
+    data: Option<String>,
+    /// Instances started at or after this time (RFC 3339)
+    created_after: Option<DateTime<Utc>>,
+    /// Instances started before this time (RFC 3339)
+    created_before: Option<DateTime<Utc>>,
     /// 1 (default) to the page that starts at row 100,000 (100001 with `per_page=1`, 201
     /// with `per_page=500`)
     #[param(minimum = 1, maximum = 100001)]
@@ -457,7 +469,8 @@ pub struct InstanceListQuery {
     per_page: Option<i64>,
 }
 
-/// List instances, newest first.
+/// List instances, newest first; search them by model, status, a correlation value, their
+/// data (JSON containment) and when they started. Each filter narrows the others.
 #[utoipa::path(
     get,
     path = "/v1.0/process-instances",
@@ -465,7 +478,7 @@ pub struct InstanceListQuery {
     params(InstanceListQuery),
     responses(
         (status = 200, description = "Instances", body = ProcessInstanceList),
-        (status = 400, description = "`invalid_query`, `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_query` (a bad filter: `correlation` without `=`, `data` not a JSON object, a time not RFC 3339...), `invalid_process_model_identifier`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_token` or `token_expired`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`not_authorized`: needs `instances:read:<model>` (or `instances:read:*` without a model filter)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`database_unavailable` (with `Retry-After`)", body = Problem, content_type = "application/problem+json"),
@@ -487,9 +500,19 @@ pub async fn list_instances(
     ))?;
     let status = input::choice(super::filter(&query.status), "status")?;
     let page = services::Page::new(query.page, query.per_page)?;
+    let correlation = super::filter(&query.correlation)
+        .map(search::correlation)
+        .transpose()?;
+    let data = super::filter(&query.data)
+        .map(|text| search::json_object(text, "data"))
+        .transpose()?;
     let filter = services::instances::InstanceFilter {
         process_model_identifier: model.as_ref(),
         status,
+        correlation,
+        data: data.as_ref(),
+        created_after: query.created_after,
+        created_before: query.created_before,
     };
     let page = services::instances::list(&state.pool, &filter, page).await?;
     Ok(HttpResponse::Ok().json(ProcessInstanceList {
