@@ -153,6 +153,7 @@ impl Application {
         let server = HttpServer::new(move || {
             actix_web::App::new()
                 .wrap(from_fn(api::guard::guard_requests))
+                .wrap(from_fn(api::etag::conditional_get))
                 .wrap(ErrorHandlers::new().default_handler(problem_fallback))
                 .wrap(from_fn(log_request))
                 .wrap(from_fn(trace_request))

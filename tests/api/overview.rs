@@ -430,3 +430,47 @@ async fn a_bulk_command_checks_each_instance_against_the_callers_scopes() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{why}: {refused}");
     }
 }
+
+/// The console polls with the tag of what it shows: 304 while the answer is the same, 200
+/// with a new tag once it changed.
+#[tokio::test]
+async fn a_poll_with_the_shown_tag_gets_304_until_the_answer_changes() {
+    let app = world().await;
+    let poll = |tag: Option<String>| {
+        let mut request = app
+            .client
+            .get(app.url("/v1.0/process-instances?status=error"))
+            .bearer_auth(app.token(ADMIN));
+        if let Some(tag) = tag {
+            request = request.header("If-None-Match", tag);
+        }
+        request.send()
+    };
+    let first = poll(None).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let tag = first.headers()["etag"].to_str().unwrap().to_string();
+    let again = poll(Some(tag.clone())).await.unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), tag);
+    assert_eq!(again.text().await.unwrap(), "", "no body");
+    let weak = poll(Some(format!("\"x\", W/{tag}"))).await.unwrap();
+    assert_eq!(weak.status(), StatusCode::NOT_MODIFIED);
+
+    let failed = listed(&app, "status=error").await;
+    let body = json!({"action": "terminate", "process_instance_ids": [failed[0]]});
+    bulk(&app, &body, ADMIN).await;
+    let changed = poll(Some(tag.clone())).await.unwrap();
+    assert_eq!(changed.status(), StatusCode::OK);
+    assert_ne!(changed.headers()["etag"].to_str().unwrap(), tag);
+    // writes are never answered 304
+    let response = app
+        .client
+        .post(app.url("/v1.0/bulk/process-instances"))
+        .bearer_auth(app.token(ADMIN))
+        .header("If-None-Match", "*")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}

@@ -13,6 +13,7 @@ pub mod data_stores;
 pub mod decisions;
 pub mod display;
 pub mod error;
+pub mod etag;
 pub mod guard;
 pub mod health;
 pub mod lifecycle;
