@@ -73,14 +73,43 @@ export function query(params) {
   return text ? `?${text}` : "";
 }
 
+function headersFor(extra = {}) {
+  const headers = { Accept: "application/json", ...extra };
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  return headers;
+}
+
+async function send(path, init) {
+  try {
+    return await fetch(path, { ...init, cache: "no-store" });
+  } catch {
+    throw new ApiError(
+      0,
+      null,
+      "The service cannot be reached: check that workflow-backend is running and that the network allows it, then try again.",
+    );
+  }
+}
+
+/** The ApiError of an answer that is not 2xx (a 401 goes back to sign-in). */
+async function failure(response) {
+  const problem = await readProblem(response);
+  const error = new ApiError(response.status, problem, describe(response.status, problem));
+  if (response.status === 401) {
+    clearToken();
+    error.handled = true;
+    onUnauthorized(error.message);
+  }
+  return error;
+}
+
 /**
  * Call the API. `body` is sent as JSON unless `text` (a string, with `contentType`) is given.
  * Answers the parsed JSON (null for 204), or the Response itself with `raw: true`.
  */
 export async function api(path, { method = "GET", body, text, contentType, raw = false } = {}) {
-  const headers = { Accept: "application/json" };
-  const token = getToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
+  const headers = headersFor();
   let payload;
   if (text !== undefined) {
     payload = text;
@@ -89,30 +118,33 @@ export async function api(path, { method = "GET", body, text, contentType, raw =
     payload = JSON.stringify(body);
     headers["Content-Type"] = "application/json";
   }
-  let response;
-  try {
-    response = await fetch(path, { method, headers, body: payload, cache: "no-store" });
-  } catch {
-    throw new ApiError(
-      0,
-      null,
-      "The service cannot be reached: check that workflow-backend is running and that the network allows it, then try again.",
-    );
-  }
+  const response = await send(path, { method, headers, body: payload });
   if (response.ok) {
     if (raw) return response;
     if (response.status === 204) return null;
     const type = response.headers.get("Content-Type") || "";
     return type.includes("json") ? response.json() : response.text();
   }
-  const problem = await readProblem(response);
-  const error = new ApiError(response.status, problem, describe(response.status, problem));
-  if (response.status === 401) {
-    clearToken();
-    error.handled = true;
-    onUnauthorized(error.message);
-  }
-  throw error;
+  throw await failure(response);
+}
+
+/**
+ * A GET for polling: answers `{changed, data, etag, key}`. `previous` is the last answer for the
+ * same path: its ETag is sent as If-None-Match (a 304 is "unchanged"), and an answer whose JSON
+ * is the same as before (compared as `keyOf(data)`, the text by default) is unchanged too, so
+ * a page re-renders only when something changed.
+ */
+export async function apiFresh(path, previous = null, keyOf = null) {
+  const extra = previous && previous.etag ? { "If-None-Match": previous.etag } : {};
+  const response = await send(path, { method: "GET", headers: headersFor(extra) });
+  if (response.status === 304 && previous) return { ...previous, changed: false };
+  if (!response.ok) throw await failure(response);
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  const key = keyOf ? keyOf(data) : text;
+  const etag = response.headers.get("ETag");
+  if (previous && previous.key === key) return { ...previous, etag: etag || previous.etag, changed: false };
+  return { changed: true, data, etag, key };
 }
 
 async function readProblem(response) {

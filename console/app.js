@@ -6,11 +6,13 @@ import { add, h, put } from "./ui.js";
 import { messageDetailPage, messagesPage } from "./messages.js";
 import { instanceDetailPage, instancesPage } from "./instances.js";
 import { modelDetailPage, modelsPage } from "./models.js";
+import { overviewPage } from "./overview.js";
 
 const BASE = "/console";
 
 const ROUTES = [
-  { path: /^\/?$/, page: null, redirect: "/messages" },
+  { path: /^\/?$/, page: null, redirect: "/overview" },
+  { path: /^\/overview\/?$/, page: overviewPage, nav: "overview", title: "Overview" },
   { path: /^\/sign-in\/?$/, page: signInPage, open: true, title: "Sign in" },
   { path: /^\/messages\/?$/, page: messagesPage, nav: "messages", title: "Messages" },
   { path: /^\/messages\/(\d+)\/?$/, page: messageDetailPage, nav: "messages", title: "Message" },
@@ -50,7 +52,7 @@ function render({ focus = false } = {}) {
       {},
       h("h1", { tabindex: "-1" }, "No such page"),
       h("p", { class: "wb-empty" }, "The console has no page at ", h("code", {}, location.pathname), ". ",
-        h("a", { href: `${BASE}/messages` }, "Go to the messages"), "."),
+        h("a", { href: `${BASE}/overview` }, "Go to the overview"), "."),
     );
     main.replaceChildren(view);
     document.title = "No such page · workflow-backend console";
@@ -175,7 +177,7 @@ function signInPage(view, ctx) {
       return;
     }
     setToken(token);
-    const target = next && next.startsWith(`${BASE}/`) && !next.startsWith(`${BASE}/sign-in`) ? next : `${BASE}/messages`;
+    const target = next && next.startsWith(`${BASE}/`) && !next.startsWith(`${BASE}/sign-in`) ? next : `${BASE}/overview`;
     navigate(target);
   });
   add(view,

@@ -139,6 +139,57 @@ function addReference(node, name, flowId) {
   node.insertBefore(reference, after || null);
 }
 
+/** Change the markers from `previous` to `markers` (Maps of element id -> marker class). */
+export function setMarkers(viewer, markers, previous = new Map()) {
+  const canvas = viewer.get("canvas");
+  const registry = viewer.get("elementRegistry");
+  for (const [elementId, marker] of previous) {
+    if (markers.get(elementId) !== marker && registry.get(elementId)) canvas.removeMarker(elementId, marker);
+  }
+  for (const [elementId, marker] of markers) {
+    if (previous.get(elementId) !== marker && registry.get(elementId)) canvas.addMarker(elementId, marker);
+  }
+}
+
+const plural = (n, one, many) => `${n.toLocaleString("en")} ${n === 1 ? one : many}`;
+
+/**
+ * Badges on the drawn elements (bpmn-js overlays): how many instances wait at each and how many
+ * are in error there. `counts` is [{element_id, waiting, error}]; earlier badges are replaced.
+ * `hrefFor(kind)` gives the link of a badge (the instance list). Answers how many elements got
+ * a badge (elements of another file of the model are not drawn here).
+ */
+export function setElementBadges(viewer, counts, hrefFor = () => null) {
+  const overlays = viewer.get("overlays");
+  const registry = viewer.get("elementRegistry");
+  overlays.remove({ type: "wb-counts" });
+  let placed = 0;
+  for (const c of counts) {
+    const element = registry.get(c.element_id);
+    const waiting = Number(c.waiting) || 0;
+    const failed = Number(c.error) || 0;
+    if (!element || (!waiting && !failed)) continue;
+    const badge = (kind, n, text) => {
+      const attrs = { class: `wb-badge wb-badge-${kind}`, title: text, "aria-label": text, dataset: { count: n } };
+      const href = hrefFor(kind);
+      return href ? h("a", { ...attrs, href }, String(n)) : h("span", attrs, String(n));
+    };
+    const html = h(
+      "div",
+      { class: "wb-badges", dataset: { elementId: c.element_id } },
+      waiting ? badge("waiting", waiting, `${plural(waiting, "instance waits", "instances wait")} at ${element.businessObject.name || c.element_id}`) : null,
+      failed ? badge("error", failed, `${plural(failed, "instance is", "instances are")} in error at ${element.businessObject.name || c.element_id}`) : null,
+    );
+    const isEvent = /Event$/.test(element.type) || /Gateway$/.test(element.type);
+    overlays.add(c.element_id, "wb-counts", {
+      position: isEvent ? { bottom: -4, left: -14 } : { bottom: 12, left: -12 },
+      html,
+    });
+    placed += 1;
+  }
+  return placed;
+}
+
 function newViewer(BpmnJS, container) {
   container.replaceChildren();
   return new BpmnJS({ container });
@@ -149,8 +200,9 @@ export function autoLayoutNote(autoLayout) {
   if (!autoLayout) return null;
   return h(
     "p",
-    { class: "wb-help wb-diagram-auto-layout" },
-    "This file has no diagram layout (bpmndi:BPMNDiagram): it is drawn with an automatic layout.",
+    { class: "wb-notice wb-notice-info wb-diagram-auto-layout", role: "note" },
+    h("strong", {}, "Laid out automatically: "),
+    "this file has no diagram layout (bpmndi:BPMNDiagram), so the console placed its elements itself. The positions are not the modeller's.",
   );
 }
 

@@ -1,9 +1,10 @@
 // /console/messages (the message list, GET /v1.0/messages) and /console/messages/<id> (one
 // message with its payload and failure cause, GET /v1.0/message-instances/{id}).
 
-import { api, instanceModels, query } from "./api.js";
+import { api, apiFresh, instanceModels, query } from "./api.js";
+import { live, rerender } from "./live.js";
 import {
-  add, empty, facts, field, h, json, label, loading, muted, pagination, problem, put, relative, replaceLast, section, table, when,
+  add, empty, facts, field, h, json, label, loading, messageOf, muted, notice, pagination, problem, put, relative, replaceLast, section, table, when,
 } from "./ui.js";
 
 const PER_PAGE = 25;
@@ -116,45 +117,219 @@ function selectField(name, text, options, value) {
   );
 }
 
+/** `order_id = A-17` -> `order_id=A-17`; null when it is not key=value. */
+export function correlationQuery(text) {
+  const value = String(text || "").trim();
+  if (!value) return "";
+  const at = value.indexOf("=");
+  if (at < 1) return null;
+  const key = value.slice(0, at).trim();
+  const rest = value.slice(at + 1).trim();
+  return key ? `${key}=${rest}` : null;
+}
+
+/** A JSON object typed by hand, compacted; "" for none; null when it is not a JSON object. */
+export function jsonObjectQuery(text) {
+  const value = String(text || "").trim();
+  if (!value) return "";
+  try {
+    const parsed = JSON.parse(value);
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? JSON.stringify(parsed) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A random (version 4) UUID, also where crypto.randomUUID is missing (plain http). */
+export function uuid4() {
+  if (window.crypto && typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const x = [...b].map((n) => n.toString(16).padStart(2, "0")).join("");
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+/**
+ * "Send a message": name, JSON payload, optional time to live (with a generated
+ * message_instance_uuid, kept for a second try of the same message so it is never delivered
+ * twice). `onSent` runs after an answer.
+ */
+export function sendMessageForm(onSent = () => {}, { name: fixedName = "" } = {}) {
+  const nameInput = h("input", { type: "text", id: "send-name", name: "name", required: true, autocomplete: "off", value: fixedName, placeholder: "order placed" });
+  const payload = h("textarea", { id: "send-payload", name: "payload", rows: 4, spellcheck: "false", class: "wb-code" }, "{}");
+  const ttl = h("input", { type: "number", id: "send-ttl", name: "ttl", min: "0", max: "300", step: "1", inputmode: "numeric", placeholder: "none", "aria-describedby": "send-ttl-help" });
+  const error = h("p", { class: "wb-field-error", role: "alert" });
+  const result = h("div", { class: "wb-send-result", "aria-live": "polite" });
+  const submit = h("button", { type: "submit", class: "wb-button wb-primary" }, "Send message");
+  let pendingUuid = null; // the key of a send whose answer did not arrive: reused on a retry
+  const form = h(
+    "form",
+    { class: "wb-form wb-send-form", id: "send-message-form", "aria-label": "Send a message", novalidate: true },
+    h("div", { class: "wb-filters" }, field("Message name", nameInput, "wb-grow"), field("Time to live (seconds, optional)", ttl)),
+    h("label", { for: "send-payload" }, "Payload (a JSON object)"),
+    payload,
+    h("p", { class: "wb-help", id: "send-ttl-help" },
+      "With a time to live (up to 300 s), a message nothing waits for yet is buffered that long, and is sent with a generated ",
+      h("code", {}, "message_instance_uuid"), " so that sending it again never delivers it twice."),
+    error,
+    h("div", { class: "wb-actions" }, submit),
+    result,
+  );
+  for (const input of [nameInput, payload, ttl]) input.addEventListener("input", () => (pendingUuid = null));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    error.textContent = "";
+    const name = nameInput.value.trim();
+    if (!name) {
+      error.textContent = "Give the message's name.";
+      nameInput.focus();
+      return;
+    }
+    let body;
+    try {
+      body = JSON.parse(payload.value.trim() || "{}");
+    } catch (e) {
+      error.textContent = `The payload is not valid JSON: ${e.message}`;
+      payload.focus();
+      return;
+    }
+    if (!body || typeof body !== "object" || Array.isArray(body)) {
+      error.textContent = "The payload must be a JSON object, e.g. {\"order_id\": \"A-17\"}.";
+      payload.focus();
+      return;
+    }
+    const ttlText = ttl.value.trim();
+    const seconds = Number(ttlText);
+    if (ttlText && (!Number.isInteger(seconds) || seconds < 0 || seconds > 300)) {
+      error.textContent = "The time to live is a whole number of seconds from 0 to 300.";
+      ttl.focus();
+      return;
+    }
+    const params = {};
+    if (ttlText) {
+      pendingUuid = pendingUuid || uuid4();
+      params.time_to_live_in_seconds = seconds;
+      params.message_instance_uuid = pendingUuid;
+    }
+    submit.disabled = true;
+    put(result);
+    const sentTo = `/console/messages${query({ name })}`;
+    try {
+      const response = await api(`/v1.0/messages/${encodeURIComponent(name)}${query(params)}`, { method: "POST", body, raw: true });
+      const answer = await response.json();
+      pendingUuid = null;
+      put(result, sentNotice(response.status, answer, name, sentTo));
+    } catch (e) {
+      if (e.handled) return;
+      if (e.status) pendingUuid = null; // answered: a new send gets a new key
+      put(result,
+        h("div", { class: "wb-notice wb-notice-error", role: "alert" },
+          messageOf(e),
+          e.code === "message_not_accepted" ? h("span", {}, " It is kept as a rejected message: ", h("a", { href: sentTo }, "see the messages named ", name), ".") : null),
+      );
+    } finally {
+      submit.disabled = false;
+      onSent();
+    }
+  });
+  return form;
+}
+
+function sentNotice(status, answer, name, sentTo) {
+  const instance = answer && answer.process_instance;
+  const message = answer && answer.message_instance;
+  if (instance) {
+    if (instance.process_model_identifier) instanceModels.set(String(instance.id), instance.process_model_identifier);
+    return h("div", { class: "wb-notice wb-notice-ok", role: "status", id: "send-result" },
+      `Message “${name}” delivered: instance `,
+      h("a", { href: `/console/instances/${instance.id}`, id: "send-result-instance" }, `#${instance.id}`),
+      ` of ${instance.process_model_identifier} is now `, label("status", instance.status), ". ",
+      h("a", { href: sentTo }, "The messages named so"), ".");
+  }
+  if (message) {
+    return h("div", { class: "wb-notice wb-notice-ok", role: "status", id: "send-result" },
+      `Message “${name}” `, label("state", messageState(message)), " as ",
+      h("a", { href: `/console/messages/${message.id}`, id: "send-result-message" }, `message #${message.id}`),
+      message.expires_at ? h("span", {}, " until ", when(message.expires_at)) : null,
+      ": nothing waits for it yet.");
+  }
+  return notice(`Message “${name}” sent (the service answered ${status}).`);
+}
+
 export async function messagesPage(view, ctx) {
   const state = ctx.search.get("state") || "";
   const type = ctx.search.get("message_type") || "";
   const name = ctx.search.get("name") || "";
+  const correlation = ctx.search.get("correlation") || "";
+  const payloadFilter = ctx.search.get("payload") || "";
   const page = Math.max(1, Number.parseInt(ctx.search.get("page") || "1", 10) || 1);
-  const filtered = Boolean(state || type || name);
+  const filters = { state, message_type: type, name, correlation, payload: payloadFilter };
+  const filtered = Object.values(filters).some(Boolean);
 
+  const formError = h("p", { class: "wb-field-error", role: "alert", id: "filter-error" });
+  const correlationInput = h("input", { name: "correlation", id: "filter-correlation", type: "search", value: correlation, placeholder: "order_id=A-17", autocomplete: "off", spellcheck: "false" });
+  const payloadInput = h("input", { name: "payload", id: "filter-payload", type: "search", value: payloadFilter, placeholder: "{\"order_id\": \"A-17\"}", autocomplete: "off", spellcheck: "false", class: "wb-code" });
   const form = h(
     "form",
-    { class: "wb-filters", role: "search", "aria-label": "Filter messages", action: "/console/messages" },
-    selectField(
-      "state",
-      "State",
-      [
-        ["", "Any state"],
-        ...SEND_STATES.map((s) => [s, s]),
-        ...RECEIVE_STATES.filter((s) => s !== "completed").map((s) => [s, s]),
-      ],
-      state,
+    { class: "wb-search", role: "search", "aria-label": "Search messages", action: "/console/messages" },
+    h(
+      "div",
+      { class: "wb-filters" },
+      selectField(
+        "state",
+        "State",
+        [
+          ["", "Any state"],
+          ...SEND_STATES.map((s) => [s, s]),
+          ...RECEIVE_STATES.filter((s) => s !== "completed").map((s) => [s, s]),
+        ],
+        state,
+      ),
+      selectField("message_type", "Type", [["", "Send and receive"], ["send", "send"], ["receive", "receive"]], type),
+      field(
+        "Name",
+        h("input", { name: "name", id: "filter-name", type: "search", value: name, placeholder: "exact message name", autocomplete: "off" }),
+        "wb-grow",
+      ),
+      field("Correlation (key=value)", correlationInput, "wb-grow"),
+      field("Payload contains (JSON)", payloadInput, "wb-grow"),
+      h("button", { type: "submit", class: "wb-button wb-primary" }, "Apply"),
+      filtered ? h("a", { href: "/console/messages", class: "wb-button wb-quiet" }, "Clear filters") : null,
     ),
-    selectField("message_type", "Type", [["", "Send and receive"], ["send", "send"], ["receive", "receive"]], type),
-    field(
-      "Name",
-      h("input", { name: "name", id: "filter-name", type: "search", value: name, placeholder: "exact message name", autocomplete: "off" }),
-      "wb-grow",
-    ),
-    h("button", { type: "submit", class: "wb-button wb-primary" }, "Apply"),
-    filtered ? h("a", { href: "/console/messages", class: "wb-button wb-quiet" }, "Clear filters") : null,
+    formError,
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    formError.textContent = "";
     const data = new FormData(form);
-    ctx.navigate(`/console/messages${query({ state: data.get("state"), message_type: data.get("message_type"), name: String(data.get("name") || "").trim() })}`);
+    const c = correlationQuery(data.get("correlation"));
+    if (c === null) {
+      formError.textContent = "Search a correlation value as key=value, e.g. order_id=A-17.";
+      correlationInput.focus();
+      return;
+    }
+    const p = jsonObjectQuery(data.get("payload"));
+    if (p === null) {
+      formError.textContent = "Search the payload with a JSON object, e.g. {\"order_id\": \"A-17\"}.";
+      payloadInput.focus();
+      return;
+    }
+    ctx.navigate(`/console/messages${query({ state: data.get("state"), message_type: data.get("message_type"), name: String(data.get("name") || "").trim(), correlation: c, payload: p })}`);
   });
 
-  const results = h("div", {}, loading("Loading messages…"));
+  const results = h("div", { id: "message-results" }, loading("Loading messages…"));
+  const title = h("div", { class: "wb-title" }, h("h1", {}, "Messages"));
+  let updates = null;
   add(view,
-    h("div", { class: "wb-title" }, h("h1", {}, "Messages")),
+    title,
     h("p", { class: "wb-lead" }, "Messages sent to the service, and the messages instances wait for; newest first."),
+    h(
+      "details",
+      { class: "wb-panel", id: "send-message" },
+      h("summary", {}, "Send a message"),
+      sendMessageForm(() => updates && updates.now()),
+    ),
     form,
     h(
       "details",
@@ -165,24 +340,35 @@ export async function messagesPage(view, ctx) {
     results,
   );
 
-  let answer;
+  const path = `/v1.0/messages${query({ ...filters, page, per_page: PER_PAGE })}`;
+  let last = null;
   try {
-    answer = await api(`/v1.0/messages${query({ state, message_type: type, name, page, per_page: PER_PAGE })}`);
+    last = await apiFresh(path);
   } catch (error) {
-    if (!error.handled) put(results, problem(error));
+    if (!error.handled && ctx.current()) put(results, problem(error));
     return;
   }
   if (!ctx.current()) return;
-  if (!answer.results.length) {
-    put(results,
-      filtered || page > 1
-        ? empty("No messages match these filters. ", h("a", { href: "/console/messages" }, "Show every message"), ".")
-        : empty("No messages yet: messages appear here when a system POSTs to ", h("code", {}, "/v1.0/messages/{name}"), ", or when an instance waits for one."),
-    );
-    return;
-  }
-  const hrefFor = (p) => `/console/messages${query({ state, message_type: type, name, page: p })}`;
-  put(results, messagesTable(answer.results), pagination(answer.pagination, page, hrefFor, "messages"));
+  const hrefFor = (p) => `/console/messages${query({ ...filters, page: p })}`;
+  const show = (answer) => {
+    if (!answer.results.length) {
+      put(results,
+        filtered || page > 1
+          ? empty("No messages match these filters. ", h("a", { href: "/console/messages" }, "Show every message"), ".")
+          : empty("No messages yet: messages appear here when a system POSTs to ", h("code", {}, "/v1.0/messages/{name}"), ", or when an instance waits for one."),
+      );
+      return;
+    }
+    put(results, messagesTable(answer.results), pagination(answer.pagination, page, hrefFor, "messages"));
+  };
+  show(last.data);
+  updates = live(ctx, async () => {
+    const answer = await apiFresh(path, last);
+    if (!ctx.current()) return;
+    last = answer;
+    if (answer.changed) rerender(results, () => show(answer.data));
+  });
+  add(title, updates.element);
 }
 
 export async function messageDetailPage(view, ctx) {

@@ -1,10 +1,11 @@
 // /console/models (GET /v1.0/process-models) and /console/models/<group:model>/: the model's
 // files (download, upload), the versions its instances run on and its diagram.
 
-import { api, modelSeg, query, seg } from "./api.js";
-import { autoLayoutNote, drawDiagram, warningsNote, zoomControls } from "./diagram.js";
+import { api, apiFresh, instanceModels, modelSeg, query, seg } from "./api.js";
+import { autoLayoutNote, drawDiagram, setElementBadges, warningsNote, zoomControls } from "./diagram.js";
+import { live } from "./live.js";
 import {
-  add, confirmDialog, empty, facts, field, h, loading, messageOf, muted, notice, pagination, problem, put, replaceLast, saveBlob, section, shortSha, table, when,
+  add, confirmDialog, empty, facts, field, h, label, loading, messageOf, muted, notice, pagination, problem, put, replaceLast, saveBlob, section, shortSha, table, when,
 } from "./ui.js";
 
 const PER_PAGE = 25;
@@ -105,7 +106,7 @@ export async function modelsPage(view, ctx) {
   add(view,
     h("div", { class: "wb-title" }, h("h1", {}, "Models")),
     h("p", { class: "wb-lead" }, "Process models, by identifier. Each is a folder of BPMN (and DMN) files; instances keep the version they started on."),
-    ctx.state.flash ? notice(ctx.state.flash) : null,
+    ctx.state.flash ? notice(ctx.state.flash, ctx.state.flashKind || "ok") : null,
     results,
     section("Upload a file", uploadForm(ctx, null)),
   );
@@ -224,11 +225,56 @@ export async function modelDetailPage(view, ctx) {
       }
       viewer = drawn.viewer;
       put(diagramError, autoLayoutNote(drawn.autoLayout), warningsNote(drawn.warnings));
+      drawnCurrent = !versionSelect.value;
+      if (drawnCurrent && lastCounts) showCounts(lastCounts.data);
+      else put(countsNote, drawnCurrent ? null : "The badges (instances waiting, in error) are drawn on the current version.");
+      if (drawnCurrent) refreshCounts().catch(() => {});
     } catch (error) {
       if (error.handled || ours !== drawing || !ctx.current()) return;
       put(diagramBox, h("p", { class: "wb-empty" }, messageOf(error)));
     }
   }
+
+  // element counts: badges on the current version's elements (GET .../element-counts)
+  const countsNote = h("p", { class: "wb-help", id: "element-counts-note" });
+  let drawnCurrent = false;
+  let lastCounts = null;
+  let countsRefused = false;
+  const listHref = (status) => `/console/instances${query({ process_model_identifier: identifier, status })}`;
+  function showCounts(counts) {
+    if (!viewer || !drawnCurrent) return;
+    const elements = counts.elements || [];
+    setElementBadges(viewer, elements, (kind) => (kind === "error" ? listHref("error") : null));
+    const waiting = elements.reduce((n, e) => n + (Number(e.waiting) || 0), 0);
+    const failed = elements.reduce((n, e) => n + (Number(e.error) || 0), 0);
+    const other = counts.other_versions || {};
+    put(countsNote,
+      h("span", { class: "wb-badge wb-badge-waiting", "aria-hidden": "true" }, "n"), " instances waiting at an element, ",
+      h("span", { class: "wb-badge wb-badge-error", "aria-hidden": "true" }, "n"), " in error there: ",
+      `${waiting} waiting and ${failed} in error on this version`,
+      other.waiting || other.error ? `; ${other.waiting || 0} waiting and ${other.error || 0} in error on older versions (not drawn)` : "",
+      ".",
+    );
+  }
+  async function refreshCounts() {
+    if (countsRefused || !viewer || !drawnCurrent) return;
+    let answer;
+    try {
+      answer = await apiFresh(`/v1.0/process-models/${modelSeg(identifier)}/element-counts`, lastCounts);
+    } catch (error) {
+      // a token that cannot read the instances (or a service without counts): no badges, no error
+      if ([403, 404].includes(error.status)) {
+        countsRefused = true;
+        return;
+      }
+      throw error;
+    }
+    if (!ctx.current()) return;
+    const first = !lastCounts;
+    lastCounts = answer;
+    if (answer.changed || first) showCounts(answer.data);
+  }
+  const updates = live(ctx, refreshCounts);
   fileSelect.addEventListener("change", drawSelected);
   versionSelect.addEventListener("change", drawSelected);
   downloadButton.addEventListener("click", () => fileDownload(fileSelect.value, versionSelect.value || undefined, diagramError));
@@ -276,11 +322,11 @@ export async function modelDetailPage(view, ctx) {
   });
 
   const list = (items) => (items && items.length ? h("span", { class: "wb-keys" }, items.map((s) => h("code", {}, s))) : muted("none"));
-  const instancesHref = `/console/instances${query({ model: identifier })}`;
+  const instancesHref = `/console/instances${query({ process_model_identifier: identifier })}`;
 
   put(view,
     crumbs(identifier),
-    h("div", { class: "wb-title" }, h("h1", {}, model.display_name || identifier), h("code", { class: "wb-id" }, identifier)),
+    h("div", { class: "wb-title" }, h("h1", {}, model.display_name || identifier), h("code", { class: "wb-id" }, identifier), updates.element),
     ctx.state.flash ? notice(ctx.state.flash) : null,
     h(
       "div",
@@ -314,7 +360,9 @@ export async function modelDetailPage(view, ctx) {
       ),
       diagramError,
       diagramBox,
+      countsNote,
     ),
+    section("Start an instance", startForm(identifier, () => updates.now())),
     modelWarnings(model.warnings || []),
     section(
       "Files",
@@ -352,6 +400,59 @@ export async function modelDetailPage(view, ctx) {
     section("Upload a file", uploadForm(ctx, identifier)),
   );
   drawSelected();
+}
+
+/** "Start an instance": JSON data -> POST /v1.0/process-instances/{model}; links the instance. */
+function startForm(identifier, onStarted) {
+  const area = h("textarea", { id: "start-data", name: "data", rows: 3, spellcheck: "false", class: "wb-code", "aria-describedby": "start-help" }, "{}");
+  const error = h("p", { class: "wb-field-error", role: "alert" });
+  const result = h("div", { "aria-live": "polite" });
+  const submit = h("button", { type: "submit", class: "wb-button wb-primary" }, "Start instance");
+  const form = h(
+    "form",
+    { class: "wb-form wb-start-form", id: "start-form", "aria-label": "Start an instance", novalidate: true },
+    h("label", { for: "start-data" }, "Data (a JSON object: the first task data)"),
+    area,
+    h("p", { class: "wb-help", id: "start-help" }, "Starts the model's primary process on its current version and runs it to its first wait."),
+    error,
+    h("div", { class: "wb-actions" }, submit),
+    result,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    error.textContent = "";
+    let body;
+    try {
+      body = JSON.parse(area.value.trim() || "{}");
+    } catch (e) {
+      error.textContent = `That is not valid JSON: ${e.message}`;
+      area.focus();
+      return;
+    }
+    if (!body || typeof body !== "object" || Array.isArray(body)) {
+      error.textContent = "The data must be a JSON object, e.g. {\"customer\": \"ACME\"}.";
+      area.focus();
+      return;
+    }
+    submit.disabled = true;
+    put(result);
+    try {
+      const answer = await api(`/v1.0/process-instances/${modelSeg(identifier)}`, { method: "POST", body });
+      const instance = answer.process_instance;
+      instanceModels.set(String(instance.id), instance.process_model_identifier || identifier);
+      put(result,
+        h("div", { class: "wb-notice wb-notice-ok", role: "status", id: "start-result" },
+          "Instance ", h("a", { href: `/console/instances/${instance.id}`, id: "start-result-instance" }, `#${instance.id}`),
+          " started: it is now ", label("status", instance.status), instance.error ? ` (${instance.error.message})` : "", "."),
+      );
+      onStarted();
+    } catch (e) {
+      if (!e.handled) put(result, problem(e));
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
 }
 
 function crumbs(identifier) {
