@@ -284,6 +284,18 @@ async fn instances_are_found_by_correlation_value_data_and_start_time() {
         ("data=%5B1%5D", "not an object"),
         ("data=%7B", "not JSON"),
         ("created_after=yesterday", "not a time"),
+        (
+            format!(
+                "data={}",
+                urlencode(&format!("{{\"a\": \"{}\"}}", "x".repeat(4000)))
+            )
+            .as_str(),
+            "too long",
+        ),
+        (
+            format!("correlation=a%3D{}", "x".repeat(1000)).as_str(),
+            "too long",
+        ),
     ] {
         let (status, body) = get(&app, &format!("/v1.0/process-instances?{query}")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{why}: {body}");

@@ -4,8 +4,11 @@ use super::error::ApiError;
 use crate::services::{input, ErrorCode};
 use serde_json::Value;
 
-/// Longest property name of a `correlation` filter.
+/// The longest `correlation` filter, and the longest property name in it.
+const MAX_CORRELATION_BYTES: usize = 1000;
 const MAX_PROPERTY_BYTES: usize = 255;
+/// The longest JSON object a filter takes (`data`, `payload`): what the OpenAPI document says.
+const MAX_JSON_FILTER_BYTES: usize = 4000;
 
 /// `property=value` (`order_id=A-17`): split at the first `=`; 400 `invalid_query` without
 /// one or with an empty property.
@@ -17,6 +20,12 @@ pub fn correlation(text: &str) -> Result<(&str, &str), ApiError> {
         )
         .with_extra("parameter", "correlation")
     };
+    input::check_text(
+        text,
+        ErrorCode::InvalidQuery,
+        "correlation",
+        MAX_CORRELATION_BYTES,
+    )?;
     let Some((property, value)) = text.split_once('=') else {
         return Err(refused("there is no `=`"));
     };
@@ -49,6 +58,12 @@ pub fn json_object(text: &str, parameter: &'static str) -> Result<Value, ApiErro
         )
         .with_extra("parameter", parameter)
     };
+    if text.len() > MAX_JSON_FILTER_BYTES {
+        return Err(refused(format!(
+            "it is {} bytes long; the limit is {MAX_JSON_FILTER_BYTES}",
+            text.len()
+        )));
+    }
     let value: Value = serde_json::from_str(text).map_err(|e| refused(e.to_string()))?;
     if !value.is_object() {
         return Err(refused("it is not an object".into()));
