@@ -8,7 +8,7 @@ import { LEGEND, autoLayoutNote, drawDiagram, setMarkers, warningsNote, zoomCont
 import { live, rerender } from "./live.js";
 import { correlationQuery, jsonObjectQuery, messagesTable } from "./messages.js";
 import {
-  add, confirmDialog, empty, facts, field, h, json, label, loading, messageOf, muted, notice, pagination, problem, put, relative, section, shortSha, table, when,
+  add, confirmDialog, empty, facts, field, h, json, label, loading, messageOf, muted, notice, pagination, problem, put, relative, section, shortSha, table, typedObject, when,
 } from "./ui.js";
 
 const PER_PAGE = 25;
@@ -837,19 +837,8 @@ export async function instanceDetailPage(view, ctx) {
     }
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      let body;
-      try {
-        body = JSON.parse(area.value.trim() || "{}");
-      } catch (e) {
-        error.textContent = `That is not valid JSON: ${e.message}`;
-        area.focus();
-        return;
-      }
-      if (!body || typeof body !== "object" || Array.isArray(body)) {
-        error.textContent = "The data must be a JSON object, e.g. {\"approved\": true}.";
-        area.focus();
-        return;
-      }
+      const body = typedObject(area, error, "The data", `{"approved": true}`);
+      if (!body) return;
       submit.disabled = true;
       error.textContent = "";
       try {

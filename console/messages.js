@@ -4,7 +4,7 @@
 import { api, apiFresh, instanceModels, query } from "./api.js";
 import { live, rerender } from "./live.js";
 import {
-  add, empty, facts, field, h, json, label, loading, messageOf, muted, notice, pagination, problem, put, relative, replaceLast, section, table, when,
+  add, empty, facts, field, h, json, label, loading, messageOf, muted, notice, pagination, problem, put, relative, replaceLast, section, table, typedObject, when,
 } from "./ui.js";
 
 const PER_PAGE = 25;
@@ -186,19 +186,8 @@ export function sendMessageForm(onSent = () => {}, { name: fixedName = "" } = {}
       nameInput.focus();
       return;
     }
-    let body;
-    try {
-      body = JSON.parse(payload.value.trim() || "{}");
-    } catch (e) {
-      error.textContent = `The payload is not valid JSON: ${e.message}`;
-      payload.focus();
-      return;
-    }
-    if (!body || typeof body !== "object" || Array.isArray(body)) {
-      error.textContent = "The payload must be a JSON object, e.g. {\"order_id\": \"A-17\"}.";
-      payload.focus();
-      return;
-    }
+    const body = typedObject(payload, error, "The payload", `{"order_id": "A-17"}`);
+    if (!body) return;
     const ttlText = ttl.value.trim();
     const seconds = Number(ttlText);
     if (ttlText && (!Number.isInteger(seconds) || seconds < 0 || seconds > 300)) {

@@ -5,7 +5,7 @@ import { api, apiFresh, instanceModels, modelSeg, query, seg } from "./api.js";
 import { autoLayoutNote, drawDiagram, setElementBadges, warningsNote, zoomControls } from "./diagram.js";
 import { live } from "./live.js";
 import {
-  add, confirmDialog, empty, facts, field, h, label, loading, messageOf, muted, notice, pagination, problem, put, replaceLast, saveBlob, section, shortSha, table, when,
+  add, confirmDialog, empty, facts, field, h, label, loading, messageOf, muted, notice, pagination, problem, put, replaceLast, saveBlob, section, shortSha, table, typedObject, when,
 } from "./ui.js";
 
 const PER_PAGE = 25;
@@ -421,19 +421,8 @@ function startForm(identifier, onStarted) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     error.textContent = "";
-    let body;
-    try {
-      body = JSON.parse(area.value.trim() || "{}");
-    } catch (e) {
-      error.textContent = `That is not valid JSON: ${e.message}`;
-      area.focus();
-      return;
-    }
-    if (!body || typeof body !== "object" || Array.isArray(body)) {
-      error.textContent = "The data must be a JSON object, e.g. {\"customer\": \"ACME\"}.";
-      area.focus();
-      return;
-    }
+    const body = typedObject(area, error, "The data", `{"customer": "ACME"}`);
+    if (!body) return;
     submit.disabled = true;
     put(result);
     try {

@@ -226,3 +226,24 @@ export function add(el, ...children) {
 export function replaceLast(el, ...children) {
   el.lastChild.replaceWith(...present(children));
 }
+
+/**
+ * The JSON object typed into `area` (empty: `{}`), or null after saying in `error` why it is
+ * none (`what` names it: "The data", "The payload"; `example` shows one) and focusing it.
+ */
+export function typedObject(area, error, what, example) {
+  let value;
+  try {
+    value = JSON.parse(area.value.trim() || "{}");
+  } catch (e) {
+    error.textContent = `${what} is not valid JSON: ${e.message}`;
+    area.focus();
+    return null;
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    error.textContent = `${what} must be a JSON object, e.g. ${example}.`;
+    area.focus();
+    return null;
+  }
+  return value;
+}

@@ -258,3 +258,20 @@ pub async fn place_tables(pool: &PgPool) -> sqlx::Result<Placement> {
     unlocked?;
     Ok(placement)
 }
+
+/// Distributed transactions prepared on a node over a second ago and neither committed nor
+/// rolled back there: what a node that failed during a two-phase commit leaves behind until the
+/// coordinator's recovery (`citus.recover_2pc_interval`) finishes them. Until then the rows
+/// they wrote on that node are not seen, though their commit was acknowledged: a message that
+/// finds no waiting receive may be early for one of those rows.
+pub async fn in_doubt_transactions(conn: &mut sqlx::PgConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM pg_prepared_xacts \
+                 WHERE prepared < now() - interval '1 second') \
+              + coalesce((SELECT sum(result::bigint) FROM run_command_on_workers( \
+                   $$SELECT count(*) FROM pg_prepared_xacts \
+                     WHERE prepared < now() - interval '1 second'$$) WHERE success), 0)::bigint",
+    )
+    .fetch_one(conn)
+    .await
+}

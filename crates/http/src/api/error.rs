@@ -393,6 +393,9 @@ impl From<crate::services::Error> for ApiError {
                 extra,
             } => {
                 let mut api = ApiError::refused(code, detail);
+                if api.status == StatusCode::SERVICE_UNAVAILABLE {
+                    api = api.retry_later();
+                }
                 if let Some(Value::Object(members)) = extra {
                     for (key, value) in members {
                         api = api.with_extra(key, value);

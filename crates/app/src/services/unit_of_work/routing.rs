@@ -5,7 +5,7 @@
 
 use super::super::clock::expr_context;
 use super::super::message_catalog::Retrievals;
-use super::super::{Error, Result};
+use super::super::{Error, ErrorCode, Result};
 use super::starts::StartedBy;
 use super::{CatalogSeen, NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched, Work};
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
@@ -258,6 +258,15 @@ impl<'c> UnitOfWork<'c> {
         name: &str,
         values: &CorrelationValues,
     ) -> Result<(NoMatch, String)> {
+        if store::shards::distributed()
+            && store::citus::in_doubt_transactions(&mut self.tx).await? > 0
+        {
+            // not a verdict yet: the receive may be a row of a commit a node has not finished
+            return Err(Error::refused(
+                ErrorCode::DatabaseUnavailable,
+                "no waiting receive was found, but a node of the database is still finishing                  a commit after a failure: the message was neither taken nor refused; send it                  again shortly",
+            ));
+        }
         let waiting = store::messages::count_waiting_receives(&mut self.tx, name).await?;
         Ok(if waiting == 0 {
             (
