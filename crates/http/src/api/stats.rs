@@ -82,6 +82,14 @@ pub async fn overview(
     principal: Principal,
     state: web::Data<App>,
 ) -> Result<HttpResponse, ApiError> {
+    // refused before anything is computed when no scope could read any model's instances
+    let may_read_some = principal
+        .scopes
+        .iter()
+        .any(|g| g == "admin" || g.starts_with("instances") || g.contains('*'));
+    if !may_read_some {
+        principal.require("instances:read:*")?;
+    }
     let overview = stats::overview(&state.pool, &state.stats).await?;
     let readable = |model: &str| principal.allows(&format!("instances:read:{model}"));
     let models: Vec<ModelOverview> = overview
