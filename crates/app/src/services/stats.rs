@@ -8,8 +8,9 @@ use crate::store::{self, stats as stored};
 use chrono::{DateTime, Duration as Span, DurationRound, Utc};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
 use workflow_types::{InstanceStatus, MessageState, ModelId};
 
 pub use stored::{ElementCount, ErrorGroup};
@@ -87,7 +88,9 @@ pub struct MessageChart {
     pub cut_at: Option<DateTime<Utc>>,
 }
 
-/// What a replica keeps of the aggregates, and for how long.
+/// What a replica keeps of the aggregates, and for how long. Each is computed under its lock,
+/// held across the computation: consoles polling together when it runs out wait for one
+/// computation instead of each making their own.
 pub struct StatsCache {
     ttl: Duration,
     overview: Mutex<Option<(Instant, Arc<Overview>)>>,
@@ -103,16 +106,15 @@ impl StatsCache {
         }
     }
 
-    fn fresh<T>(&self, kept: Option<(Instant, &Arc<T>)>) -> Option<Arc<T>> {
-        kept.filter(|(at, _)| at.elapsed() < self.ttl)
-            .map(|(_, value)| value.clone())
+    fn fresh<T>(&self, at: Instant, value: &Arc<T>) -> Option<Arc<T>> {
+        (at.elapsed() < self.ttl).then(|| value.clone())
     }
 }
 
 /// The overview, from this replica's cache when it is recent enough.
 pub async fn overview(pool: &PgPool, cache: &StatsCache) -> Result<Arc<Overview>> {
-    let kept = cache.overview.lock().expect("stats cache").clone();
-    if let Some(overview) = cache.fresh(kept.as_ref().map(|(at, o)| (*at, o))) {
+    let mut kept = cache.overview.lock().await;
+    if let Some(overview) = kept.as_ref().and_then(|(at, o)| cache.fresh(*at, o)) {
         return Ok(overview);
     }
     let hour = message_chart(pool, cache, Window::Hour).await?;
@@ -155,7 +157,7 @@ pub async fn overview(pool: &PgPool, cache: &StatsCache) -> Result<Arc<Overview>
         buffered_now,
         last_hour,
     });
-    *cache.overview.lock().expect("stats cache") = Some((Instant::now(), overview.clone()));
+    *kept = Some((Instant::now(), overview.clone()));
     Ok(overview)
 }
 
@@ -165,14 +167,12 @@ pub async fn message_chart(
     cache: &StatsCache,
     window: Window,
 ) -> Result<Arc<MessageChart>> {
-    let kept = cache
-        .charts
-        .lock()
-        .expect("stats cache")
+    let mut charts = cache.charts.lock().await;
+    let kept = charts
         .iter()
         .find(|(w, _, _)| *w == window)
-        .map(|(_, at, chart)| (*at, chart.clone()));
-    if let Some(chart) = cache.fresh(kept.as_ref().map(|(at, c)| (*at, c))) {
+        .and_then(|(_, at, chart)| cache.fresh(*at, chart));
+    if let Some(chart) = kept {
         return Ok(chart);
     }
     let until = Utc::now()
@@ -201,7 +201,6 @@ pub async fn message_chart(
         minutes,
         cut_at: read.cut_at,
     });
-    let mut charts = cache.charts.lock().expect("stats cache");
     charts.retain(|(w, _, _)| *w != window);
     charts.push((window, Instant::now(), chart.clone()));
     Ok(chart)
