@@ -21,6 +21,12 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use uuid::Uuid;
 
+/// A waiting receive with its instance locked (the lock every writer of a receive holds).
+type LockedReceive = (
+    store::messages::WaitingReceive,
+    store::instances::LockedInstance,
+);
+
 impl<'c> UnitOfWork<'c> {
     /// Delivers a send to the oldest matching receive, else starts the model that owns the
     /// name, else buffers or rejects it. Waits for a receiver that is busy in another
@@ -183,12 +189,7 @@ impl<'c> UnitOfWork<'c> {
         name: &str,
         keys: &[String],
         excluded: &[MessageId],
-    ) -> Result<
-        Option<(
-            store::messages::WaitingReceive,
-            store::instances::LockedInstance,
-        )>,
-    > {
+    ) -> Result<Option<LockedReceive>> {
         let mut looked: Vec<store::shards::ShardKey> = Vec::new();
         for key in keys {
             let shard = store::shards::of_value(key);
@@ -229,12 +230,7 @@ impl<'c> UnitOfWork<'c> {
         keys: &[String],
         excluded: &[MessageId],
         shard: store::shards::ShardKey,
-    ) -> Result<
-        Option<(
-            store::messages::WaitingReceive,
-            store::instances::LockedInstance,
-        )>,
-    > {
+    ) -> Result<Option<LockedReceive>> {
         let found = store::messages::lock_oldest_waiting_receive(
             &mut self.tx,
             name,
