@@ -73,6 +73,19 @@ def mint_token(binary, secret, scope, sub="console-test"):
     return done.stdout.strip().splitlines()[-1].strip()
 
 
+
+def upload_fixed_failing(api, model, run):
+    """Uploads `failing.bpmn` of `model` with its script fixed (no division by zero)."""
+    fixed = model_file("failing.bpmn", run).replace('batch["size"] / batch["parts"]', 'batch["size"]')
+    api.call(
+        "PUT",
+        f"/v1.0/process-models/{model.replace('/', ':')}/files/failing.bpmn",
+        fixed,
+        content_type="application/xml",
+        expect=(200, 201),
+    )
+
+
 class Api:
     """The public API through urllib (seeding and checks)."""
 
@@ -460,14 +473,7 @@ class Run:
         # fix the model, then retry: once the fixed script is uploaded, the page offers a retry on
         # the newest version, which moves the instance there and runs the fix
         expect(page.get_by_role("button", name="Retry on the newest version")).to_have_count(0)
-        fixed = model_file("failing.bpmn", s["run"]).replace('batch["size"] / batch["parts"]', 'batch["size"]')
-        api.call(
-            "PUT",
-            f"/v1.0/process-models/{s['failing_model'].replace('/', ':')}/files/failing.bpmn",
-            fixed,
-            content_type="application/xml",
-            expect=(200, 201),
-        )
+        upload_fixed_failing(api, s["failing_model"], s["run"])
         page.reload()
         page.get_by_role("button", name="Retry on the newest version", exact=True).click()
         expect(page.locator("#instance-status .wb-status")).to_have_text("complete")
@@ -885,14 +891,7 @@ class Run:
         expect(page.locator("#bulk-count")).to_contain_text("Select instances")
         self.check("bulk retry of the failed instances on the page answers per instance (they fail again)")
         # fix the script, then retry all matching this search on the newest version
-        fixed = model_file("failing.bpmn", s["bulk_run"]).replace('batch["size"] / batch["parts"]', 'batch["size"]')
-        api.call(
-            "PUT",
-            f"/v1.0/process-models/{s['bulk_model'].replace('/', ':')}/files/failing.bpmn",
-            fixed,
-            content_type="application/xml",
-            expect=(200, 201),
-        )
+        upload_fixed_failing(api, s["bulk_model"], s["bulk_run"])
         page.reload()
         expect(page.locator("#bulk-version option")).to_have_count(2)
         page.get_by_label("Retry and migrate on").select_option(index=1)

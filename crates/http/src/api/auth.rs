@@ -55,6 +55,15 @@ impl Principal {
             .any(|granted| scope_contains(granted, pattern))
     }
 
+    /// Whether some grant could cover reading a model's instances (`admin`, an `instances...`
+    /// scope, or a glob): a cheap test before work whose answer is filtered model by model,
+    /// never refusing a caller [`Principal::allows`] would let read something.
+    pub fn may_read_some_instances(&self) -> bool {
+        self.scopes
+            .iter()
+            .any(|g| g == "admin" || g.starts_with("instances") || g.contains('*'))
+    }
+
     /// 403 `not_authorized` naming the scope when it is not granted.
     pub fn require(&self, needed: &str) -> Result<(), ApiError> {
         if self.allows(needed) {
@@ -314,6 +323,25 @@ mod tests {
         Principal {
             subject: "t".into(),
             scopes: scopes.split_whitespace().map(str::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn the_overview_precheck_never_refuses_a_caller_that_may_read_some_instances() {
+        for scopes in [
+            "admin",
+            "instances:read:*",
+            "instances:read:shop/orders",
+            "instances:read",
+            "instances:*",
+            "*:read:*",
+        ] {
+            assert!(principal(scopes).may_read_some_instances(), "{scopes}");
+        }
+        for scopes in ["models:read", "messages:send:x secrets:manage", ""] {
+            let p = principal(scopes);
+            assert!(!p.may_read_some_instances(), "{scopes}");
+            assert!(!p.allows("instances:read:shop/orders"), "{scopes}");
         }
     }
 

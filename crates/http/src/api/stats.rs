@@ -83,11 +83,7 @@ pub async fn overview(
     state: web::Data<App>,
 ) -> Result<HttpResponse, ApiError> {
     // refused before anything is computed when no scope could read any model's instances
-    let may_read_some = principal
-        .scopes
-        .iter()
-        .any(|g| g == "admin" || g.starts_with("instances") || g.contains('*'));
-    if !may_read_some {
+    if !principal.may_read_some_instances() {
         principal.require("instances:read:*")?;
     }
     let overview = stats::overview(&state.pool, &state.stats).await?;
