@@ -5,6 +5,7 @@
 use crate::helpers::spawn_app;
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
+use workflow_backend::store::jobs::RECORD_ACCEPTANCE;
 use workflow_backend::store::messages::{
     CLAIM_BUFFERED_SEND_BY_KEY, EXPIRE_DUE, LOCK_OLDEST_WAITING_RECEIVE,
 };
@@ -215,6 +216,28 @@ async fn the_buffered_send_claim_probes_by_key_on_a_database_without_statistics(
             .any(|r| r.starts_with("Seq Scan")),
         "{plan:#}"
     );
+}
+
+/// Issue 35: a proxy's 202, recorded on its job and its task. Its generic plan, made on a new
+/// database, joined the task to the updated job by a sequential scan of every task: a service
+/// whose plans were made while it was empty read its whole history of tasks for each 202.
+#[tokio::test]
+async fn the_acceptance_of_a_202_probes_its_job_and_task_on_a_database_without_statistics() {
+    let app = spawn_app().await;
+    let (plan, nodes) = generic_plan(
+        &app.pool,
+        "int8, int8, uuid, text[], int4",
+        RECORD_ACCEPTANCE,
+        "1, 1, gen_random_uuid(), ARRAY['a line'], 0",
+    )
+    .await;
+    for relation in ["tasks", "jobs", "process_instances"] {
+        let reads = reads_of(&nodes, relation);
+        assert!(
+            !reads.is_empty() && reads.iter().all(|r| r.starts_with("Index")),
+            "{relation}: {reads:?} {plan:#}"
+        );
+    }
 }
 
 /// 100,000 instances of five models (1% waiting, 0.1% in error, the rest complete: the

@@ -184,6 +184,32 @@ pub enum Acceptance {
     NotRecorded,
 }
 
+/// [`record_acceptance`]'s statement ($1 the job, $2 its instance, $3 its task, $4 the
+/// 202's log lines, $5 the shard key).
+pub const RECORD_ACCEPTANCE: &str = concat!(
+    "WITH j AS (UPDATE jobs SET accepted_at = now(), locked_until = NULL \
+                    WHERE id = $1 AND task_guid = $3 AND shard_key = $5 AND NOT held \
+                      AND accepted_at IS NULL AND locked_until IS NOT NULL \
+                    RETURNING task_guid), \
+              t AS (UPDATE tasks SET state = '",
+    task_state!(Started),
+    // the task by its key, not joined to the job: a join's generic plan, made while the
+    // tables were empty, scanned every task
+    "', updated_at = now() WHERE tasks.guid = $3 AND tasks.shard_key = $5 \
+                    AND EXISTS (SELECT 1 FROM j) AND tasks.state = '",
+    task_state!(Ready),
+    "' RETURNING 1), \
+              gone AS (SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND shard_key = $5) \
+                       AS gone), \
+              l AS (INSERT INTO connector_logs (process_instance_id, task_guid, line, shard_key) \
+                    SELECT $2, $3, line, $5 FROM unnest($4::text[]) AS line \
+                    WHERE (EXISTS (SELECT 1 FROM j) OR (SELECT gone FROM gone)) \
+                      AND EXISTS (SELECT 1 FROM process_instances \
+                                  WHERE id = $2 AND shard_key = $5) \
+                    RETURNING 1) \
+         SELECT EXISTS (SELECT 1 FROM j), (SELECT gone FROM gone)"
+);
+
 /// Records a proxy's 202 for a leased job in one statement, without locking its instance:
 /// the job stays (for the callback, or the task's end, to remove) but is never due again, the
 /// task's row says STARTED, and the proxy's log lines are kept (unless the caller is to apply
@@ -196,34 +222,14 @@ pub async fn record_acceptance(
     task_guid: TaskGuid,
     logs: &[String],
 ) -> sqlx::Result<Acceptance> {
-    let (recorded, gone): (bool, bool) = sqlx::query_as(concat!(
-        "WITH j AS (UPDATE jobs SET accepted_at = now(), locked_until = NULL \
-                    WHERE id = $1 AND shard_key = $5 AND NOT held AND accepted_at IS NULL \
-                      AND locked_until IS NOT NULL \
-                    RETURNING task_guid), \
-              t AS (UPDATE tasks SET state = '",
-        task_state!(Started),
-        "', updated_at = now() FROM j WHERE tasks.guid = j.task_guid AND tasks.shard_key = $5 \
-                    AND tasks.state = '",
-        task_state!(Ready),
-        "' RETURNING 1), \
-              gone AS (SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND shard_key = $5) \
-                       AS gone), \
-              l AS (INSERT INTO connector_logs (process_instance_id, task_guid, line, shard_key) \
-                    SELECT $2, $3, line, $5 FROM unnest($4::text[]) AS line \
-                    WHERE (EXISTS (SELECT 1 FROM j) OR (SELECT gone FROM gone)) \
-                      AND EXISTS (SELECT 1 FROM process_instances \
-                                  WHERE id = $2 AND shard_key = $5) \
-                    RETURNING 1) \
-         SELECT EXISTS (SELECT 1 FROM j), (SELECT gone FROM gone)"
-    ))
-    .bind(job_id)
-    .bind(instance_id)
-    .bind(task_guid)
-    .bind(logs)
-    .bind(shards::of_instance(instance_id))
-    .fetch_one(pool)
-    .await?;
+    let (recorded, gone): (bool, bool) = sqlx::query_as(RECORD_ACCEPTANCE)
+        .bind(job_id)
+        .bind(instance_id)
+        .bind(task_guid)
+        .bind(logs)
+        .bind(shards::of_instance(instance_id))
+        .fetch_one(pool)
+        .await?;
     Ok(match (recorded, gone) {
         (true, _) => Acceptance::Recorded,
         (false, true) => Acceptance::Gone,
