@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use workflow_backend::workers::connector_dispatcher::{dispatch_due_once, Round};
+use workflow_backend::workers::connector_dispatcher::{
+    dispatch_due_once, dispatch_due_once_with, Round,
+};
 
 /// A request as the fake proxy received it.
 #[derive(Debug, Clone)]
@@ -503,6 +505,96 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
     for id in &ids {
         assert_eq!(show(&app, *id).await["status"], "complete");
     }
+}
+
+/// A batch of callbacks whose write waits past the batch's lock limit (200 ms) on a job that
+/// another transaction holds: Postgres rolls the batch back, and each callback runs alone (and
+/// waits, as a callback alone does) instead of both being answered 500.
+#[tokio::test]
+async fn a_batch_that_waits_too_long_for_a_lock_runs_each_callback_alone() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    for n in 0..2 {
+        proxy.answer(202, envelope(json!({"job": n}), 202));
+        start_ok(&app, "svc/echo", &json!({"word": format!("w{n}")})).await;
+    }
+    dispatch(&app, 2).await;
+    let calls: Vec<(i64, String, String)> = proxy
+        .calls()
+        .iter()
+        .map(|call| {
+            let body = &call.body;
+            (
+                body["wf__process_instance_id"].as_i64().unwrap(),
+                body["wf__task_id"].as_str().unwrap().to_string(),
+                body["wf__callback_token"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // the first call's job, held as a slow 202 or a dispatcher would hold it
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM jobs WHERE task_guid = $1::uuid FOR UPDATE")
+        .bind(&calls[0].1)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let body =
+        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
+    let callbacks = app.state.callbacks.clone();
+    let held = callbacks.hold().await;
+    let answers = futures_util::future::join_all(
+        calls
+            .iter()
+            .map(|(id, guid, token)| callback(&app, *id, guid, Some(token), &body)),
+    );
+    let drive = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while callbacks.queued() < 2 {
+            assert!(std::time::Instant::now() < deadline, "never queued");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(held);
+        // the batch waits for the job, gives up after its limit, and the callback that needs
+        // the job waits again alone (a new statement): then the job is let go
+        let mut first = None;
+        let again = loop {
+            match (lock_waiter(&app).await, &first) {
+                (Some(waiter), None) => first = Some(waiter),
+                (Some(waiter), Some(seen)) if waiter != *seen => break Some(waiter),
+                _ => {}
+            }
+            if std::time::Instant::now() > deadline {
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        holder.rollback().await.unwrap();
+        again
+    };
+    let (answers, again) = tokio::join!(answers, drive);
+    for (status, done) in &answers {
+        assert_eq!(*status, StatusCode::OK, "{done}");
+        assert_eq!(done["status"], "completed", "{done}");
+    }
+    assert!(
+        again.is_some(),
+        "the callback never waited again alone: {answers:?}"
+    );
+    for (id, _, _) in &calls {
+        assert_eq!(show(&app, *id).await["status"], "complete");
+    }
+}
+
+/// The (backend, statement start) of a statement of this test's database waiting for a lock,
+/// if one is.
+async fn lock_waiter(app: &TestApp) -> Option<(i32, String)> {
+    sqlx::query_as(
+        "SELECT pid, query_start::text FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
+    )
+    .fetch_optional(&app.pool)
+    .await
+    .unwrap()
 }
 
 /// A service task inside a called process of another model: the call is made when the child
@@ -1312,7 +1404,6 @@ async fn a_call_whose_leases_ran_out_is_failed_not_made_again() {
 
 #[tokio::test]
 async fn a_panic_in_one_job_is_caught_counted_and_the_dispatcher_goes_on() {
-    use workflow_backend::workers::connector_dispatcher::dispatch_due_once_with;
     let proxy = FakeProxy::start();
     let app = app_with_proxy(&proxy, "").await;
     proxy.answer(200, envelope(json!({"echo": "x"}), 200));

@@ -93,6 +93,22 @@ pub fn is_retryable(err: &sqlx::Error) -> bool {
     }
 }
 
+/// The transaction lost a lock conflict: it waited longer than its `lock_timeout`
+/// (lock_not_available), deadlocked, or could not serialize. Postgres raises these before a
+/// commit is recorded, in a statement or in the `COMMIT` itself (a lock taken at commit), so
+/// nothing of the transaction was written.
+pub fn is_lock_conflict(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            matches!(
+                db.code().as_deref(),
+                Some("55P03") | Some("40P01") | Some("40001")
+            )
+        }
+        _ => false,
+    }
+}
+
 /// Citus relays a connection to a node that broke during a statement as an internal error
 /// (`XX000`) carrying libpq's words, or its own when the connection was one the transaction
 /// needed, or as an I/O error (`58030`) when a copy to a shard broke off: the node is down or

@@ -5,8 +5,10 @@
 //!
 //! Each stays isolated: if any of a batch fails before the commit, the batch is rolled back
 //! (nothing of it was written) and every one of it runs again alone, in its own transaction,
-//! as it would unbatched; a failing one then fails alone. A failed commit is not run again: its
-//! outcome is unknown, so each answers with the error, as one alone whose commit failed does.
+//! as it would unbatched; a failing one then fails alone. So does a batch whose writes or
+//! commit lost a lock conflict (Postgres rolled it back). Another failed commit is not run
+//! again: its outcome is unknown, so each answers with the error, as one alone whose commit
+//! failed does.
 //!
 //! Batches lock in one order where they can: work whose instance is known before it runs
 //! (a callback, a proxy's answer) runs in the order of its instance. Where they cannot (a
@@ -262,6 +264,9 @@ async fn together<W: Batchable>(
                 .map(|part| W::answer(part, &committed))
                 .collect(),
         ),
+        // the batch's writes (or its commit) waited past its lock limit: Postgres rolled it
+        // back, so each runs alone, as when one of it failed before
+        Err(error) if error.is_lock_conflict() => Together::RolledBack(error),
         Err(error) => Together::CommitFailed(error),
     }
 }

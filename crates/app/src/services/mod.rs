@@ -79,6 +79,12 @@ impl Error {
         }
     }
 
+    /// A lock waited on too long, a deadlock or a serialization failure: the transaction was
+    /// rolled back, whether the statement that failed was a write or its commit.
+    pub fn is_lock_conflict(&self) -> bool {
+        matches!(self, Error::Database(e) if crate::store::is_lock_conflict(e))
+    }
+
     /// A deadlock or serialization failure: the transaction may be run again as a whole.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Database(e) if crate::store::is_retryable(e))
