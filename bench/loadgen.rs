@@ -3,7 +3,8 @@
 //! doors: message start that leaves a waiting instance (`wait-start`, an order model waiting for
 //! its payment), correlation to those waiting instances (`correlate`) and the service-task round
 //! trip (`service`, below); and for message start of a one-step process (`start`) and of one
-//! with a script task (`script`). With LOADGEN_CASES=doors only the three doors run.
+//! with a script task (`script`). With LOADGEN_CASES=doors only the three doors run; with
+//! LOADGEN_CASES=service only the service-task round trip (for profiling it alone).
 //!
 //! With LOADGEN_PGBENCH_TPS (pgbench's 16-client rate, `bench/pgbench/run`, measured in the same
 //! invocation) it ends with each door's share of it against its target, and with
@@ -360,10 +361,12 @@ async fn main() {
         token: mint_token(&args[2], "loadgen", "admin", Duration::from_secs(3600)),
     });
     // the three front doors first, each on tables only the doors before it filled
-    start_to_wait_then_correlate(&target, &run, total).await;
+    let cases = std::env::var("LOADGEN_CASES").unwrap_or_default();
+    if cases != "service" {
+        start_to_wait_then_correlate(&target, &run, total).await;
+    }
     service_task_round_trips(&target, &run, total).await;
-    let doors_only = std::env::var("LOADGEN_CASES").is_ok_and(|cases| cases == "doors");
-    if !doors_only {
+    if cases != "doors" && cases != "service" {
         let start_name = format!("bench_start_{run}");
         target
             .upload(&format!("bench:start_{run}"), one_step(&start_name))

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use workflow_backend::workers::connector_dispatcher::{
-    dispatch_due_once, dispatch_due_once_with, Round,
+    dispatch_due_once, dispatch_due_once_with, job_runner, record_accepted_calls_once, Round,
 };
 
 /// A request as the fake proxy received it.
@@ -1151,6 +1151,64 @@ async fn a_callback_that_arrives_before_the_202_is_recorded_succeeds() {
     let jobs = jobs_left(&app).await;
     assert_eq!(jobs, 0, "a connector job is left for the completed task");
     dispatch(&app, 0).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
+    assert_eq!(proxy.calls().len(), 1);
+}
+
+/// A round that leaves its 202s unrecorded (as the worker does for a moment), and the call's
+/// task guid and callback token.
+async fn dispatch_keeping_202s(app: &TestApp, proxy: &FakeProxy) -> (String, String) {
+    let round = dispatch_due_once_with(&app.state, job_runner(&app.state)).await;
+    assert_eq!(round, clean_round(1), "the dispatcher round");
+    let call = proxy.calls()[0].body.clone();
+    (
+        call["wf__task_id"].as_str().unwrap().to_string(),
+        call["wf__callback_token"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_202_whose_callback_commits_first_is_never_recorded() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    let (guid, token) = dispatch_keeping_202s(&app, &proxy).await;
+    assert_eq!(app.state.models.accepted_calls().pending(), 1);
+    assert_eq!(task_state(&show(&app, id).await, "call"), "READY");
+
+    let body = json!({"command_response": {"body": {"done": 1}, "mimetype": "application/json"}});
+    let (status, done) = callback(&app, id, &guid, Some(&token), &body).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    // the callback's commit ended the job: its 202 is forgotten, not recorded
+    assert_eq!(app.state.models.accepted_calls().pending(), 0);
+    assert_eq!(record_accepted_calls_once(&app.state).await, 0);
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "complete", "{shown}");
+    assert_eq!(jobs_left(&app).await, 0);
+    dispatch(&app, 0).await;
+    assert_eq!(proxy.calls().len(), 1);
+}
+
+#[tokio::test]
+async fn a_202_without_its_callback_is_recorded_after_the_round_and_not_called_again() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "x"})).await;
+    let (guid, token) = dispatch_keeping_202s(&app, &proxy).await;
+    assert_eq!(task_state(&show(&app, id).await, "call"), "READY");
+    assert_eq!(record_accepted_calls_once(&app.state).await, 1);
+    assert_eq!(app.state.models.accepted_calls().pending(), 0);
+    let shown = show(&app, id).await;
+    assert_eq!(task_state(&shown, "call"), "STARTED", "{shown}");
+    // accepted: the job is never due again, and the callback completes the task
+    dispatch(&app, 0).await;
+    let body = json!({"command_response": {"body": {"done": 1}, "mimetype": "application/json"}});
+    assert_eq!(
+        callback(&app, id, &guid, Some(&token), &body).await.0,
+        StatusCode::OK
+    );
     assert_eq!(show(&app, id).await["status"], "complete");
     assert_eq!(proxy.calls().len(), 1);
 }

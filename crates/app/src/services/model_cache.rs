@@ -3,7 +3,7 @@
 
 use super::clock::{Clock, SystemClock};
 use super::message_catalog::MessageCatalog;
-use super::service_tasks::{CallHandOff, ReservedSlot};
+use super::service_tasks::{AcceptedCalls, CallHandOff, ReservedSlot};
 use super::Result;
 use crate::bpmn::{build_model, ModelError, ModelSpec};
 use crate::expr::{Expression, ScriptHost};
@@ -41,6 +41,9 @@ pub struct ModelCache {
     /// Where units of work hand the connector calls they schedule, while this replica's
     /// dispatcher runs (see `service_tasks::hand_off`).
     calls: RwLock<Option<Arc<CallHandOff>>>,
+    /// The proxies' 202s this replica has not recorded yet (see `service_tasks::acceptances`):
+    /// units of work that end a task's job forget its 202 here.
+    accepted_calls: AcceptedCalls,
 }
 
 /// What the script functions `get_frontend_url()` and `get_env()` answer.
@@ -60,6 +63,7 @@ impl ModelCache {
             clock: Arc::new(SystemClock),
             catalog: MessageCatalog::default(),
             calls: RwLock::default(),
+            accepted_calls: AcceptedCalls::default(),
         }
     }
 
@@ -99,6 +103,11 @@ impl ModelCache {
             .expect("hand-off lock")
             .as_ref()?
             .reserve()
+    }
+
+    /// The proxies' 202s not recorded yet.
+    pub fn accepted_calls(&self) -> &AcceptedCalls {
+        &self.accepted_calls
     }
 
     /// The Python models' scripts and expressions run on.

@@ -9,6 +9,10 @@
 //! the next scheduled job coming due (a retry's backoff, a lease running out), or at the latest
 //! every [`SAFETY_POLL`] (a lost notification). Idle, it sleeps.
 //!
+//! A proxy's 202 is recorded a moment after it arrives, unless its callback ends the job
+//! first (`service_tasks::acceptances`): the worker records those due each time it wakes, and
+//! wakes for the next one.
+//!
 //! Each job runs in its own tokio task, so a panic in one is caught: it is logged with the
 //! job, the job is given back (its lease still counts towards
 //! [`service_tasks::MAX_LEASES`]), and the loop goes on. [`dispatch_due_once`] is one round,
@@ -84,6 +88,7 @@ pub async fn run(
             saturated =
                 free == 0 || claim_into(&state, &slots, &mut running, free as i64).await == free;
         }
+        record_due_acceptances(&state, &mut running, Some(Instant::now()));
         state.connector_jobs.in_flight.set(running.len() as i64);
         if backlog_read.elapsed() >= BACKLOG_EVERY {
             backlog_read = Instant::now();
@@ -102,6 +107,11 @@ pub async fn run(
         } else {
             SAFETY_POLL
         };
+        // woken for the next 202 to record, too (which claims nothing)
+        let next_acceptance = state.models.accepted_calls().next_due();
+        let until_acceptance = next_acceptance
+            .map(|due| due.saturating_duration_since(Instant::now()))
+            .unwrap_or(SAFETY_POLL);
         claim = false;
         tokio::select! {
             Some(done) = running.join_next(), if !running.is_empty() => {
@@ -125,6 +135,7 @@ pub async fn run(
                 claim = true;
             }
             _ = tokio::time::sleep(pause) => claim = true,
+            _ = tokio::time::sleep(until_acceptance), if next_acceptance.is_some() => {}
             _ = shutdown.changed() => {}
         }
     }
@@ -136,6 +147,35 @@ pub async fn run(
     while let Some(done) = running.join_next().await {
         report(done);
     }
+    // and the 202s not recorded yet, whatever their time
+    record_accepted_calls_once(&state).await;
+}
+
+/// Records the 202s due at `now` (all with `None`) whose callbacks did not come first, each
+/// in a task of its own beside the jobs.
+fn record_due_acceptances(state: &Arc<App>, running: &mut JoinSet<JobEnd>, now: Option<Instant>) {
+    for accepted in state.models.accepted_calls().take_due(now) {
+        let job = accepted.job.clone();
+        let state_of_run = state.clone();
+        let record = async move {
+            service_tasks::record_accepted(&state_of_run.service_tasks(), accepted).await
+        };
+        running.spawn(run_caught(state.clone(), job, record));
+    }
+}
+
+/// Records every 202 not recorded yet, now: what the worker does with each once its callback
+/// has had [`service_tasks::ACCEPTANCE_DELAY`] to come first, and on stopping; tests call it
+/// between a round ([`dispatch_due_once_with`]) and what they check. How many were recorded
+/// (or applied with their instance).
+pub async fn record_accepted_calls_once(state: &Arc<App>) -> usize {
+    let mut running = JoinSet::new();
+    record_due_acceptances(state, &mut running, None);
+    let recorded = running.len();
+    while let Some(done) = running.join_next().await {
+        report(done);
+    }
+    recorded
 }
 
 /// The dispatcher's slots and the queue of calls handed to it. Dropped (the workers stopped),
@@ -304,12 +344,23 @@ pub async fn refresh_backlog(state: &App) {
 /// It is the round the worker loop ([`run`]) repeats; tests spawn the server with
 /// `run_workers = false` and call it directly instead of waiting for the loop.
 pub async fn dispatch_due_once(state: &Arc<App>) -> Round {
-    let runner_state = state.clone();
-    dispatch_due_once_with(state, move |job| run_job(&runner_state, job, None)).await
+    let round = dispatch_due_once_with(state, job_runner(state)).await;
+    record_accepted_calls_once(state).await;
+    round
+}
+
+/// The service's job runner, for [`dispatch_due_once_with`]: a round with it leaves the 202s
+/// it received unrecorded, for [`record_accepted_calls_once`] (tests put a callback between).
+pub fn job_runner(
+    state: &Arc<App>,
+) -> impl Fn(Job) -> std::pin::Pin<Box<dyn Future<Output = crate::services::Result<()>> + Send>> {
+    let state = state.clone();
+    move |job| Box::pin(run_job(&state, job, None))
 }
 
 /// [`dispatch_due_once`] with another way to run a job: the same one-shot round, for tests that
-/// inject a failing or panicking job runner.
+/// inject a failing or panicking job runner. The 202s it receives stay unrecorded (see
+/// [`record_accepted_calls_once`]).
 pub async fn dispatch_due_once_with<F, Fut>(state: &Arc<App>, run_job: F) -> Round
 where
     F: Fn(Job) -> Fut,

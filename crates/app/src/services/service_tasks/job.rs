@@ -1,8 +1,10 @@
 //! A dispatcher's job: prepare the call in one transaction (the task's parameters evaluated,
 //! the reserved `wf__*` fields added), call the proxy outside any transaction, apply its
-//! outcome in another (a 202: one statement on the job alone); a job whose leases ran out, or
-//! whose answer cannot be recorded, fails its task instead.
+//! outcome in another (a 202: kept a moment for its callback, see `acceptances`, then one
+//! statement on the job alone); a job whose leases ran out, or whose answer cannot be recorded,
+//! fails its task instead.
 
+use super::acceptances::Accepted;
 use super::outcome::{outcome_attributes, storable};
 use super::CommittedCall;
 use super::{callback_scope, callback_url, schedule_retry, Job, ServiceTaskContext, MAX_LEASES};
@@ -75,19 +77,50 @@ async fn run_job_steps(
         },
     };
     let outcome = storable(outcome);
-    if let Outcome::Accepted { logs } = &outcome {
-        match record_acceptance(ctx, job, logs).await {
-            Ok(true) => return Ok(()),
-            Ok(false) => {}
-            Err(e) => tracing::warn!(instance = job.process_instance_id.0, task = %job.task_guid,
-                error = %e, "the 202 cannot be recorded on its job; applying it with the instance"),
-        }
+    if let Outcome::Accepted { logs } = outcome {
+        // recorded in a moment, unless its callback comes first (see `acceptances`)
+        ctx.cache.accepted_calls().defer(
+            job.clone(),
+            prepared.operator_id,
+            logs,
+            std::time::Instant::now(),
+        );
+        return Ok(());
     }
     let answer = JobOutcome {
         job: job.clone(),
         operator_id: prepared.operator_id,
         outcome,
     };
+    apply_answer(ctx, answer).await
+}
+
+/// Records a proxy's 202 whose callback did not come first: on its job alone, or else (the
+/// job held or re-scheduled meanwhile, or the statement failing) with the instance.
+pub async fn record_accepted(ctx: &ServiceTaskContext<'_>, accepted: Accepted) -> Result<()> {
+    let Accepted {
+        job,
+        operator_id,
+        logs,
+        ..
+    } = accepted;
+    match record_acceptance(ctx, &job, &logs).await {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(instance = job.process_instance_id.0, task = %job.task_guid,
+            error = %e, "the 202 cannot be recorded on its job; applying it with the instance"),
+    }
+    let answer = JobOutcome {
+        job,
+        operator_id,
+        outcome: Outcome::Accepted { logs },
+    };
+    apply_answer(ctx, answer).await
+}
+
+/// Applies the proxy's answer to its task; one that cannot be recorded fails the task.
+async fn apply_answer(ctx: &ServiceTaskContext<'_>, answer: JobOutcome) -> Result<()> {
+    let job = answer.job.clone();
     match apply_outcome(ctx, answer).await {
         Ok(()) => Ok(()),
         // The answer is in hand: never call the proxy again for it. Fail the task with the
@@ -96,7 +129,7 @@ async fn run_job_steps(
             tracing::error!(instance = job.process_instance_id.0, task = %job.task_guid, error = %e,
                 "the connector's answer could not be recorded; failing the task");
             let cause = format!("the connector's answer could not be recorded: {e}");
-            retry_transaction!(fail_job(ctx, job, &cause))
+            retry_transaction!(fail_job(ctx, &job, &cause))
         }
         Err(e) => Err(e),
     }

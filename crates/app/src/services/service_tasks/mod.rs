@@ -1,21 +1,24 @@
 //! Service tasks: the dispatcher's job (prepare in one transaction, call the proxy outside
 //! any transaction, apply the outcome in another) and the worker's callback.
 //!
-//! By what they do: `job` (a dispatcher's job: prepare, call, apply), `hand_off` (a call
+//! By what they do: `job` (a dispatcher's job: prepare, call, apply), `acceptances` (the
+//! proxies' 202s, recorded a moment late unless the callback came first), `hand_off` (a call
 //! handed from the step that scheduled it to this replica's dispatcher), `outcome` (the proxy's
 //! answer made storable, and what its span says), `callback` (a worker's callback); here, what
 //! both share: the context, callback URLs and scopes, and retries.
 
+mod acceptances;
 mod callback;
 mod hand_off;
 mod job;
 mod outcome;
 
+pub use acceptances::{Accepted, AcceptedCalls, DELAY as ACCEPTANCE_DELAY};
 pub use callback::{
     callback, callback_grouped, instance_cannot_be_found, Callback, CallbackAnswer, CallbackDone,
 };
 pub use hand_off::{CallHandOff, CommittedCall, HandedCall, ReservedSlot};
-pub use job::{run_job, JobOutcome};
+pub use job::{record_accepted, run_job, JobOutcome};
 pub use outcome::storable;
 
 use super::group_commit::GroupCommit;

@@ -466,8 +466,13 @@ impl<'c> UnitOfWork<'c> {
             ]
         });
         let calls = self.evaluate_handed_calls().await;
+        // the tasks whose jobs this unit ends: their 202s, if not recorded yet, never need to be
+        let jobs_done: Vec<TaskGuid> = self.done_jobs.iter().map(|(_, task)| *task).collect();
         span.record(self.flush().await)?;
         span.record(self.tx.commit().await)?;
+        if !jobs_done.is_empty() {
+            self.cache.accepted_calls().jobs_done(jobs_done);
+        }
         for ((slot, job), call) in self.handed_calls.into_iter().zip(calls) {
             slot.hand(job, call);
         }
