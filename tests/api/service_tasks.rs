@@ -1706,6 +1706,36 @@ async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_cla
     assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
 }
 
+/// With the dispatcher running, a 202 whose callback does not come is recorded by the worker
+/// once the callback's moment has passed: the job accepted (never due again), the task
+/// `STARTED`, nothing left pending. A condition poll with a deadline (10 s).
+#[tokio::test]
+async fn the_running_dispatcher_records_a_202_whose_callback_does_not_come() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |s| s.run_workers = true).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    proxy.answer(202, envelope(json!({}), 200));
+    let id = start_ok(&app, "svc/echo", &json!({"word": "later"})).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let accepted: Option<bool> = sqlx::query_scalar("SELECT accepted_at IS NOT NULL FROM jobs")
+            .fetch_optional(&app.pool)
+            .await
+            .unwrap();
+        if accepted == Some(true) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the 202 was never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(task_state(&show(&app, id).await, "call"), "STARTED");
+    assert_eq!(app.state.models.accepted_calls().pending(), 0);
+    assert_eq!(proxy.calls().len(), 1);
+}
+
 /// Jobs leased now (handed over or claimed, not yet answered).
 async fn leased_jobs(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM jobs WHERE locked_until > now()")

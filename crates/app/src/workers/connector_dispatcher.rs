@@ -166,16 +166,16 @@ fn record_due_acceptances(state: &Arc<App>, running: &mut JoinSet<JobEnd>, now: 
 
 /// Records every 202 not recorded yet, now: what the worker does with each once its callback
 /// has had [`service_tasks::ACCEPTANCE_DELAY`] to come first, and on stopping; tests call it
-/// between a round ([`dispatch_due_once_with`]) and what they check. How many were recorded
-/// (or applied with their instance).
+/// between a round ([`dispatch_due_once_with`]) and what they check. How many it took (each
+/// recorded on its job, or applied with its instance, or logged as failed).
 pub async fn record_accepted_calls_once(state: &Arc<App>) -> usize {
     let mut running = JoinSet::new();
     record_due_acceptances(state, &mut running, None);
-    let recorded = running.len();
+    let taken = running.len();
     while let Some(done) = running.join_next().await {
         report(done);
     }
-    recorded
+    taken
 }
 
 /// The dispatcher's slots and the queue of calls handed to it. Dropped (the workers stopped),
