@@ -429,19 +429,15 @@ async fn an_accepted_call_waits_for_its_callback_which_completes_it_once() {
     );
 }
 
-/// Callbacks that queue while the callback runners are busy are applied in one transaction and
-/// each answered after its commit; one that fails in the batch fails alone.
-#[tokio::test]
-async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
-    let proxy = FakeProxy::start();
-    let app = app_with_proxy(&proxy, "").await;
-    let mut ids = Vec::new();
-    for n in 0..4 {
-        proxy.answer(202, envelope(json!({"job": n}), 202));
-        ids.push(start_ok(&app, "svc/echo", &json!({"word": format!("w{n}")})).await);
+/// Starts `n` instances whose proxy accepts the call (202) and makes their calls: each call's
+/// (instance, task guid, callback token).
+async fn accepted_calls(app: &TestApp, proxy: &FakeProxy, n: usize) -> Vec<(i64, String, String)> {
+    for i in 0..n {
+        proxy.answer(202, envelope(json!({"job": i}), 202));
+        start_ok(app, "svc/echo", &json!({"word": format!("w{i}")})).await;
     }
-    dispatch(&app, 4).await;
-    let calls: Vec<(i64, String, String)> = proxy
+    dispatch(app, n).await;
+    proxy
         .calls()
         .iter()
         .map(|call| {
@@ -452,7 +448,25 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
                 body["wf__callback_token"].as_str().unwrap().to_string(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Waits until `count` callbacks are queued for a batch (a condition poll, 10 s deadline).
+async fn until_queued(count: usize, queued: impl Fn() -> usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while queued() < count {
+        assert!(std::time::Instant::now() < deadline, "never queued");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Callbacks that queue while the callback runners are busy are applied in one transaction and
+/// each answered after its commit; one that fails in the batch fails alone.
+#[tokio::test]
+async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let calls = accepted_calls(&app, &proxy, 4).await;
     let body =
         json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
     let in_one_batch = |calls: Vec<(i64, String, String)>| {
@@ -468,11 +482,7 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
                     .map(|(id, guid, token)| callback(app, *id, guid, Some(token), body)),
             );
             let release = async {
-                let deadline = std::time::Instant::now() + Duration::from_secs(10);
-                while callbacks.queued() < count {
-                    assert!(std::time::Instant::now() < deadline, "never queued");
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
+                until_queued(count, || callbacks.queued()).await;
                 drop(held);
             };
             tokio::join!(answers, release).0
@@ -502,7 +512,7 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
         answers[0].1
     );
     assert_eq!(answers[1].0, StatusCode::OK, "{}", answers[1].1);
-    for id in &ids {
+    for (id, _, _) in &calls {
         assert_eq!(show(&app, *id).await["status"], "complete");
     }
 }
@@ -514,23 +524,7 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
 async fn a_batch_that_waits_too_long_for_a_lock_runs_each_callback_alone() {
     let proxy = FakeProxy::start();
     let app = app_with_proxy(&proxy, "").await;
-    for n in 0..2 {
-        proxy.answer(202, envelope(json!({"job": n}), 202));
-        start_ok(&app, "svc/echo", &json!({"word": format!("w{n}")})).await;
-    }
-    dispatch(&app, 2).await;
-    let calls: Vec<(i64, String, String)> = proxy
-        .calls()
-        .iter()
-        .map(|call| {
-            let body = &call.body;
-            (
-                body["wf__process_instance_id"].as_i64().unwrap(),
-                body["wf__task_id"].as_str().unwrap().to_string(),
-                body["wf__callback_token"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let calls = accepted_calls(&app, &proxy, 2).await;
     // the first call's job, held as a slow 202 or a dispatcher would hold it
     let mut holder = app.pool.begin().await.unwrap();
     sqlx::query("SELECT 1 FROM jobs WHERE task_guid = $1::uuid FOR UPDATE")
@@ -548,12 +542,9 @@ async fn a_batch_that_waits_too_long_for_a_lock_runs_each_callback_alone() {
             .map(|(id, guid, token)| callback(&app, *id, guid, Some(token), &body)),
     );
     let drive = async {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while callbacks.queued() < 2 {
-            assert!(std::time::Instant::now() < deadline, "never queued");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until_queued(2, || callbacks.queued()).await;
         drop(held);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         // the batch waits for the job, gives up after its limit, and the callback that needs
         // the job waits again alone (a new statement): then the job is let go
         let mut first = None;
