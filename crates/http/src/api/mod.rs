@@ -314,17 +314,22 @@ impl std::io::Write for Capped<'_> {
 
 /// Registers every route. `/metrics` is answered by the metrics middleware (see `startup`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    // the two front doors first: the router tries the routes' templates in turn
+    cfg.service(
+        web::resource("/v1.0/messages/{modified_message_name}")
+            .route(web::post().to(messages::send_message))
+            // kept: the document shows /v1.0/message-instances/{id}
+            .route(web::get().to(messages::show_message)),
+    )
+    .service(
+        web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}/callback")
+            .route(web::put().to(callbacks::callback)),
+    );
     cfg.service(web::resource("/v1.0/status").route(web::get().to(health::status)))
         .service(web::resource("/v1.0/health/ready").route(web::get().to(health::ready)))
         .service(web::resource("/metrics").route(web::get().to(health::metrics)))
         .service(web::resource(OPENAPI_PATH).route(web::get().to(openapi_json)))
         .service(web::resource("/v1.0/messages").route(web::get().to(messages::list_messages)))
-        .service(
-            web::resource("/v1.0/messages/{modified_message_name}")
-                .route(web::post().to(messages::send_message))
-                // kept: the document shows /v1.0/message-instances/{id}
-                .route(web::get().to(messages::show_message)),
-        )
         .service(
             web::resource("/v1.0/message-instances/{message_instance_id}")
                 .route(web::get().to(messages::show_message)),
@@ -397,10 +402,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}")
                 .route(web::put().to(process_instances::complete_task)),
-        )
-        .service(
-            web::resource("/v1.0/tasks/{process_instance_id}/{task_guid}/callback")
-                .route(web::put().to(callbacks::callback)),
         )
         .service(
             web::resource("/v1.0/service-tasks").route(web::get().to(callbacks::service_tasks)),
