@@ -5,6 +5,7 @@
 use crate::helpers::spawn_app;
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
+use workflow_backend::store::instances::LOCK_ALL;
 use workflow_backend::store::jobs::RECORD_ACCEPTANCE;
 use workflow_backend::store::messages::{
     CLAIM_BUFFERED_SEND_BY_KEY, EXPIRE_DUE, LOCK_OLDEST_WAITING_RECEIVE,
@@ -235,6 +236,28 @@ async fn the_acceptance_of_a_202_probes_its_job_and_task_on_a_database_without_s
         let reads = reads_of(&nodes, relation);
         assert!(
             !reads.is_empty() && reads.iter().all(|r| r.starts_with("Index")),
+            "{relation}: {reads:?} {plan:#}"
+        );
+    }
+}
+
+/// Issue 35: a batch of callbacks locks its instances in one statement; on a new database each
+/// is still one probe of the primary key (and its accepted calls one of the jobs' index), never
+/// a scan of every instance.
+#[tokio::test]
+async fn the_lock_of_a_batch_of_instances_probes_each_on_a_database_without_statistics() {
+    let app = spawn_app().await;
+    let (plan, nodes) = generic_plan(
+        &app.pool,
+        "int8[], int4[]",
+        LOCK_ALL,
+        "ARRAY[1, 2, 3]::int8[], ARRAY[0, 0, 0]::int4[]",
+    )
+    .await;
+    for relation in ["process_instances", "jobs"] {
+        let reads = reads_of(&nodes, relation);
+        assert!(
+            !reads.is_empty() && reads.iter().all(|r| !r.starts_with("Seq Scan")),
             "{relation}: {reads:?} {plan:#}"
         );
     }

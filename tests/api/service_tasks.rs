@@ -576,6 +576,65 @@ async fn a_batch_that_waits_too_long_for_a_lock_runs_each_callback_alone() {
     }
 }
 
+/// Issue 35: a batch of callbacks locks the instances of all of them in one statement (in the
+/// order of their ids) before it applies any: with the last instance's row held by another
+/// transaction, the statement that waits for it is that one; let go, every callback completes.
+#[tokio::test]
+async fn a_batch_of_callbacks_locks_their_instances_in_one_statement() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let mut calls = accepted_calls(&app, &proxy, 3).await;
+    calls.sort_by_key(|(id, _, _)| *id);
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM process_instances WHERE id = $1 FOR UPDATE")
+        .bind(calls[2].0)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let body =
+        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
+    let callbacks = app.state.callbacks.clone();
+    let held = callbacks.hold().await;
+    let answers = futures_util::future::join_all(
+        calls
+            .iter()
+            .map(|(id, guid, token)| callback(&app, *id, guid, Some(token), &body)),
+    );
+    let drive = async {
+        until_queued(3, || callbacks.queued()).await;
+        drop(held);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let waiting = loop {
+            let waiting: Option<String> = sqlx::query_scalar(
+                "SELECT query FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
+            )
+            .fetch_optional(&app.pool)
+            .await
+            .unwrap();
+            if waiting.is_some() || std::time::Instant::now() > deadline {
+                break waiting;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        holder.rollback().await.unwrap();
+        waiting
+    };
+    let (answers, waiting) = tokio::join!(answers, drive);
+    assert_eq!(
+        waiting.as_deref(),
+        Some(workflow_backend::store::instances::LOCK_ALL),
+        "the statement that waited for the held instance"
+    );
+    for (status, done) in &answers {
+        assert_eq!(*status, StatusCode::OK, "{done}");
+        assert_eq!(done["status"], "completed", "{done}");
+    }
+    for (id, _, _) in &calls {
+        assert_eq!(show(&app, *id).await["status"], "complete");
+    }
+}
+
 /// The (backend, statement start) of a statement of this test's database waiting for a lock,
 /// if one is.
 async fn lock_waiter(app: &TestApp) -> Option<(i32, String)> {

@@ -151,6 +151,33 @@ pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Optio
         .await
 }
 
+/// [`lock`] of several instances in one statement, in the order of `ids` (a batch locks its
+/// instances in one order: ascending ids); those that do not exist are left out. Each is one
+/// primary-key probe whatever the statistics: a locking subquery is never flattened into a join.
+/// Plain PostgreSQL only (Citus locks rows only in single-shard statements).
+pub async fn lock_all(
+    conn: &mut PgConnection,
+    ids: &[InstanceId],
+) -> sqlx::Result<Vec<LockedInstance>> {
+    let keys: Vec<shards::ShardKey> = ids.iter().map(|id| shards::of_instance(*id)).collect();
+    sqlx::query_as(LOCK_ALL)
+        .bind(ids)
+        .bind(keys)
+        .fetch_all(conn)
+        .await
+}
+
+/// The statement of [`lock_all`].
+pub const LOCK_ALL: &str = concat!(
+    "SELECT l.* FROM unnest($1::bigint[], $2::integer[]) WITH ORDINALITY AS k(id, shard_key, n) \
+     CROSS JOIN LATERAL (\
+     SELECT id, process_model_identifier, process_id, status, data, correlations, \
+     internal, error, model_version, created_at, updated_at, live_tasks, callees, ",
+    accepted_calls_of!("pi", "k.shard_key"),
+    " FROM process_instances pi WHERE pi.id = k.id AND pi.shard_key = k.shard_key \
+     FOR NO KEY UPDATE) l ORDER BY k.n"
+);
+
 /// [`lock`] without the lock, for a unit of work that only reads the instance: its last
 /// committed state, as any other transaction sees it.
 pub async fn read(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {

@@ -58,6 +58,10 @@ pub trait Batchable: Send + Sync + 'static {
     fn instance(&self) -> Option<InstanceId> {
         None
     }
+
+    /// Whether the first thing it does is to lock and load [`Batchable::instance`]: a batch of
+    /// it then locks all their instances in one statement before running any of it.
+    const LOCKS_ITS_INSTANCE_FIRST: bool = false;
 }
 
 /// A batch's `BEGIN`, sent with the longest its transaction waits for a lock (200 ms) before
@@ -246,6 +250,10 @@ async fn together<W: Batchable>(
 ) -> Together<W::Answer> {
     let done = async {
         let mut uow = UnitOfWork::begin_batch(pool, cache).await?;
+        if W::LOCKS_ITS_INSTANCE_FIRST {
+            let ids: Vec<InstanceId> = batch.iter().filter_map(|q| q.work.instance()).collect();
+            uow.load_all(&ids).await?;
+        }
         let mut parts: Vec<W::Part> = Vec::with_capacity(batch.len());
         for queued in batch {
             let part = queued.work.within(&mut uow);

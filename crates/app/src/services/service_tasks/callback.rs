@@ -172,6 +172,9 @@ impl Batchable for Callback {
     fn instance(&self) -> Option<InstanceId> {
         Some(self.id)
     }
+
+    // `check_waiting` loads it first
+    const LOCKS_ITS_INSTANCE_FIRST: bool = true;
 }
 
 /// Refuses a callback unless the instance (locked into `uow`) is not suspended and its service

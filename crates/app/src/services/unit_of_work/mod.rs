@@ -350,6 +350,29 @@ impl<'c> UnitOfWork<'c> {
         Ok(true)
     }
 
+    /// Locks and loads the instances of `ids` this unit does not hold yet, in one statement
+    /// where it can (on plain PostgreSQL, for a unit that locks): a batch whose work each
+    /// begins by locking its instance takes them all at once, in the order of `ids`. One that
+    /// does not exist is left out (its work's own `load` says so).
+    pub async fn load_all(&mut self, ids: &[InstanceId]) -> Result<()> {
+        let mut wanted: Vec<InstanceId> = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !self.instances.contains_key(id) && !wanted.contains(id) {
+                wanted.push(*id);
+            }
+        }
+        if self.reading || store::shards::distributed() || wanted.len() < 2 {
+            for id in wanted {
+                self.load(id).await?;
+            }
+            return Ok(());
+        }
+        for locked in store::instances::lock_all(&mut self.tx, &wanted).await? {
+            self.insert_locked(locked).await?;
+        }
+        Ok(())
+    }
+
     /// Takes an instance this transaction has just locked into the unit.
     async fn insert_locked(&mut self, locked: store::instances::LockedInstance) -> Result<()> {
         let callees = callees::Callees::from_stored(&locked.callees.0)?;
