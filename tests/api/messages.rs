@@ -590,6 +590,60 @@ async fn an_engine_thrown_message_waits_for_its_receiver() {
     assert_eq!(answer["task_data"]["received"], json!({"key": "k1"}));
 }
 
+/// Issue 35: a message of the API that a receive or a new instance takes is stored by the
+/// statement that writes its instance back (one statement fewer per message), with the receive
+/// it completed: in its transaction, its row and the receive's completion come after the
+/// instance's row (before, the send was stored by a statement of its own, ahead of it).
+#[tokio::test]
+async fn a_taken_message_is_stored_with_its_instance_write_back() {
+    let app = spawn_app().await;
+    orders(&app).await;
+    let order = json!({"order_id": 8, "amount": 1});
+    let (status, started) = send(&app, "placed", &order, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let id = started["process_instance"]["id"].as_i64().unwrap();
+    let payment = json!({"order_id": 8, "paid": true});
+    let (status, done) = send(&app, "paid", &payment, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    // (transaction, command within it) of each row as its last write left it
+    let written = |sql: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, i32)>(sql)
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let instance =
+        written("SELECT xmin::text, cmin::text::int FROM process_instances WHERE id = $1").await;
+    for (row, sql) in [
+        (
+            "the payment",
+            "SELECT xmin::text, cmin::text::int FROM message_instances \
+             WHERE process_instance_id = $1 AND name = 'paid' AND message_type = 'send'",
+        ),
+        (
+            "its receive",
+            "SELECT xmin::text, cmin::text::int FROM message_instances \
+             WHERE process_instance_id = $1 AND name = 'paid' AND message_type = 'receive'",
+        ),
+    ] {
+        let message = written(sql).await;
+        assert_eq!(
+            message.0, instance.0,
+            "{row}: the correlation's transaction"
+        );
+        assert!(
+            message.1 > instance.1,
+            "{row} written (command {}) before the instance (command {})",
+            message.1,
+            instance.1
+        );
+    }
+}
+
 /// Two messages thrown in one step must not both take the one waiting receive.
 #[tokio::test]
 async fn one_receive_takes_one_of_two_messages_thrown_in_one_step() {

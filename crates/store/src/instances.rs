@@ -219,26 +219,29 @@ pub struct InstanceUpdate<'a> {
     pub live_tasks: &'a RawValue,
 }
 
-/// Writes back instances and their changed tasks, and deletes the connector jobs of
-/// `done_jobs` (tasks, with their instances, whose calls are no longer due), all in one round trip
-/// (`workflow_write_instances`); returns when each instance was updated, in order. An
-/// instance that is not there is an error.
+/// Writes back instances and their changed tasks, deletes the connector jobs of `done_jobs`
+/// (tasks, with their instances, whose calls are no longer due) and stores the `sends` routed
+/// meanwhile, all in one round trip (`workflow_write_instances`); returns when each instance
+/// was updated, in order. An instance that is not there is an error.
 pub async fn update_all(
     conn: &mut PgConnection,
     updates: &[InstanceUpdate<'_>],
     done_jobs: &[(InstanceId, TaskGuid)],
+    sends: &[crate::messages::RoutedSend],
 ) -> sqlx::Result<Vec<DateTime<Utc>>> {
     let (done_keys, done_jobs): (Vec<shards::ShardKey>, Vec<uuid::Uuid>) = done_jobs
         .iter()
         .map(|(instance, task)| (shards::of_instance(*instance), task.0))
         .unzip();
-    let written: Vec<(InstanceId, DateTime<Utc>)> =
-        sqlx::query_as("SELECT written_id, written_at FROM workflow_write_instances($1, $2, $3)")
-            .bind(Json(updates))
-            .bind(done_jobs)
-            .bind(done_keys)
-            .fetch_all(conn)
-            .await?;
+    let written: Vec<(InstanceId, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT written_id, written_at FROM workflow_write_instances($1, $2, $3, $4)",
+    )
+    .bind(Json(updates))
+    .bind(done_jobs)
+    .bind(done_keys)
+    .bind(Json(sends))
+    .fetch_all(conn)
+    .await?;
     if written.len() != updates.len()
         || written
             .iter()

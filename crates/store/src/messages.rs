@@ -128,6 +128,28 @@ pub struct SendRecord<'a> {
     pub buffer_keys: &'a [String],
 }
 
+/// A send routed to a waiting receive or to a new instance, written with its unit of work's
+/// instances ([`crate::instances::update_all`]): its row, and the receive it completed (which
+/// then points at it).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RoutedSend {
+    /// The bucket's key its row lives in.
+    pub shard_key: ShardKey,
+    pub name: String,
+    pub message_type: MessageType,
+    pub status: MessageStatus,
+    pub payload: Value,
+    pub correlation_keys: Value,
+    pub correlation_key: String,
+    /// The sender (engine-thrown), else the instance it started or was delivered to.
+    pub process_instance_id: Option<InstanceId>,
+    pub task_guid: Option<TaskGuid>,
+    /// The receive it completed, and that receive's key.
+    pub receive_id: Option<MessageId>,
+    pub receive_shard_key: Option<ShardKey>,
+    pub created_by: Option<String>,
+}
+
 /// Stores a routed send, and completes the receive it went to (each pointing at the
 /// other), in one statement. Returns its id.
 pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<MessageId> {

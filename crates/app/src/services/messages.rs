@@ -164,7 +164,8 @@ pub struct Sent {
     /// The row as stored, for a buffered message (its answer).
     buffered: Option<MessageRow>,
     values: CorrelationValues,
-    send_id: MessageId,
+    /// Its row's id; `None` for one a receive or an instance took, stored at the commit.
+    send_id: Option<MessageId>,
 }
 
 impl Sent {
@@ -225,8 +226,8 @@ async fn route_and_record(
     };
     let send_id = uow.record_send(&sent, &values, &routed, ttl).await?;
     // a buffered message answers with its row as stored (no instance stepped)
-    let buffered = match routed {
-        Routed::Buffered => uow.message(send_id).await?,
+    let buffered = match (&routed, send_id) {
+        (Routed::Buffered, Some(id)) => uow.message(id).await?,
         _ => None,
     };
     Ok(Sent {
@@ -268,7 +269,7 @@ fn send_answer(
     routed: Routed,
     buffered: Option<MessageRow>,
     values: &CorrelationValues,
-    send_id: MessageId,
+    send_id: Option<MessageId>,
 ) -> Result<SendAnswer> {
     let answer = match &routed {
         Routed::Delivered { instance_id, .. } | Routed::Started { instance_id } => committed
@@ -293,8 +294,8 @@ fn send_answer(
             early_for,
         )),
         (_, Some(answer)) => Ok(answer),
-        (_, None) => Err(Error::Internal(anyhow::anyhow!(
-            "message {send_id} lost its answer"
+        (routed, None) => Err(Error::Internal(anyhow::anyhow!(
+            "a message routed {routed:?} lost its answer"
         ))),
     }
 }
@@ -306,7 +307,7 @@ fn not_accepted(
     cause: String,
     reason: Option<FailureReason>,
     values: &Value,
-    message_id: MessageId,
+    message_id: Option<MessageId>,
     early_for: Option<InstanceId>,
 ) -> Error {
     let label = reason.map(FailureReason::as_str);
@@ -384,7 +385,7 @@ async fn replay(mut uow: UnitOfWork<'_>, request: &SendRequest, uuid: Uuid) -> R
             row.failure_cause.clone().unwrap_or_default(),
             row.failure_reason,
             &row.correlation_keys.0,
-            row.id,
+            Some(row.id),
             None,
         )),
         _ => Ok(SendAnswer::Buffered(Box::new(row.into()))),

@@ -86,6 +86,9 @@ pub struct UnitOfWork<'c> {
     done_jobs: Vec<(InstanceId, TaskGuid)>,
     /// The buckets of the sends this unit stored, to read them back from their own.
     recorded_sends: HashMap<MessageId, store::shards::ShardKey>,
+    /// Sends routed to a receive or to a new instance, stored when the instances are written
+    /// back (in the same statement): nothing of this unit reads them before its commit.
+    routed_sends: Vec<store::messages::RoutedSend>,
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -324,6 +327,7 @@ impl<'c> UnitOfWork<'c> {
             handed_calls: Vec::new(),
             done_jobs: Vec::new(),
             recorded_sends: HashMap::new(),
+            routed_sends: Vec::new(),
         }
     }
 

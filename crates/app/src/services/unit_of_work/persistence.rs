@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
-    /// Writes every stepped instance and its changed tasks, in one round trip (the
-    /// transaction stays open).
+    /// Writes every stepped instance and its changed tasks, and the sends routed meanwhile, in
+    /// one round trip (the transaction stays open).
     pub(super) async fn flush(&mut self) -> Result<()> {
         if self.reading {
             if let Some(id) = self.order.iter().find(|id| self.instances[id].dirty) {
@@ -24,6 +24,9 @@ impl<'c> UnitOfWork<'c> {
             }
             if !self.done_jobs.is_empty() {
                 return Err(anyhow!("a reading unit of work dropped connector jobs").into());
+            }
+            if !self.routed_sends.is_empty() {
+                return Err(anyhow!("a reading unit of work routed messages").into());
             }
             return Ok(());
         }
@@ -48,7 +51,8 @@ impl<'c> UnitOfWork<'c> {
             });
         }
         let done_jobs = std::mem::take(&mut self.done_jobs);
-        if written.is_empty() {
+        let sends = std::mem::take(&mut self.routed_sends);
+        if written.is_empty() && sends.is_empty() {
             for (id, task_guid) in done_jobs {
                 store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
             }
@@ -56,7 +60,8 @@ impl<'c> UnitOfWork<'c> {
         }
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
             written.iter().map(Written::update).collect();
-        let updated = store::instances::update_all(&mut self.tx, &updates, &done_jobs).await?;
+        let updated =
+            store::instances::update_all(&mut self.tx, &updates, &done_jobs, &sends).await?;
         for (w, updated_at) in written.iter().zip(updated) {
             let loaded = self
                 .instances
