@@ -460,6 +460,31 @@ async fn until_queued(count: usize, queued: impl Fn() -> usize) {
     }
 }
 
+/// The callbacks of `calls` (each a result, `{"done": true}`), sent while every callback runner
+/// is held so that they make one batch; once all are queued the runners go, and `meanwhile`
+/// runs beside their answers. Each answer, in order, and what `meanwhile` gave.
+async fn callbacks_in_one_batch<T>(
+    app: &TestApp,
+    calls: &[(i64, String, String)],
+    meanwhile: impl std::future::Future<Output = T>,
+) -> (Vec<(StatusCode, Value)>, T) {
+    let body =
+        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
+    let callbacks = app.state.callbacks.clone();
+    let held = callbacks.hold().await;
+    let answers = futures_util::future::join_all(
+        calls
+            .iter()
+            .map(|(id, guid, token)| callback(app, *id, guid, Some(token), &body)),
+    );
+    let drive = async {
+        until_queued(calls.len(), || callbacks.queued()).await;
+        drop(held);
+        meanwhile.await
+    };
+    tokio::join!(answers, drive)
+}
+
 /// Callbacks that queue while the callback runners are busy are applied in one transaction and
 /// each answered after its commit; one that fails in the batch fails alone.
 #[tokio::test]
@@ -467,29 +492,8 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
     let proxy = FakeProxy::start();
     let app = app_with_proxy(&proxy, "").await;
     let calls = accepted_calls(&app, &proxy, 4).await;
-    let body =
-        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
-    let in_one_batch = |calls: Vec<(i64, String, String)>| {
-        let app = &app;
-        let body = &body;
-        async move {
-            let callbacks = app.state.callbacks.clone();
-            let held = callbacks.hold().await;
-            let count = calls.len();
-            let answers = futures_util::future::join_all(
-                calls
-                    .iter()
-                    .map(|(id, guid, token)| callback(app, *id, guid, Some(token), body)),
-            );
-            let release = async {
-                until_queued(count, || callbacks.queued()).await;
-                drop(held);
-            };
-            tokio::join!(answers, release).0
-        }
-    };
 
-    let answers = in_one_batch(calls[..3].to_vec()).await;
+    let (answers, ()) = callbacks_in_one_batch(&app, &calls[..3], async {}).await;
     for (status, done) in &answers {
         assert_eq!(*status, StatusCode::OK, "{done}");
         assert_eq!(done["status"], "completed", "{done}");
@@ -504,7 +508,8 @@ async fn callbacks_that_queue_together_are_committed_together_and_fail_alone() {
     assert_eq!(writers.len(), 1, "one transaction completed the three");
 
     // the first again (its task no longer waits) with the fourth: the fourth completes
-    let answers = in_one_batch(vec![calls[0].clone(), calls[3].clone()]).await;
+    let again = [calls[0].clone(), calls[3].clone()];
+    let (answers, ()) = callbacks_in_one_batch(&app, &again, async {}).await;
     assert_eq!(
         (answers[0].0, answers[0].1["error_code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("not_waiting_for_callback")),
@@ -532,18 +537,7 @@ async fn a_batch_that_waits_too_long_for_a_lock_runs_each_callback_alone() {
         .execute(&mut *holder)
         .await
         .unwrap();
-    let body =
-        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
-    let callbacks = app.state.callbacks.clone();
-    let held = callbacks.hold().await;
-    let answers = futures_util::future::join_all(
-        calls
-            .iter()
-            .map(|(id, guid, token)| callback(&app, *id, guid, Some(token), &body)),
-    );
     let drive = async {
-        until_queued(2, || callbacks.queued()).await;
-        drop(held);
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         // the batch waits for the job, gives up after its limit, and the callback that needs
         // the job waits again alone (a new statement): then the job is let go
@@ -562,7 +556,7 @@ async fn a_batch_that_waits_too_long_for_a_lock_runs_each_callback_alone() {
         holder.rollback().await.unwrap();
         again
     };
-    let (answers, again) = tokio::join!(answers, drive);
+    let (answers, again) = callbacks_in_one_batch(&app, &calls, drive).await;
     for (status, done) in &answers {
         assert_eq!(*status, StatusCode::OK, "{done}");
         assert_eq!(done["status"], "completed", "{done}");
@@ -591,27 +585,10 @@ async fn a_batch_of_callbacks_locks_their_instances_in_one_statement() {
         .execute(&mut *holder)
         .await
         .unwrap();
-    let body =
-        json!({"command_response": {"body": "{\"done\": true}", "mimetype": "application/json"}});
-    let callbacks = app.state.callbacks.clone();
-    let held = callbacks.hold().await;
-    let answers = futures_util::future::join_all(
-        calls
-            .iter()
-            .map(|(id, guid, token)| callback(&app, *id, guid, Some(token), &body)),
-    );
     let drive = async {
-        until_queued(3, || callbacks.queued()).await;
-        drop(held);
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let waiting = loop {
-            let waiting: Option<String> = sqlx::query_scalar(
-                "SELECT query FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
-            )
-            .fetch_optional(&app.pool)
-            .await
-            .unwrap();
+            let waiting = lock_waiter(&app).await.map(|(_, _, query)| query);
             if waiting.is_some() || std::time::Instant::now() > deadline {
                 break waiting;
             }
@@ -620,7 +597,7 @@ async fn a_batch_of_callbacks_locks_their_instances_in_one_statement() {
         holder.rollback().await.unwrap();
         waiting
     };
-    let (answers, waiting) = tokio::join!(answers, drive);
+    let (answers, waiting) = callbacks_in_one_batch(&app, &calls, drive).await;
     assert_eq!(
         waiting.as_deref(),
         Some(workflow_backend::store::instances::LOCK_ALL),
@@ -635,11 +612,11 @@ async fn a_batch_of_callbacks_locks_their_instances_in_one_statement() {
     }
 }
 
-/// The (backend, statement start) of a statement of this test's database waiting for a lock,
-/// if one is.
-async fn lock_waiter(app: &TestApp) -> Option<(i32, String)> {
+/// The (backend, statement start, statement) of a statement of this test's database waiting
+/// for a lock, if one is.
+async fn lock_waiter(app: &TestApp) -> Option<(i32, String, String)> {
     sqlx::query_as(
-        "SELECT pid, query_start::text FROM pg_stat_activity \
+        "SELECT pid, query_start::text, query FROM pg_stat_activity \
          WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
     )
     .fetch_optional(&app.pool)

@@ -54,13 +54,23 @@ macro_rules! accepted_calls_of {
 }
 pub(crate) use accepted_calls_of;
 
+/// The select list of a [`LockedInstance`] of `process_instances pi`, whose key is `$shard`.
+macro_rules! locked_instance_columns {
+    ($shard:literal) => {
+        concat!(
+            "id, process_model_identifier, process_id, status, data, correlations, \
+             internal, error, model_version, created_at, updated_at, live_tasks, callees, ",
+            accepted_calls_of!("pi", $shard)
+        )
+    };
+}
+
 /// An instance as a unit of work loads it, by its id (`$1`) and shard key (`$2`).
 macro_rules! instance_by_id {
     () => {
         concat!(
-            "SELECT id, process_model_identifier, process_id, status, data, correlations, \
-             internal, error, model_version, created_at, updated_at, live_tasks, callees, ",
-            accepted_calls_of!("pi", "$2"),
+            "SELECT ",
+            locked_instance_columns!("$2"),
             " FROM process_instances pi WHERE id = $1 AND shard_key = $2"
         )
     };
@@ -170,10 +180,8 @@ pub async fn lock_all(
 /// The statement of [`lock_all`].
 pub const LOCK_ALL: &str = concat!(
     "SELECT l.* FROM unnest($1::bigint[], $2::integer[]) WITH ORDINALITY AS k(id, shard_key, n) \
-     CROSS JOIN LATERAL (\
-     SELECT id, process_model_identifier, process_id, status, data, correlations, \
-     internal, error, model_version, created_at, updated_at, live_tasks, callees, ",
-    accepted_calls_of!("pi", "k.shard_key"),
+     CROSS JOIN LATERAL (SELECT ",
+    locked_instance_columns!("k.shard_key"),
     " FROM process_instances pi WHERE pi.id = k.id AND pi.shard_key = k.shard_key \
      FOR NO KEY UPDATE) l ORDER BY k.n"
 );

@@ -150,6 +150,25 @@ pub struct RoutedSend {
     pub created_by: Option<String>,
 }
 
+impl From<&SendRecord<'_>> for RoutedSend {
+    fn from(r: &SendRecord<'_>) -> RoutedSend {
+        RoutedSend {
+            shard_key: r.shard_key,
+            name: r.name.to_string(),
+            message_type: MessageType::Send,
+            status: r.status,
+            payload: r.payload.clone(),
+            correlation_keys: r.correlation_keys.clone(),
+            correlation_key: r.correlation_key.to_string(),
+            process_instance_id: r.process_instance_id,
+            task_guid: r.task_guid,
+            receive_id: r.receive.map(|(receive, _)| receive),
+            receive_shard_key: r.receive.map(|(_, instance)| shards::of_instance(instance)),
+            created_by: r.created_by.map(str::to_string),
+        }
+    }
+}
+
 /// Stores a routed send, and completes the receive it went to (each pointing at the
 /// other), in one statement. Returns its id.
 pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<MessageId> {

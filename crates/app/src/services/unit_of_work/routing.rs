@@ -507,51 +507,35 @@ impl<'c> UnitOfWork<'c> {
             Some((instance, task)) => (Some(instance), Some(TaskGuid(task))),
             None => (None, None),
         };
+        let record = store::messages::SendRecord {
+            id: sent.id,
+            shard_key,
+            name: sent.name,
+            payload: sent.payload,
+            status,
+            correlation_keys: &json!(values),
+            correlation_key: &canonical_key(values),
+            // an engine-thrown message belongs to its sender; an API one to its target
+            process_instance_id: sender.or(target),
+            task_guid,
+            receive,
+            failure_cause: cause,
+            failure_reason: reason,
+            ttl_seconds: ttl,
+            created_by: sent.created_by,
+            buffer_keys: &buffer_keys,
+        };
         // a message the API sent, taken by a receive or a new instance, is the last write of
         // its part of the unit: stored with the instances (one statement fewer per message).
         // One an instance throws is stored when routed, so that messages thrown in one step
         // keep their order (their ids), whichever of them a receive took.
         let took_it = matches!(routed, Routed::Delivered { .. } | Routed::Started { .. });
         if took_it && sent.id.is_none() && sent.sender.is_none() {
-            self.routed_sends.push(store::messages::RoutedSend {
-                shard_key,
-                name: sent.name.to_string(),
-                message_type: store::messages::MessageType::Send,
-                status,
-                payload: sent.payload.clone(),
-                correlation_keys: json!(values),
-                correlation_key: canonical_key(values),
-                process_instance_id: sender.or(target),
-                task_guid,
-                receive_id: receive.map(|(receive, _)| receive),
-                receive_shard_key: receive
-                    .map(|(_, instance)| store::shards::of_instance(instance)),
-                created_by: sent.created_by.map(str::to_string),
-            });
+            self.routed_sends
+                .push(store::messages::RoutedSend::from(&record));
             return Ok(None);
         }
-        let id = store::messages::record_send(
-            &mut self.tx,
-            &store::messages::SendRecord {
-                id: sent.id,
-                shard_key,
-                name: sent.name,
-                payload: sent.payload,
-                status,
-                correlation_keys: &json!(values),
-                correlation_key: &canonical_key(values),
-                // an engine-thrown message belongs to its sender; an API one to its target
-                process_instance_id: sender.or(target),
-                task_guid,
-                receive,
-                failure_cause: cause,
-                failure_reason: reason,
-                ttl_seconds: ttl,
-                created_by: sent.created_by,
-                buffer_keys: &buffer_keys,
-            },
-        )
-        .await?;
+        let id = store::messages::record_send(&mut self.tx, &record).await?;
         self.recorded_sends.insert(id, shard_key);
         Ok(Some(id))
     }
