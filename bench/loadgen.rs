@@ -351,6 +351,9 @@ async fn main() {
     let target = Arc::new(Target {
         client: Client::builder()
             .pool_max_idle_per_host(64)
+            // under the server's keep-alive (5 s): a connection it closed between two cases
+            // is not taken for the next request (which then fails: "dispatch task gone")
+            .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .expect("client"),
         bases: args[1]

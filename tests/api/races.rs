@@ -197,6 +197,52 @@ async fn a_delete_racing_a_start_waits_for_it_and_is_refused() {
     assert_eq!(response.status(), StatusCode::OK);
 }
 
+/// A transaction of the test holding the instances lock of `model` exclusively, as a model's
+/// deletion does (`store::models::lock_instances_of`).
+async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres> {
+    let mut tx = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('model instances:' || $1, 0))")
+        .bind(model)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+/// A start waiting for its model's instances lock (held, as a deletion holds it) while the
+/// model is deleted is answered as a start of a model that does not exist (404) and leaves no
+/// instance: the statement that reads the model comes after the lock, so its snapshot has the
+/// deletion. (Folding the lock into that statement would insert a live instance of a deleted
+/// model: nothing else refuses it, as an instance has no foreign key to its model — finished
+/// ones outlive it.)
+#[tokio::test]
+async fn a_start_whose_model_is_deleted_while_it_waits_for_the_models_lock_is_not_found() {
+    let app = spawn_app_without_workers().await;
+    upload_ok(&app, "races/gone", "u.bpmn", &user_task_process("gone")).await;
+    let mut holder = hold_model(&app, "races/gone").await;
+    let started = spawn_request(
+        &app,
+        Method::POST,
+        "/v1.0/process-instances/races:gone",
+        Some(json!({})),
+    );
+    until_waiting_for_locks(&app, 1, &started).await;
+    sqlx::query("DELETE FROM process_models WHERE identifier = 'races/gone'")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder.commit().await.unwrap();
+
+    let (status, body) = started.await.unwrap();
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error_code"], "process_model_not_found", "{body}");
+    let instances: i64 = sqlx::query_scalar("SELECT count(*) FROM process_instances")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(instances, 0);
+}
+
 /// An instance whose version is gone anyway (stored before the fix, or by hand) is refused
 /// with a code on every endpoint that steps it, never a 500.
 #[tokio::test]

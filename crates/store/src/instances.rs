@@ -96,7 +96,9 @@ pub struct TaskRow {
 /// Inserts an instance (`running`) of the current version of its model, of `process_id` or
 /// else the version's primary process, reading the model in the same statement; `None` when
 /// there is no such model. Its id is made as `placement` says (see [`shards::new_instance`]). Take the model's instances lock first (see
-/// `models::lock_instances_of`): this statement's snapshot is taken when it starts.
+/// `models::lock_instances_of`) in a statement before: this statement's snapshot is taken when it
+/// starts, and a lock taken within it would leave it reading a model deleted meanwhile (an
+/// instance has no foreign key to its model to refuse it: finished ones outlive it).
 pub async fn insert_of_current_version(
     conn: &mut PgConnection,
     process_model_identifier: &ModelId,
