@@ -1733,6 +1733,47 @@ async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_cla
     assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
 }
 
+/// Issue 35: the job of a call handed to this replica's dispatcher is written by the statement
+/// that writes back the instance whose step recorded it (one statement fewer per service
+/// round trip): in the start's transaction, the job's row comes after the instance's (before,
+/// the job was inserted by a statement of its own, ahead of the write-back).
+#[tokio::test]
+async fn a_handed_calls_job_is_written_with_its_instance_write_back() {
+    let proxy = FakeProxy::start();
+    let app = spawn_with_proxy(&proxy, Some("proxy-key"), |s| s.run_workers = true).await;
+    upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
+    let (called, go) = gated_202(&proxy);
+    let id = start_ok(&app, "svc/echo", &json!({"word": "with"})).await;
+    tokio::time::timeout(Duration::from_secs(10), called.notified())
+        .await
+        .expect("the running dispatcher made the call");
+    // (transaction, command within it) of each row as the start left it
+    let instance: (String, i32) =
+        sqlx::query_as("SELECT xmin::text, cmin::text::int FROM process_instances WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let (job_xmin, job_cmin, leases): (String, i32, i32) = sqlx::query_as(
+        "SELECT xmin::text, cmin::text::int, leases FROM jobs WHERE process_instance_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    go.notify_one();
+
+    assert_eq!(job_xmin, instance.0, "the job is the start's");
+    assert!(
+        job_cmin > instance.1,
+        "the job written (command {job_cmin}) before the instance (command {})",
+        instance.1
+    );
+    assert_eq!(leases, 1, "leased once, by its insert");
+    complete_first_call(&app, &proxy, id).await;
+    assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
+}
+
 /// With the dispatcher running, a 202 whose callback does not come is recorded by the worker
 /// once the callback's moment has passed: the job accepted (never due again), the task
 /// `STARTED`, nothing left pending. A condition poll with a deadline (10 s).

@@ -229,38 +229,61 @@ pub struct InstanceUpdate<'a> {
     pub live_tasks: &'a RawValue,
 }
 
-/// Writes back instances and their changed tasks, deletes the connector jobs of `done_jobs`
-/// (tasks, with their instances, whose calls are no longer due) and stores the `sends` routed
-/// meanwhile, all in one round trip (`workflow_write_instances`); returns when each instance
-/// was updated, in order. An instance that is not there is an error.
+/// Writes back instances and their changed tasks, writes the jobs of the leased `calls`,
+/// deletes the connector jobs of `done_jobs` (tasks, with their instances, whose calls are no
+/// longer due) and stores the `sends` routed meanwhile, all in one round trip
+/// (`workflow_write_instances`). An instance that is not there is an error.
 pub async fn update_all(
     conn: &mut PgConnection,
     updates: &[InstanceUpdate<'_>],
     done_jobs: &[(InstanceId, TaskGuid)],
     sends: &[crate::messages::RoutedSend],
-) -> sqlx::Result<Vec<DateTime<Utc>>> {
+    calls: &[crate::jobs::LeasedCall],
+) -> sqlx::Result<Written> {
     let (done_keys, done_jobs): (Vec<shards::ShardKey>, Vec<uuid::Uuid>) = done_jobs
         .iter()
         .map(|(instance, task)| (shards::of_instance(*instance), task.0))
         .unzip();
-    let written: Vec<(InstanceId, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT written_id, written_at FROM workflow_write_instances($1, $2, $3, $4)",
+    let rows: Vec<(i64, Option<DateTime<Utc>>, Option<uuid::Uuid>)> = sqlx::query_as(
+        "SELECT written_id, written_at, call_task \
+         FROM workflow_write_instances($1, $2, $3, $4, $5)",
     )
     .bind(Json(updates))
     .bind(done_jobs)
     .bind(done_keys)
     .bind(Json(sends))
+    .bind(Json(calls))
     .fetch_all(conn)
     .await?;
-    if written.len() != updates.len()
-        || written
+    let (call_rows, instance_rows): (Vec<_>, Vec<_>) =
+        rows.into_iter().partition(|(_, _, task)| task.is_some());
+    let calls_written = call_rows.len() == calls.len()
+        && call_rows
+            .iter()
+            .zip(calls)
+            .all(|((_, _, task), call)| *task == Some(call.task_guid.0));
+    let instances_written = instance_rows.len() == updates.len()
+        && instance_rows
             .iter()
             .zip(updates)
-            .any(|((id, _), update)| *id != update.id)
-    {
+            .all(|((id, at, _), update)| *id == update.id.0 && at.is_some());
+    if !calls_written || !instances_written {
         return Err(sqlx::Error::RowNotFound);
     }
-    Ok(written.into_iter().map(|(_, at)| at).collect())
+    Ok(Written {
+        updated_at: instance_rows
+            .into_iter()
+            .filter_map(|(_, at, _)| at)
+            .collect(),
+        job_ids: call_rows.into_iter().map(|(id, _, _)| id).collect(),
+    })
+}
+
+/// What [`update_all`] wrote: each instance's new `updated_at` and each leased call's job id,
+/// in the order given.
+pub struct Written {
+    pub updated_at: Vec<DateTime<Utc>>,
+    pub job_ids: Vec<i64>,
 }
 
 pub async fn all_tasks(

@@ -38,6 +38,46 @@ pub async fn enqueue_leased_call(
     upsert_call(conn, instance_id, task_guid, None, traceparent, Some(lease)).await
 }
 
+/// A connector call due now, leased for `lease_seconds` by the replica whose unit of work
+/// records it, written with that unit's instances ([`crate::instances::update_all`]) as
+/// [`enqueue_leased_call`] writes it alone.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LeasedCall {
+    pub process_instance_id: InstanceId,
+    pub task_guid: TaskGuid,
+    pub traceparent: Option<String>,
+    pub lease_seconds: f64,
+    pub shard_key: shards::ShardKey,
+}
+
+impl LeasedCall {
+    pub fn new(
+        instance_id: InstanceId,
+        task_guid: TaskGuid,
+        traceparent: Option<&str>,
+        lease: Duration,
+    ) -> LeasedCall {
+        LeasedCall {
+            process_instance_id: instance_id,
+            task_guid,
+            traceparent: traceparent.map(str::to_string),
+            lease_seconds: lease.as_secs_f64(),
+            shard_key: shards::of_instance(instance_id),
+        }
+    }
+
+    /// Its job once written as row `id` (its first lease).
+    pub fn job(&self, id: i64) -> Job {
+        Job {
+            id,
+            process_instance_id: self.process_instance_id,
+            task_guid: self.task_guid,
+            leases: 1,
+            traceparent: self.traceparent.clone(),
+        }
+    }
+}
+
 /// [`upsert_call`] on Citus, without the announcement ($1 kind, $2 instance, $3 task, $4 run
 /// at, $5 traceparent, $6 lease, $7 key).
 const UPSERT_CALL: &str = "INSERT INTO jobs (kind, process_instance_id, task_guid, run_at, \

@@ -5,7 +5,7 @@
 use super::super::Result;
 use super::engine_runs::StepOutcome;
 use super::starts::StartedBy;
-use super::{OutgoingMessage, UnitOfWork, Unmatched, Work};
+use super::{HandedJob, OutgoingMessage, UnitOfWork, Unmatched, Work};
 use crate::correlation::canonical_key;
 use crate::engine::{Effect, Event};
 use crate::ids::{InstanceId, MessageId, TaskGuid};
@@ -146,8 +146,9 @@ impl<'c> UnitOfWork<'c> {
                 self.schedule_call(id, TaskGuid(task_guid)).await?;
             }
             Effect::CancelServiceCall { task_guid } => {
+                self.write_handed_calls().await?;
                 self.handed_calls
-                    .retain(|(_, job)| job.task_guid.0 != task_guid);
+                    .retain(|(_, job)| job.task_guid().0 != task_guid);
                 store::jobs::cancel_for_task(&mut self.tx, id, TaskGuid(task_guid)).await?;
             }
             Effect::StartTimer {
@@ -173,8 +174,8 @@ impl<'c> UnitOfWork<'c> {
             }
             Effect::CloseWaitsOfInstance => {
                 store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
-                self.handed_calls
-                    .retain(|(_, job)| job.process_instance_id != id);
+                self.write_handed_calls().await?;
+                self.handed_calls.retain(|(_, job)| job.instance() != id);
                 store::jobs::cancel_for_instance(&mut self.tx, id).await?;
                 store::timers::delete_waits_of_instance(&mut self.tx, id).await?;
             }
@@ -230,21 +231,42 @@ impl UnitOfWork<'_> {
         let traceparent = traceparent.as_deref();
         match self.cache.reserve_call_slot() {
             Some(slot) => {
-                let job = store::jobs::enqueue_leased_call(
-                    &mut self.tx,
+                // its job is written with the instances (a statement fewer); one of the same
+                // task recorded earlier in this unit is moved by it (or never written)
+                let call = store::jobs::LeasedCall::new(
                     id,
                     task_guid,
                     traceparent,
                     crate::services::service_tasks::LEASE,
-                )
-                .await?;
+                );
                 self.handed_calls
-                    .retain(|(_, handed)| handed.task_guid != task_guid);
-                self.handed_calls.push((slot, job));
+                    .retain(|(_, handed)| handed.task_guid() != task_guid);
+                self.handed_calls.push((slot, HandedJob::Unwritten(call)));
             }
             None => {
+                self.write_handed_calls().await?;
                 store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, None, traceparent)
                     .await?
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes now the jobs of the calls handed so far that are not written yet (one statement
+    /// each, as they were before being kept for the flush), before another statement on jobs,
+    /// which must find them as if each had been written when it was recorded.
+    pub(super) async fn write_handed_calls(&mut self) -> Result<()> {
+        for (_, handed) in &mut self.handed_calls {
+            if let HandedJob::Unwritten(call) = handed {
+                let job = store::jobs::enqueue_leased_call(
+                    &mut self.tx,
+                    call.process_instance_id,
+                    call.task_guid,
+                    call.traceparent.as_deref(),
+                    crate::services::service_tasks::LEASE,
+                )
+                .await?;
+                *handed = HandedJob::Written(job);
             }
         }
         Ok(())

@@ -110,7 +110,7 @@ impl<'c> UnitOfWork<'c> {
     /// do not evaluate, no Python free), which the dispatcher then prepares itself.
     pub(super) async fn evaluate_handed_calls(&mut self) -> Vec<Option<CommittedCall>> {
         let calls: Vec<(InstanceId, TaskGuid)> = (self.handed_calls.iter())
-            .map(|(_, job)| (job.process_instance_id, job.task_guid))
+            .map(|(_, job)| (job.instance(), job.task_guid()))
             .collect();
         let mut committed = Vec::with_capacity(calls.len());
         for (id, task_guid) in calls {

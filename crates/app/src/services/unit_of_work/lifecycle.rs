@@ -23,6 +23,7 @@ impl<'c> UnitOfWork<'c> {
         self.mark_stepped(id)?;
         store::messages::suspend_receives_of_instance(&mut self.tx, id).await?;
         store::timers::hold_of_instance(&mut self.tx, id, true).await?;
+        self.write_handed_calls().await?;
         store::jobs::hold_of_instance(&mut self.tx, id, true).await?;
         Ok(Applied::Stepped)
     }
@@ -36,6 +37,7 @@ impl<'c> UnitOfWork<'c> {
         }
         self.mark_stepped(id)?;
         store::timers::hold_of_instance(&mut self.tx, id, false).await?;
+        self.write_handed_calls().await?;
         store::jobs::hold_of_instance(&mut self.tx, id, false).await?;
         let receives = store::messages::resume_receives_of_instance(&mut self.tx, id).await?;
         // as a new receive does (`wait_for_message`): a send about to be buffered under one of

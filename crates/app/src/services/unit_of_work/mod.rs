@@ -80,7 +80,7 @@ pub struct UnitOfWork<'c> {
     reading: bool,
     /// Connector calls this unit recorded leased, handed to this replica's dispatcher once it
     /// has committed (dropped with it otherwise, their slots freed).
-    handed_calls: Vec<(ReservedSlot, Job)>,
+    handed_calls: Vec<(ReservedSlot, HandedJob)>,
     /// Tasks whose connector jobs this unit is done with: deleted when it writes its instances
     /// back (in the same statement), or before a call of the same task is recorded again.
     done_jobs: Vec<(InstanceId, TaskGuid)>,
@@ -89,6 +89,30 @@ pub struct UnitOfWork<'c> {
     /// Sends routed to a receive or to a new instance, stored when the instances are written
     /// back (in the same statement): nothing of this unit reads them before its commit.
     routed_sends: Vec<store::messages::RoutedSend>,
+}
+
+/// The job of a connector call a unit of work hands to its replica's dispatcher: written when
+/// the unit writes its instances back (in the same statement), or before the unit's next
+/// other statement on jobs, which must find it.
+enum HandedJob {
+    Unwritten(store::jobs::LeasedCall),
+    Written(Job),
+}
+
+impl HandedJob {
+    fn instance(&self) -> InstanceId {
+        match self {
+            HandedJob::Unwritten(call) => call.process_instance_id,
+            HandedJob::Written(job) => job.process_instance_id,
+        }
+    }
+
+    fn task_guid(&self) -> TaskGuid {
+        match self {
+            HandedJob::Unwritten(call) => call.task_guid,
+            HandedJob::Written(job) => job.task_guid,
+        }
+    }
 }
 
 /// Which version of the message catalog a unit of work used.
@@ -501,7 +525,12 @@ impl<'c> UnitOfWork<'c> {
             self.cache.accepted_calls().jobs_done(jobs_done);
         }
         for ((slot, job), call) in self.handed_calls.into_iter().zip(calls) {
-            slot.hand(job, call);
+            match job {
+                HandedJob::Written(job) => slot.hand(job, call),
+                HandedJob::Unwritten(call) => {
+                    unreachable!("the flush wrote the job of every handed call ({call:?})")
+                }
+            }
         }
         Ok(Committed {
             instances: self.instances,

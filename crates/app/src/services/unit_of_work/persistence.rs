@@ -2,7 +2,7 @@
 //! every stepped instance is written back (row and changed tasks) once, at commit.
 
 use super::super::Result;
-use super::{Loaded, UnitOfWork};
+use super::{HandedJob, Loaded, UnitOfWork};
 use crate::engine::{InstanceState, InstanceStatus, Task, TaskState};
 use crate::ids::InstanceId;
 use crate::ids::ModelId;
@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
-    /// Writes every stepped instance and its changed tasks, and the sends routed meanwhile, in
-    /// one round trip (the transaction stays open).
+    /// Writes every stepped instance and its changed tasks, the sends routed meanwhile and the
+    /// jobs of the calls handed meanwhile, in one round trip (the transaction stays open).
     pub(super) async fn flush(&mut self) -> Result<()> {
         if self.reading {
             if let Some(id) = self.order.iter().find(|id| self.instances[id].dirty) {
@@ -27,6 +27,9 @@ impl<'c> UnitOfWork<'c> {
             }
             if !self.routed_sends.is_empty() {
                 return Err(anyhow!("a reading unit of work routed messages").into());
+            }
+            if !self.handed_calls.is_empty() {
+                return Err(anyhow!("a reading unit of work recorded connector calls").into());
             }
             return Ok(());
         }
@@ -52,7 +55,13 @@ impl<'c> UnitOfWork<'c> {
         }
         let done_jobs = std::mem::take(&mut self.done_jobs);
         let sends = std::mem::take(&mut self.routed_sends);
-        if written.is_empty() && sends.is_empty() {
+        let calls: Vec<store::jobs::LeasedCall> = (self.handed_calls.iter())
+            .filter_map(|(_, handed)| match handed {
+                HandedJob::Unwritten(call) => Some(call.clone()),
+                HandedJob::Written(_) => None,
+            })
+            .collect();
+        if written.is_empty() && sends.is_empty() && calls.is_empty() {
             for (id, task_guid) in done_jobs {
                 store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
             }
@@ -61,8 +70,16 @@ impl<'c> UnitOfWork<'c> {
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
             written.iter().map(Written::update).collect();
         let updated =
-            store::instances::update_all(&mut self.tx, &updates, &done_jobs, &sends).await?;
-        for (w, updated_at) in written.iter().zip(updated) {
+            store::instances::update_all(&mut self.tx, &updates, &done_jobs, &sends, &calls)
+                .await?;
+        let mut job_ids = updated.job_ids.into_iter();
+        for (_, handed) in &mut self.handed_calls {
+            if let HandedJob::Unwritten(call) = handed {
+                let id = job_ids.next().expect("a job id for each call written");
+                *handed = HandedJob::Written(call.job(id));
+            }
+        }
+        for (w, updated_at) in written.iter().zip(updated.updated_at) {
             let loaded = self
                 .instances
                 .get_mut(&w.id)

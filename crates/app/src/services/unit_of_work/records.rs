@@ -104,6 +104,7 @@ impl UnitOfWork<'_> {
             .position(|done| *done == (id, task_guid))
         {
             self.done_jobs.remove(at);
+            self.write_handed_calls().await?;
             store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
         }
         Ok(())
@@ -115,6 +116,7 @@ impl UnitOfWork<'_> {
         id: InstanceId,
         task_guid: TaskGuid,
     ) -> Result<()> {
+        self.write_handed_calls().await?;
         Ok(store::jobs::requeue(&mut self.tx, id, task_guid).await?)
     }
 
@@ -157,8 +159,9 @@ impl UnitOfWork<'_> {
         self.delete_done_job(id, task_guid).await?;
         let retry_at = store::instances::schedule_retry(&mut self.tx, id, task_guid, delay).await?;
         // not made now, even if a step of this unit scheduled it
+        self.write_handed_calls().await?;
         self.handed_calls
-            .retain(|(_, job)| job.task_guid != task_guid);
+            .retain(|(_, job)| job.task_guid() != task_guid);
         let traceparent = crate::telemetry::traces::current_traceparent();
         store::jobs::enqueue_connector_call(
             &mut self.tx,
