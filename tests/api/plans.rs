@@ -73,9 +73,9 @@ async fn the_correlation_lookup_probes_the_instance_by_key_in_its_generic_plan()
     let app = spawn_app().await;
     let (plan, nodes) = generic_plan(
         &app.pool,
-        "text, text[], int8[], int8, int4",
+        "text, text[], int8[], int8, int4, text",
         LOCK_OLDEST_WAITING_RECEIVE,
-        "'order paid', ARRAY['{}'], ARRAY[]::int8[], 1, 0",
+        "'order paid', ARRAY['{}'], ARRAY[]::int8[], 1, 0, 'shop/orders'",
     )
     .await;
     assert_eq!(

@@ -3,8 +3,9 @@
 //! request is queued behind it in the order the race needs, then lets them go (issue 31,
 //! items 6 and 7).
 
-use crate::domain::{show, start, upload_ok, waiting_task, ADMIN};
+use crate::domain::{send, show, start, upload_ok, waiting_task, ADMIN};
 use crate::helpers::{spawn_app_without_workers, TestApp};
+use crate::messages::orders;
 use crate::models::{keyed_waiter, user_task_process};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -207,6 +208,52 @@ async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres
         .await
         .unwrap();
     tx
+}
+
+/// The statement of this test's database waiting for a lock, if one is.
+async fn waiting_statement(app: &TestApp) -> Option<String> {
+    sqlx::query_scalar(
+        "SELECT query FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
+    )
+    .fetch_optional(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// Issue 35: a message that starts a model when no receive takes it has the model's
+/// instances lock taken by its receive lookup (a statement fewer) once the message catalog
+/// knows the model: with the lock held (as a deletion holds it), that lookup is the statement
+/// that waits, and the start goes on once it is let go.
+#[tokio::test]
+async fn a_message_start_takes_its_models_lock_in_its_receive_lookup() {
+    let app = spawn_app_without_workers().await;
+    orders(&app).await;
+    // the first start reads the catalog (the name's start trigger); the next one uses it
+    let (status, body) = send(&app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let holder = hold_model(&app, "shop/orders").await;
+    let started = spawn_request(
+        &app,
+        Method::POST,
+        "/v1.0/messages/placed",
+        Some(json!({"order_id": 2, "amount": 1})),
+    );
+    until_waiting_for_locks(&app, 1, &started).await;
+    let waiting = waiting_statement(&app).await;
+    holder.rollback().await.unwrap();
+
+    // (as much of it as pg_stat_activity keeps: its first 1,024 bytes)
+    let lookup = workflow_backend::store::messages::LOCK_OLDEST_WAITING_RECEIVE;
+    assert!(
+        waiting
+            .as_deref()
+            .is_some_and(|w| w.len() >= lookup.len().min(1023) && lookup.starts_with(w)),
+        "{waiting:?}"
+    );
+    let (status, body) = started.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["process_instance"]["status"], "waiting", "{body}");
 }
 
 /// A start waiting for its model's instances lock (held, as a deletion holds it) while the

@@ -1,6 +1,7 @@
 //! message_instances: sends (API or engine) and receives (waiting catch elements).
 
 use super::instances::{accepted_calls_of, LockedInstance};
+use super::models::model_instances_lock;
 use super::shards::{self, ShardKey};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -249,7 +250,12 @@ pub struct WaitingReceive {
 
 /// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids,
 /// `$4` the message catalog's version the caller computed the keys at, or null, `$5` the
-/// bucket's key it looks in).
+/// bucket's key it looks in, `$6` a model whose instances lock it takes shared first, or null).
+///
+/// Both checks are one-time filters (no column in them): run once, before anything is read,
+/// whether a receive is found or not. So a send that would start a model when no receive takes
+/// it holds the model's lock from this statement on, before the statement that reads the model
+/// to insert the instance (a statement fewer).
 ///
 /// The instance is locked in a lateral subquery after the receive is chosen, not joined:
 /// a prepared statement's generic plan is made once per connection, and made while
@@ -278,7 +284,11 @@ pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
          CROSS JOIN LATERAL (SELECT * FROM process_instances \
              WHERE id = r.process_instance_id AND shard_key = $5 FOR NO KEY UPDATE) pi \
          WHERE ($4::bigint IS NULL \
-                OR workflow_catalog_is($4, (SELECT version FROM message_catalog_version)))"
+                OR workflow_catalog_is($4, (SELECT version FROM message_catalog_version))) \
+           AND ($6::text IS NULL \
+                OR (SELECT true FROM (SELECT pg_advisory_xact_lock_shared(",
+    model_instances_lock!("$6"),
+    ")) l))"
 );
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key) in the
@@ -293,6 +303,7 @@ pub async fn lock_oldest_waiting_receive(
     excluded: &[MessageId],
     catalog_version: Option<i64>,
     shard: ShardKey,
+    lock_model: Option<&ModelId>,
 ) -> sqlx::Result<Option<(WaitingReceive, LockedInstance)>> {
     #[derive(sqlx::FromRow)]
     struct Found {
@@ -307,6 +318,7 @@ pub async fn lock_oldest_waiting_receive(
         .bind(excluded)
         .bind(catalog_version)
         .bind(shard)
+        .bind(lock_model)
         .fetch_optional(conn)
         .await?;
     Ok(found.map(|f| {

@@ -43,6 +43,15 @@ pub async fn find(conn: &mut PgConnection, identifier: &ModelId) -> sqlx::Result
     .await
 }
 
+/// The key of a model's instances lock (see [`lock_instances_of`]), of the model identifier
+/// given as `$param`.
+macro_rules! model_instances_lock {
+    ($param:literal) => {
+        concat!("hashtextextended('model instances:' || ", $param, ", 0)")
+    };
+}
+pub(crate) use model_instances_lock;
+
 /// Serialises starts of a model with its deletion: a start takes this lock shared (starts do
 /// not wait for each other, nor for an upload) before it reads the model, a delete takes it
 /// exclusively before it counts the live instances; so the delete waits for every start that
@@ -54,9 +63,17 @@ pub async fn lock_instances_of(
     exclusive: bool,
 ) -> sqlx::Result<()> {
     let sql = if exclusive {
-        "SELECT pg_advisory_xact_lock(hashtextextended('model instances:' || $1, 0))"
+        concat!(
+            "SELECT pg_advisory_xact_lock(",
+            model_instances_lock!("$1"),
+            ")"
+        )
     } else {
-        "SELECT pg_advisory_xact_lock_shared(hashtextextended('model instances:' || $1, 0))"
+        concat!(
+            "SELECT pg_advisory_xact_lock_shared(",
+            model_instances_lock!("$1"),
+            ")"
+        )
     };
     sqlx::query(sql).bind(identifier).execute(conn).await?;
     Ok(())

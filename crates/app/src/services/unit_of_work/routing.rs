@@ -11,7 +11,7 @@ use super::{CatalogSeen, NoMatch, OutgoingMessage, Routed, UnitOfWork, Unmatched
 use crate::correlation::{candidate_keys, canonical_key, CorrelationValues};
 use crate::engine::{Event, TaskState};
 use crate::expr::{self, ErrorKind, Expression};
-use crate::ids::{InstanceId, MessageId, TaskGuid};
+use crate::ids::{InstanceId, MessageId, ModelId, TaskGuid};
 use crate::store::{
     self,
     messages::{FailureReason, MessageStatus},
@@ -231,6 +231,7 @@ impl<'c> UnitOfWork<'c> {
         excluded: &[MessageId],
         shard: store::shards::ShardKey,
     ) -> Result<Option<LockedReceive>> {
+        let lock_model = self.model_to_lock_for(name);
         let found = store::messages::lock_oldest_waiting_receive(
             &mut self.tx,
             name,
@@ -238,6 +239,7 @@ impl<'c> UnitOfWork<'c> {
             excluded,
             self.catalog_seen.expected(),
             shard,
+            lock_model.as_ref(),
         )
         .await;
         if let Err(e) = &found {
@@ -246,7 +248,30 @@ impl<'c> UnitOfWork<'c> {
                 self.cache.catalog().forget();
             }
         }
-        Ok(found?)
+        let found = found?;
+        if let Some(model) = lock_model {
+            self.models_locked.insert(model);
+        }
+        Ok(found)
+    }
+
+    /// The model a send of `name` starts when no receive takes it, as the catalog version this
+    /// unit's lookups check says, unless its instances lock is held already: the lookup takes
+    /// that lock, which the start would take in a statement of its own. (Plain PostgreSQL only:
+    /// on Citus the lookup runs on a worker, and the lock must be the coordinator's.)
+    fn model_to_lock_for(&self, name: &str) -> Option<ModelId> {
+        let CatalogSeen::At(version) = self.catalog_seen else {
+            return None;
+        };
+        if store::shards::distributed() {
+            return None;
+        }
+        let model = self
+            .cache
+            .catalog()
+            .trigger(version, name)?
+            .process_model_identifier;
+        (!self.models_locked.contains(&model)).then_some(model)
     }
 
     async fn why_unmatched(
