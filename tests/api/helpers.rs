@@ -282,3 +282,15 @@ pub fn free_local_address() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     format!("127.0.0.1:{}", listener.local_addr().unwrap().port())
 }
+
+/// The (backend, statement start, statement) of a statement of this test's database waiting
+/// for a lock, if one is.
+pub async fn lock_waiter(app: &TestApp) -> Option<(i32, String, String)> {
+    sqlx::query_as(
+        "SELECT pid, query_start::text, query FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
+    )
+    .fetch_optional(&app.pool)
+    .await
+    .unwrap()
+}

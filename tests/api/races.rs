@@ -4,7 +4,7 @@
 //! items 6 and 7).
 
 use crate::domain::{send, show, start, upload_ok, waiting_task, ADMIN};
-use crate::helpers::{spawn_app_without_workers, TestApp};
+use crate::helpers::{lock_waiter, spawn_app_without_workers, TestApp};
 use crate::messages::orders;
 use crate::models::{keyed_waiter, user_task_process};
 use reqwest::{Method, StatusCode};
@@ -210,17 +210,6 @@ async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres
     tx
 }
 
-/// The statement of this test's database waiting for a lock, if one is.
-async fn waiting_statement(app: &TestApp) -> Option<String> {
-    sqlx::query_scalar(
-        "SELECT query FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
-    )
-    .fetch_optional(&app.pool)
-    .await
-    .unwrap()
-}
-
 /// Issue 35: a message that starts a model when no receive takes it has the model's
 /// instances lock taken by its receive lookup (a statement fewer) once the message catalog
 /// knows the model: with the lock held (as a deletion holds it), that lookup is the statement
@@ -240,7 +229,7 @@ async fn a_message_start_takes_its_models_lock_in_its_receive_lookup() {
         Some(json!({"order_id": 2, "amount": 1})),
     );
     until_waiting_for_locks(&app, 1, &started).await;
-    let waiting = waiting_statement(&app).await;
+    let waiting = lock_waiter(&app).await.map(|(_, _, statement)| statement);
     holder.rollback().await.unwrap();
 
     // (as much of it as pg_stat_activity keeps: its first 1,024 bytes)

@@ -6,7 +6,7 @@
 //! the test looks at the instance then, instead of polling it while a worker races.
 
 use crate::domain::*;
-use crate::helpers::{spawn_app_with, TestApp};
+use crate::helpers::{lock_waiter, spawn_app_with, TestApp};
 use crate::models;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use reqwest::StatusCode;
@@ -610,18 +610,6 @@ async fn a_batch_of_callbacks_locks_their_instances_in_one_statement() {
     for (id, _, _) in &calls {
         assert_eq!(show(&app, *id).await["status"], "complete");
     }
-}
-
-/// The (backend, statement start, statement) of a statement of this test's database waiting
-/// for a lock, if one is.
-async fn lock_waiter(app: &TestApp) -> Option<(i32, String, String)> {
-    sqlx::query_as(
-        "SELECT pid, query_start::text, query FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event_type = 'Lock' LIMIT 1",
-    )
-    .fetch_optional(&app.pool)
-    .await
-    .unwrap()
 }
 
 /// A service task inside a called process of another model: the call is made when the child
