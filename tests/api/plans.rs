@@ -358,28 +358,3 @@ async fn the_overview_reads_no_history_sequentially() {
         }
     }
 }
-
-/// Issue 35: the GIN indexes every start and step writes (the instances' data and
-/// correlations, for the console's search) take each entry at once: no pending list for an
-/// unlucky insert to merge while its batch waits (`fastupdate = off`, on a new database too).
-#[tokio::test]
-async fn the_instances_gin_indexes_have_no_pending_list() {
-    let app = spawn_app().await;
-    let options: Vec<(String, Option<Vec<String>>)> = sqlx::query_as(
-        "SELECT c.relname::text, c.reloptions::text[] FROM pg_index i \
-         JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam \
-         WHERE a.amname = 'gin' AND i.indrelid = 'process_instances'::regclass \
-         ORDER BY c.relname",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
-    let off = Some(vec!["fastupdate=off".to_string()]);
-    assert_eq!(
-        options,
-        [
-            ("process_instances_correlations".to_string(), off.clone()),
-            ("process_instances_data".to_string(), off),
-        ]
-    );
-}
