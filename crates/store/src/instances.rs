@@ -95,10 +95,12 @@ pub struct TaskRow {
 
 /// Inserts an instance (`running`) of the current version of its model, of `process_id` or
 /// else the version's primary process, reading the model in the same statement; `None` when
-/// there is no such model. Its id is made as `placement` says (see [`shards::new_instance`]). Take the model's instances lock first (see
-/// `models::lock_instances_of`) in a statement before: this statement's snapshot is taken when it
-/// starts, and a lock taken within it would leave it reading a model deleted meanwhile (an
-/// instance has no foreign key to its model to refuse it: finished ones outlive it).
+/// there is no such model. Its id is made as `placement` says (see [`shards::new_instance`]).
+///
+/// Take the model's instances lock (`models::lock_instances_of`) in a statement before this
+/// one: its snapshot is taken when it starts, so a lock taken within it would leave it reading
+/// a model deleted meanwhile (an instance has no foreign key to its model to refuse it:
+/// finished ones outlive it).
 pub async fn insert_of_current_version(
     conn: &mut PgConnection,
     process_model_identifier: &ModelId,
@@ -238,7 +240,7 @@ pub async fn update_all(
     updates: &[InstanceUpdate<'_>],
     done_jobs: &[(InstanceId, TaskGuid)],
     sends: &[crate::messages::RoutedSend],
-    calls: &[crate::jobs::LeasedCall],
+    calls: &[&crate::jobs::LeasedCall],
 ) -> sqlx::Result<Written> {
     let (done_keys, done_jobs): (Vec<shards::ShardKey>, Vec<uuid::Uuid>) = done_jobs
         .iter()

@@ -55,9 +55,9 @@ impl<'c> UnitOfWork<'c> {
         }
         let done_jobs = std::mem::take(&mut self.done_jobs);
         let sends = std::mem::take(&mut self.routed_sends);
-        let calls: Vec<store::jobs::LeasedCall> = (self.handed_calls.iter())
+        let calls: Vec<&store::jobs::LeasedCall> = (self.handed_calls.iter())
             .filter_map(|(_, handed)| match handed {
-                HandedJob::Unwritten(call) => Some(call.clone()),
+                HandedJob::Unwritten(call) => Some(call),
                 HandedJob::Written(_) => None,
             })
             .collect();
