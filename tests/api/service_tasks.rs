@@ -1723,43 +1723,105 @@ async fn a_call_scheduled_here_is_handed_to_the_running_dispatcher_without_a_cla
 
 /// Issue 35: the job of a call handed to this replica's dispatcher is written by the statement
 /// that writes back the instance whose step recorded it (one statement fewer per service
-/// round trip): in the start's transaction, the job's row comes after the instance's (before,
-/// the job was inserted by a statement of its own, ahead of the write-back).
+/// round trip): with the jobs table held, the start waits in that statement (before, the job
+/// was inserted by a statement of its own, ahead of the write-back).
 #[tokio::test]
 async fn a_handed_calls_job_is_written_with_its_instance_write_back() {
     let proxy = FakeProxy::start();
     let app = spawn_with_proxy(&proxy, Some("proxy-key"), |s| s.run_workers = true).await;
     upload_ok(&app, "svc/echo", "svc.bpmn", &service_model("")).await;
     let (called, go) = gated_202(&proxy);
-    let id = start_ok(&app, "svc/echo", &json!({"word": "with"})).await;
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE jobs IN SHARE MODE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let data = json!({"word": "with"});
+    let start = start_ok(&app, "svc/echo", &data);
+    let drive = async {
+        let waited = until_a_statement_waits(&app, "workflow_write_instances").await;
+        holder.rollback().await.unwrap();
+        waited
+    };
+    let (id, waited) = tokio::join!(start, drive);
+    assert!(
+        waited,
+        "the start never waited for the jobs table in its write-back"
+    );
     tokio::time::timeout(Duration::from_secs(10), called.notified())
         .await
         .expect("the running dispatcher made the call");
-    // (transaction, command within it) of each row as the start left it
-    let instance: (String, i32) =
-        sqlx::query_as("SELECT xmin::text, cmin::text::int FROM process_instances WHERE id = $1")
-            .bind(id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-    let (job_xmin, job_cmin, leases): (String, i32, i32) = sqlx::query_as(
-        "SELECT xmin::text, cmin::text::int, leases FROM jobs WHERE process_instance_id = $1",
-    )
-    .bind(id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
     go.notify_one();
-
-    assert_eq!(job_xmin, instance.0, "the job is the start's");
-    assert!(
-        job_cmin > instance.1,
-        "the job written (command {job_cmin}) before the instance (command {})",
-        instance.1
-    );
-    assert_eq!(leases, 1, "leased once, by its insert");
     complete_first_call(&app, &proxy, id).await;
     assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
+}
+
+/// Whether a statement containing `text` waits for a lock within 5 s (a condition poll).
+async fn until_a_statement_waits(app: &TestApp, text: &str) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let waiting: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND strpos(query, $1) > 0)",
+        )
+        .bind(text)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if waiting {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}
+
+/// A callback that comes while its 202 is being recorded does not deadlock with the record:
+/// the callback's write-back deletes the job before it writes the task, the order in which the
+/// 202's record (`RECORD_ACCEPTANCE`) updates them. (Written the other way round, the two
+/// waited for each other until Postgres's deadlock check, a second later, failed the record.)
+#[tokio::test]
+async fn a_callbacks_write_back_takes_its_job_before_its_task() {
+    let proxy = FakeProxy::start();
+    let app = app_with_proxy(&proxy, "").await;
+    let calls = accepted_calls(&app, &proxy, 1).await;
+    let (id, guid, token) = calls[0].clone();
+    // the 202's record half-way: its job updated, its task not yet
+    let mut recording = app.pool.begin().await.unwrap();
+    sqlx::query("UPDATE jobs SET leases = leases WHERE task_guid = $1::uuid")
+        .bind(&guid)
+        .execute(&mut *recording)
+        .await
+        .unwrap();
+    let body =
+        json!({"command_response": {"body": {"done": true}, "mimetype": "application/json"}});
+    let answered = callback(&app, id, &guid, Some(&token), &body);
+    let drive = async {
+        let waited = until_a_statement_waits(&app, "workflow_write_instances").await;
+        // the record's second half: the task, which the waiting write-back must not hold
+        sqlx::query("SET LOCAL lock_timeout = '500ms'")
+            .execute(&mut *recording)
+            .await
+            .unwrap();
+        let task = sqlx::query("UPDATE tasks SET state = state WHERE guid = $1::uuid")
+            .bind(&guid)
+            .execute(&mut *recording)
+            .await
+            .map(|_| ());
+        recording.rollback().await.ok();
+        (waited, task)
+    };
+    let ((status, done), (waited, task)) = tokio::join!(answered, drive);
+    assert!(
+        waited,
+        "the callback never waited for its job in its write-back"
+    );
+    assert!(
+        task.is_ok(),
+        "the waiting write-back held the task: {task:?}"
+    );
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(show(&app, id).await["status"], "complete");
 }
 
 /// With the dispatcher running, a 202 whose callback does not come is recorded by the worker

@@ -225,7 +225,9 @@ pub enum Acceptance {
 }
 
 /// [`record_acceptance`]'s statement ($1 the job, $2 its instance, $3 its task, $4 the
-/// 202's log lines, $5 the shard key).
+/// 202's log lines, $5 the shard key). It takes the job's row, then the task's: the order of
+/// the write-back (`workflow_write_instances` writes jobs before tasks), so that a callback
+/// that comes meanwhile waits for it rather than deadlocking with it.
 pub const RECORD_ACCEPTANCE: &str = concat!(
     "WITH j AS (UPDATE jobs SET accepted_at = now(), locked_until = NULL \
                     WHERE id = $1 AND task_guid = $3 AND shard_key = $5 AND NOT held \
