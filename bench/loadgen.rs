@@ -583,9 +583,16 @@ async fn service_task_round_trips(target: &Arc<Target>, run: &str, total: usize)
         .and_then(|p| p.parse().ok())
         .unwrap_or(7101);
     let pending: PendingCalls = Arc::default();
+    // The proxy's callbacks go through a client of their own: a connection opened on the
+    // proxy's runtime dies with it, and one left in the cases' client's pool failed the next
+    // case's first request ("runtime dropped the dispatch task").
+    let callbacks = Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .expect("client");
     let proxy_state = (
         actix_web::web::Data::new(pending.clone()),
-        actix_web::web::Data::new(target.client.clone()),
+        actix_web::web::Data::new(callbacks),
     );
     let server = actix_web::HttpServer::new(move || {
         actix_web::App::new()
