@@ -1751,7 +1751,13 @@ async fn a_handed_calls_job_is_written_with_its_instance_write_back() {
     tokio::time::timeout(Duration::from_secs(10), called.notified())
         .await
         .expect("the running dispatcher made the call");
+    let leases: i32 = sqlx::query_scalar("SELECT leases FROM jobs WHERE process_instance_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     go.notify_one();
+    assert_eq!(leases, 1, "leased once, by its insert");
     complete_first_call(&app, &proxy, id).await;
     assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
 }
