@@ -294,3 +294,24 @@ pub async fn lock_waiter(app: &TestApp) -> Option<(i32, String, String)> {
     .await
     .unwrap()
 }
+
+/// Whether a statement of this test's database containing `text` waits for a lock within 5 s
+/// (a condition poll).
+pub async fn until_a_statement_waits(app: &TestApp, text: &str) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let waiting: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND strpos(query, $1) > 0)",
+        )
+        .bind(text)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if waiting {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}

@@ -6,7 +6,7 @@
 //! the test looks at the instance then, instead of polling it while a worker races.
 
 use crate::domain::*;
-use crate::helpers::{lock_waiter, spawn_app_with, TestApp};
+use crate::helpers::{lock_waiter, spawn_app_with, until_a_statement_waits, TestApp};
 use crate::models;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use reqwest::StatusCode;
@@ -1760,26 +1760,6 @@ async fn a_handed_calls_job_is_written_with_its_instance_write_back() {
     assert_eq!(leases, 1, "leased once, by its insert");
     complete_first_call(&app, &proxy, id).await;
     assert_eq!(proxy.calls().len(), 1, "the call was made more than once");
-}
-
-/// Whether a statement containing `text` waits for a lock within 5 s (a condition poll).
-async fn until_a_statement_waits(app: &TestApp, text: &str) -> bool {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < deadline {
-        let waiting: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
-             AND wait_event_type = 'Lock' AND strpos(query, $1) > 0)",
-        )
-        .bind(text)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        if waiting {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    false
 }
 
 /// A callback that comes while its 202 is being recorded does not deadlock with the record:
