@@ -101,3 +101,78 @@ async fn a_model_deleted_through_another_replica_no_longer_starts_instances() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error_code"], "message_not_accepted", "{body}");
 }
+
+/// Issue 35: a message start whose model the catalog knows writes its instance's row once,
+/// with its first step's state (its first write-back inserts it), where it was inserted empty
+/// and then updated: the row of the second instance is the tuple right after the first's,
+/// where an insert and its update would have left two. (The first start reads the catalog and
+/// inserts its row up front; its update leaves its row the second tuple of the page.)
+#[tokio::test]
+async fn a_message_start_writes_its_instances_row_once() {
+    let app = spawn_app().await;
+    upload_ok(
+        &app,
+        "shop/orders",
+        "orders.bpmn",
+        &models::order_process("orders", "placed", "paid"),
+    )
+    .await;
+    let first = sent_ok(&app, &app, "placed", json!({"order_id": 1, "amount": 1})).await;
+    let second = sent_ok(&app, &app, "placed", json!({"order_id": 2, "amount": 1})).await;
+    assert_eq!(second["process_instance"]["status"], "waiting", "{second}");
+
+    let tuple = |body: &Value| {
+        let id = body["process_instance"]["id"].as_i64().unwrap();
+        sqlx::query_scalar::<_, String>("SELECT ctid::text FROM process_instances WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+    };
+    assert_eq!(tuple(&first).await.unwrap(), "(0,2)");
+    assert_eq!(tuple(&second).await.unwrap(), "(0,3)");
+    // and as it was stepped: waiting for `paid`, its answer's times those of its row
+    let id = second["process_instance"]["id"].as_i64().unwrap();
+    let shown = show(&app, id).await;
+    assert_eq!(shown["status"], "waiting", "{shown}");
+    for time in ["created_at", "updated_at"] {
+        assert!(shown[time].is_string(), "{shown}");
+        assert_eq!(
+            shown[time], second["process_instance"][time],
+            "{shown} {second}"
+        );
+    }
+    sent_ok(&app, &app, "paid", json!({"order_id": 2})).await;
+    assert_eq!(show(&app, id).await["status"], "complete");
+}
+
+/// Issue 35: such a start writes its instance at the model's version the catalog gave, and its
+/// row's insert checks that version is still the model's: a model whose version moved without
+/// the catalog moving (as an upload that commits after the start's lookup leaves it; here
+/// moved back to version 1 by hand) is started at its current version, the start run again.
+#[tokio::test]
+async fn a_message_start_is_written_at_its_models_current_version() {
+    let app = spawn_app().await;
+    let v1 = models::order_process("orders", "placed", "paid");
+    upload_ok(&app, "shop/orders", "orders.bpmn", &v1).await;
+    let first = sent_ok(&app, &app, "placed", json!({"order_id": 1})).await;
+    let version_1 = show(&app, first["process_instance"]["id"].as_i64().unwrap()).await
+        ["process_model_version"]
+        .clone();
+    upload_ok(&app, "shop/orders", "orders.bpmn", &paid_by_ref(&v1)).await;
+    // reads the catalog afresh (the upload moved it): it now says version 2
+    let second = sent_ok(&app, &app, "placed", json!({"order_id": 2})).await;
+    let version_2 = show(&app, second["process_instance"]["id"].as_i64().unwrap()).await
+        ["process_model_version"]
+        .clone();
+    assert_ne!(version_1, version_2);
+
+    sqlx::query("UPDATE process_models SET version_sha = $1 WHERE identifier = 'shop/orders'")
+        .bind(version_1.as_str().unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let third = sent_ok(&app, &app, "placed", json!({"order_id": 3})).await;
+    let id = third["process_instance"]["id"].as_i64().unwrap();
+    let shown = show(&app, id).await;
+    assert_eq!(shown["process_model_version"], version_1, "{shown}");
+    assert_eq!(shown["status"], "waiting", "{shown}");
+}

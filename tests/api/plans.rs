@@ -9,6 +9,7 @@ use workflow_backend::store::instances::LOCK_ALL;
 use workflow_backend::store::jobs::RECORD_ACCEPTANCE;
 use workflow_backend::store::messages::{
     CLAIM_BUFFERED_SEND_BY_KEY, EXPIRE_DUE, LOCK_OLDEST_WAITING_RECEIVE,
+    LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID,
 };
 use workflow_backend::store::stats::{
     sends_per_minute_sql, BUFFERED_SENDS, ELEMENT_COUNTS, ERROR_GROUPS, OTHER_VERSIONS,
@@ -71,35 +72,41 @@ fn reads_of(nodes: &[(String, String, String)], relation: &str) -> Vec<String> {
 #[tokio::test]
 async fn the_correlation_lookup_probes_the_instance_by_key_in_its_generic_plan() {
     let app = spawn_app().await;
-    let (plan, nodes) = generic_plan(
-        &app.pool,
-        "text, text[], int8[], int8, int4, text",
+    // (and its form for a send that may start a model, which also draws an instance id)
+    for lookup in [
         LOCK_OLDEST_WAITING_RECEIVE,
-        "'order paid', ARRAY['{}'], ARRAY[]::int8[], 1, 0, 'shop/orders'",
-    )
-    .await;
-    assert_eq!(
-        reads_of(&nodes, "process_instances"),
-        ["Index Scan process_instances_pkey"],
-        "{plan:#}"
-    );
-    assert_eq!(
-        reads_of(&nodes, "message_instances"),
-        ["Index Scan message_instances_ready_receive"],
-        "{plan:#}"
-    );
-    // the instance's accepted calls: a probe of the partial index, not a scan of the outbox
-    assert!(
-        !reads_of(&nodes, "jobs")
-            .iter()
-            .any(|r| r.starts_with("Seq Scan"))
-            && nodes.iter().any(|(_, _, index)| index == "jobs_accepted"),
-        "{plan:#}"
-    );
-    assert!(
-        !nodes.iter().any(|(t, _, _)| t.starts_with("Hash")),
-        "{plan:#}"
-    );
+        LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID,
+    ] {
+        let (plan, nodes) = generic_plan(
+            &app.pool,
+            "text, text[], int8[], int8, int4, text",
+            lookup,
+            "'order paid', ARRAY['{}'], ARRAY[]::int8[], 1, 0, 'shop/orders'",
+        )
+        .await;
+        assert_eq!(
+            reads_of(&nodes, "process_instances"),
+            ["Index Scan process_instances_pkey"],
+            "{plan:#}"
+        );
+        assert_eq!(
+            reads_of(&nodes, "message_instances"),
+            ["Index Scan message_instances_ready_receive"],
+            "{plan:#}"
+        );
+        // the instance's accepted calls: a probe of the partial index, not a scan of the outbox
+        assert!(
+            !reads_of(&nodes, "jobs")
+                .iter()
+                .any(|r| r.starts_with("Seq Scan"))
+                && nodes.iter().any(|(_, _, index)| index == "jobs_accepted"),
+            "{plan:#}"
+        );
+        assert!(
+            !nodes.iter().any(|(t, _, _)| t.starts_with("Hash")),
+            "{plan:#}"
+        );
+    }
 }
 
 /// Fills the buffer with `sends` buffered sends of `order paid` (each keyed by its `order_id`,

@@ -232,8 +232,9 @@ async fn a_message_start_takes_its_models_lock_in_its_receive_lookup() {
     let waiting = lock_waiter(&app).await.map(|(_, _, statement)| statement);
     holder.rollback().await.unwrap();
 
-    // (as much of it as pg_stat_activity keeps: its first 1,024 bytes)
-    let lookup = workflow_backend::store::messages::LOCK_OLDEST_WAITING_RECEIVE;
+    // (as much of it as pg_stat_activity keeps: its first 1,024 bytes; the lookup that also
+    // draws the id of the instance the send may start)
+    let lookup = workflow_backend::store::messages::LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID;
     assert!(
         waiting
             .as_deref()
@@ -277,6 +278,42 @@ async fn a_start_whose_model_is_deleted_while_it_waits_for_the_models_lock_is_no
         .await
         .unwrap();
     assert_eq!(instances, 0);
+}
+
+/// Issue 35: a message start whose model is deleted while its lookup waits for the model's
+/// instances lock leaves no instance, though its lookup checked the catalog before the wait and
+/// its instance's row is written only by its write-back: that insert reads the model (gone) and
+/// fails as a stale catalog does; run again, the send finds no model that starts with it.
+#[tokio::test]
+async fn a_message_start_whose_model_is_deleted_while_its_lookup_waits_starts_nothing() {
+    let app = spawn_app_without_workers().await;
+    orders(&app).await;
+    // the first start reads the catalog (the name's start trigger); the next one uses it
+    let (status, body) = send(&app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut holder = hold_model(&app, "shop/orders").await;
+    let started = spawn_request(
+        &app,
+        Method::POST,
+        "/v1.0/messages/placed",
+        Some(json!({"order_id": 2, "amount": 1})),
+    );
+    until_waiting_for_locks(&app, 1, &started).await;
+    // (as a deletion does, without moving the catalog: the lookup's check cannot see it)
+    sqlx::query("DELETE FROM process_models WHERE identifier = 'shop/orders'")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder.commit().await.unwrap();
+
+    let (status, body) = started.await.unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error_code"], "message_not_accepted", "{body}");
+    let instances: i64 = sqlx::query_scalar("SELECT count(*) FROM process_instances")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(instances, 1);
 }
 
 /// An instance whose version is gone anyway (stored before the fix, or by hand) is refused

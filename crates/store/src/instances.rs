@@ -229,12 +229,28 @@ pub struct InstanceUpdate<'a> {
     pub tasks: &'a RawValue,
     /// The live tasks after the step, in the same form.
     pub live_tasks: &'a RawValue,
+    /// Set for an instance whose row is not stored yet: it is inserted, not updated.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub new: Option<NewInstance<'a>>,
 }
 
-/// Writes back instances and their changed tasks, writes the jobs of the leased `calls`,
-/// deletes the connector jobs of `done_jobs` (tasks, with their instances, whose calls are no
-/// longer due) and stores the `sends` routed meanwhile, all in one round trip
-/// (`workflow_write_instances`). An instance that is not there is an error.
+/// What an instance's row holds besides its state, for an instance written for the first time
+/// by [`update_all`]. Its model must still be at `model_version` (read with the message
+/// catalog, not in this transaction): else nothing is written and the statement fails with
+/// [`crate::CATALOG_CHANGED`], for its transaction to run again with the catalog read afresh.
+#[derive(serde::Serialize)]
+pub struct NewInstance<'a> {
+    pub process_model_identifier: &'a ModelId,
+    pub model_version: &'a str,
+    pub process_id: &'a str,
+    pub started_by: Option<&'a str>,
+}
+
+/// Writes back instances and their changed tasks (inserting the rows of new ones, before
+/// anything that refers to them), writes the jobs of the leased `calls`, deletes the connector
+/// jobs of `done_jobs` (tasks, with their instances, whose calls are no longer due) and stores
+/// the `sends` routed meanwhile, all in one round trip (`workflow_write_instances`). An
+/// instance that is not there is an error.
 pub async fn update_all(
     conn: &mut PgConnection,
     updates: &[InstanceUpdate<'_>],
@@ -264,25 +280,28 @@ pub async fn update_all(
             .iter()
             .zip(calls)
             .all(|((_, _, task), call)| *task == Some(call.task_guid.0));
+    // new instances come first (before the jobs that refer to them), the others after
+    let (new, stored): (Vec<_>, Vec<_>) = updates.iter().partition(|u| u.new.is_some());
     let instances_written = instance_rows.len() == updates.len()
         && instance_rows
             .iter()
-            .zip(updates)
+            .zip(new.iter().chain(&stored))
             .all(|((id, at, _), update)| *id == update.id.0 && at.is_some());
     if !calls_written || !instances_written {
         return Err(sqlx::Error::RowNotFound);
     }
+    let written_at: std::collections::HashMap<i64, DateTime<Utc>> = instance_rows
+        .into_iter()
+        .filter_map(|(id, at, _)| Some((id, at?)))
+        .collect();
     Ok(Written {
-        updated_at: instance_rows
-            .into_iter()
-            .filter_map(|(_, at, _)| at)
-            .collect(),
+        updated_at: updates.iter().map(|u| written_at[&u.id.0]).collect(),
         job_ids: call_rows.into_iter().map(|(id, _, _)| id).collect(),
     })
 }
 
-/// What [`update_all`] wrote: each instance's new `updated_at` and each leased call's job id,
-/// in the order given.
+/// What [`update_all`] wrote: each instance's new `updated_at` (a new one's `created_at` too)
+/// and each leased call's job id, in the order given.
 pub struct Written {
     pub updated_at: Vec<DateTime<Utc>>,
     pub job_ids: Vec<i64>,

@@ -5,7 +5,7 @@ use super::models::model_instances_lock;
 use super::shards::{self, ShardKey};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{types::Json, PgConnection};
+use sqlx::{types::Json, FromRow, PgConnection, Row};
 use uuid::Uuid;
 use workflow_types::{
     failure_reason, instance_status, message_status, message_type, InstanceId, MessageId, ModelId,
@@ -248,14 +248,9 @@ pub struct WaitingReceive {
     pub task_guid: TaskGuid,
 }
 
-/// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids,
-/// `$4` the message catalog's version the caller computed the keys at, or null, `$5` the
-/// bucket's key it looks in, `$6` a model whose instances lock it takes shared first, or null).
-///
-/// Both checks are one-time filters (no column in them): run once, before anything is read,
-/// whether a receive is found or not. So a send that would start a model when no receive takes
-/// it holds the model's lock from this statement on, before the statement that reads the model
-/// to insert the instance (a statement fewer).
+/// The oldest waiting receive with its instance locked (`$1` name, `$2` keys, `$3` excluded
+/// ids, `$5` the bucket's key it looks in), without the checks of
+/// [`LOCK_OLDEST_WAITING_RECEIVE`].
 ///
 /// The instance is locked in a lateral subquery after the receive is chosen, not joined:
 /// a prepared statement's generic plan is made once per connection, and made while
@@ -263,39 +258,94 @@ pub struct WaitingReceive {
 /// a scan of every instance, kept for the connection's life (issue 16: one correlation in
 /// ten took 4 ms on 2,000 instances). A locking subquery is never flattened into a join, so
 /// the instance is always one primary-key probe.
-pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(
-    "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
-             pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
-             pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
-             pi.updated_at, pi.live_tasks, pi.callees, ",
-    accepted_calls_of!("pi", "$5"),
-    " FROM (SELECT m.id, m.process_instance_id, m.task_guid \
-             FROM unnest($2::text[]) AS k(key) \
-             CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
-                 FROM message_instances \
-                 WHERE name = $1 AND message_type = '",
-    message_type!(Receive),
-    "' AND status = '",
-    message_status!(Ready),
-    "' \
-                   AND correlation_key = k.key AND id <> ALL($3) AND shard_key = $5 \
-                 ORDER BY id LIMIT 1) m \
-             ORDER BY m.id LIMIT 1) r \
-         CROSS JOIN LATERAL (SELECT * FROM process_instances \
-             WHERE id = r.process_instance_id AND shard_key = $5 FOR NO KEY UPDATE) pi \
-         WHERE ($4::bigint IS NULL \
-                OR workflow_catalog_is($4, (SELECT version FROM message_catalog_version))) \
-           AND ($6::text IS NULL \
-                OR (SELECT true FROM (SELECT pg_advisory_xact_lock_shared(",
-    model_instances_lock!("$6"),
-    ")) l))"
+macro_rules! oldest_waiting_receive {
+    () => {
+        concat!(
+            "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
+                     pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
+                     pi.correlations, pi.internal, pi.error, pi.model_version, pi.created_at, \
+                     pi.updated_at, pi.live_tasks, pi.callees, ",
+            accepted_calls_of!("pi", "$5"),
+            " FROM (SELECT m.id, m.process_instance_id, m.task_guid \
+                     FROM unnest($2::text[]) AS k(key) \
+                     CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
+                         FROM message_instances \
+                         WHERE name = $1 AND message_type = '",
+            message_type!(Receive),
+            "' AND status = '",
+            message_status!(Ready),
+            "' \
+                           AND correlation_key = k.key AND id <> ALL($3) AND shard_key = $5 \
+                         ORDER BY id LIMIT 1) m \
+                     ORDER BY m.id LIMIT 1) r \
+                 CROSS JOIN LATERAL (SELECT * FROM process_instances \
+                     WHERE id = r.process_instance_id AND shard_key = $5 FOR NO KEY UPDATE) pi"
+        )
+    };
+}
+
+/// The checks of a lookup (`$4` the message catalog's version the caller computed the keys
+/// at, or null; `$6` a model whose instances lock it takes shared first, or null).
+///
+/// Both are one-time filters (no column in them): run once, before anything is read,
+/// whether a receive is found or not. So a send that would start a model when no receive takes
+/// it holds the model's lock from this statement on (a statement fewer).
+macro_rules! lookup_checks {
+    () => {
+        concat!(
+            " WHERE ($4::bigint IS NULL \
+                    OR workflow_catalog_is($4, (SELECT version FROM message_catalog_version))) \
+               AND ($6::text IS NULL \
+                    OR (SELECT true FROM (SELECT pg_advisory_xact_lock_shared(",
+            model_instances_lock!("$6"),
+            ")) l))"
+        )
+    };
+}
+
+/// The statement of [`lock_oldest_waiting_receive`] (`$1` name, `$2` keys, `$3` excluded ids,
+/// `$4` the message catalog's version the caller computed the keys at, or null, `$5` the
+/// bucket's key it looks in, `$6` a model whose instances lock it takes shared first, or
+/// null): no row when no receive waits.
+pub const LOCK_OLDEST_WAITING_RECEIVE: &str = concat!(oldest_waiting_receive!(), lookup_checks!());
+
+/// [`LOCK_OLDEST_WAITING_RECEIVE`] for a send that starts a model when no receive takes it:
+/// always one row, which also holds the next instance id, so that the instance the send
+/// may start has its id without a statement of its own (and its row is written once, with its
+/// first step: `workflow_write_instances`). The id is spent when a receive takes the send
+/// instead: ids have gaps, as a rolled-back start leaves.
+pub const LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID: &str = concat!(
+    "SELECT f.*, n.next_instance_id \
+     FROM (SELECT nextval('process_instances_id_seq') AS next_instance_id) n \
+     LEFT JOIN LATERAL (",
+    oldest_waiting_receive!(),
+    ") f ON true",
+    lookup_checks!()
 );
+
+/// What a lookup found: the oldest waiting receive with its instance locked, if any, and the
+/// next instance id when the lookup was for a send that may start a model.
+pub struct Lookup {
+    pub found: Option<(WaitingReceive, LockedInstance)>,
+    pub next_instance_id: Option<InstanceId>,
+}
+
+/// What a lookup prepares for the start its send makes when no receive takes it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartPrepared<'a> {
+    /// The model whose instances lock it takes (shared), if not held already.
+    pub lock_model: Option<&'a ModelId>,
+    /// Whether it draws the new instance's id.
+    pub draw_id: bool,
+}
 
 /// The oldest waiting receive stored under one of `keys` (one index probe per key) in the
 /// bucket of `shard`, other than `excluded`, with its instance row locked (`FOR NO KEY UPDATE`, as
 /// [`super::instances::lock`] does, waiting for a step in another transaction to commit). The
 /// instance row is current once locked; the receive row was read before the wait, so the
-/// caller checks that the instance's task still waits.
+/// caller checks that the instance's task still waits. With `start.draw_id`, also the next
+/// instance id ([`LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID`]; plain PostgreSQL only: a new instance's
+/// id on Citus is made where its bucket is known).
 pub async fn lock_oldest_waiting_receive(
     conn: &mut PgConnection,
     name: &str,
@@ -303,16 +353,17 @@ pub async fn lock_oldest_waiting_receive(
     excluded: &[MessageId],
     catalog_version: Option<i64>,
     shard: ShardKey,
-    lock_model: Option<&ModelId>,
-) -> sqlx::Result<Option<(WaitingReceive, LockedInstance)>> {
-    #[derive(sqlx::FromRow)]
-    struct Found {
-        receive_id: MessageId,
-        receive_task_guid: TaskGuid,
-        #[sqlx(flatten)]
-        instance: LockedInstance,
-    }
-    let found: Option<Found> = sqlx::query_as(LOCK_OLDEST_WAITING_RECEIVE)
+    start: StartPrepared<'_>,
+) -> sqlx::Result<Lookup> {
+    let StartPrepared {
+        lock_model,
+        draw_id,
+    } = start;
+    let statement = match draw_id {
+        true => LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID,
+        false => LOCK_OLDEST_WAITING_RECEIVE,
+    };
+    let row = sqlx::query(statement)
         .bind(name)
         .bind(keys)
         .bind(excluded)
@@ -321,14 +372,33 @@ pub async fn lock_oldest_waiting_receive(
         .bind(lock_model)
         .fetch_optional(conn)
         .await?;
-    Ok(found.map(|f| {
-        let receive = WaitingReceive {
-            id: f.receive_id,
-            process_instance_id: f.instance.row.id,
-            task_guid: f.receive_task_guid,
-        };
-        (receive, f.instance)
-    }))
+    let Some(row) = row else {
+        return Ok(Lookup {
+            found: None,
+            next_instance_id: None,
+        });
+    };
+    let next_instance_id: Option<InstanceId> = match draw_id {
+        true => row.try_get("next_instance_id")?,
+        false => None,
+    };
+    let receive_id: Option<MessageId> = row.try_get("receive_id")?;
+    let found = match receive_id {
+        Some(id) => {
+            let instance = LockedInstance::from_row(&row)?;
+            let receive = WaitingReceive {
+                id,
+                process_instance_id: instance.row.id,
+                task_guid: row.try_get("receive_task_guid")?,
+            };
+            Some((receive, instance))
+        }
+        None => None,
+    };
+    Ok(Lookup {
+        found,
+        next_instance_id,
+    })
 }
 
 /// A route to a waiting receive in another bucket (Citus): the receive and its bucket's key.

@@ -246,6 +246,10 @@ pub struct TriggerRow {
     pub process_model_identifier: ModelId,
     pub process_id: String,
     pub start_event_id: String,
+    /// The model's current version as read with the trigger: a start may write its instance
+    /// at this version without reading the model again, as long as the write checks that it
+    /// is still current (`workflow_write_instances`).
+    pub model_version: String,
 }
 
 /// The message catalog's version (`message_catalog_version`) with the start trigger of a
@@ -255,27 +259,34 @@ pub async fn versioned_trigger_for(
     conn: &mut PgConnection,
     message_name: &str,
 ) -> sqlx::Result<(i64, Option<TriggerRow>)> {
-    let (version, model, process_id, start_event_id): (
+    let (version, model, process_id, start_event_id, model_version): (
         i64,
         Option<ModelId>,
         Option<String>,
         Option<String>,
+        Option<String>,
     ) = sqlx::query_as(
-        "SELECT v.version, t.process_model_identifier, t.process_id, t.start_event_id \
+        "SELECT v.version, t.process_model_identifier, t.process_id, t.start_event_id, \
+             m.version_sha \
          FROM message_catalog_version v \
-         LEFT JOIN message_triggers t ON t.message_name = $1 LIMIT 1",
+         LEFT JOIN message_triggers t ON t.message_name = $1 \
+         LEFT JOIN process_models m ON m.identifier = t.process_model_identifier LIMIT 1",
     )
     .bind(message_name)
     .fetch_one(conn)
     .await?;
-    let trigger = match (model, process_id, start_event_id) {
-        (Some(process_model_identifier), Some(process_id), Some(start_event_id)) => {
-            Some(TriggerRow {
-                process_model_identifier,
-                process_id,
-                start_event_id,
-            })
-        }
+    let trigger = match (model, process_id, start_event_id, model_version) {
+        (
+            Some(process_model_identifier),
+            Some(process_id),
+            Some(start_event_id),
+            Some(model_version),
+        ) => Some(TriggerRow {
+            process_model_identifier,
+            process_id,
+            start_event_id,
+            model_version,
+        }),
         _ => None,
     };
     Ok((version, trigger))

@@ -108,6 +108,7 @@ mod tests {
             process_model_identifier: crate::ids::ModelId::parse("shop/orders").unwrap(),
             process_id: "orders".into(),
             start_event_id: "start".into(),
+            model_version: "v1".into(),
         }
     }
 

@@ -137,7 +137,16 @@ impl<'c> UnitOfWork<'c> {
                 callees.pins.insert(key.clone(), Pin { model, version });
             }
         }
-        match linked_spec(&mut self.tx, self.cache, identifier, version, callees).await {
+        let cache = self.cache;
+        match linked_spec(
+            self.db_without_new_rows(),
+            cache,
+            identifier,
+            version,
+            callees,
+        )
+        .await
+        {
             Ok(spec) => Ok(spec),
             Err(error) => {
                 // e.g. the callee calls back into its caller: a model error of the instance
@@ -149,7 +158,14 @@ impl<'c> UnitOfWork<'c> {
                         capitalized(&callee.described())
                     ),
                 );
-                linked_spec(&mut self.tx, self.cache, identifier, version, callees).await
+                linked_spec(
+                    self.db_without_new_rows(),
+                    cache,
+                    identifier,
+                    version,
+                    callees,
+                )
+                .await
             }
         }
     }
@@ -163,16 +179,19 @@ impl<'c> UnitOfWork<'c> {
     ) -> Result<Definer> {
         let found = match callee {
             Callee::Recursion(call) => return Ok(recursion(call, identifier, version)),
-            Callee::Process(id) => match store::models::process_definer(&mut self.tx, id).await? {
-                Some(definer) => definer,
-                None => {
-                    return Ok(Definer::Missing(format!(
-                        "The called process '{id}' was not found: no process model defines it"
-                    )))
+            Callee::Process(id) => {
+                match store::models::process_definer(self.db_without_new_rows(), id).await? {
+                    Some(definer) => definer,
+                    None => {
+                        return Ok(Definer::Missing(format!(
+                            "The called process '{id}' was not found: no process model defines it"
+                        )))
+                    }
                 }
-            },
+            }
             Callee::Decision(id) => {
-                let mut definers = store::models::decision_definers(&mut self.tx, id).await?;
+                let mut definers =
+                    store::models::decision_definers(self.db_without_new_rows(), id).await?;
                 match definers.len() {
                     0 => return Ok(Definer::Missing(format!(
                         "The decision '{id}' was not found: no process model defines it (upload its .dmn file with a model)"

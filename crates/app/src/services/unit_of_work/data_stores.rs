@@ -37,7 +37,7 @@ impl UnitOfWork<'_> {
                 continue; // written only; it needs no creation
             }
             let found = store::data_stores::find_for(
-                &mut self.tx,
+                self.db().await?,
                 used.kind.as_str(),
                 id,
                 &locations,
@@ -64,7 +64,7 @@ impl UnitOfWork<'_> {
 
     async fn kkv_content(&mut self, store_id: i64) -> Result<StoreContent> {
         let limit = MAX_KKV_ENTRIES_PER_STEP as i64 + 1;
-        let rows = store::data_stores::kkv_entries(&mut self.tx, store_id, 0, limit).await?;
+        let rows = store::data_stores::kkv_entries(self.db().await?, store_id, 0, limit).await?;
         if rows.len() > MAX_KKV_ENTRIES_PER_STEP {
             return Ok(StoreContent::Unavailable(format!(
                 "the KKV store holds more than {MAX_KKV_ENTRIES_PER_STEP} entries, more than a step loads"
@@ -102,7 +102,7 @@ impl UnitOfWork<'_> {
                         (term.to_string(), item["result"].clone())
                     })
                     .collect();
-                store::data_stores::typeahead_replace(&mut self.tx, category, &items).await?;
+                store::data_stores::typeahead_replace(self.db().await?, category, &items).await?;
             }
             return Ok(());
         }
@@ -114,7 +114,7 @@ impl UnitOfWork<'_> {
             )));
         };
         if kind != DataStoreKind::Kkv {
-            store::data_stores::set_data(&mut self.tx, row_id, &value).await?;
+            store::data_stores::set_data(self.db().await?, row_id, &value).await?;
             return Ok(());
         }
         for (top, second) in value.as_object().into_iter().flatten() {
@@ -124,9 +124,9 @@ impl UnitOfWork<'_> {
                         .iter()
                         .map(|(k, v)| (k.clone(), (!v.is_null()).then(|| v.clone())))
                         .collect();
-                    store::data_stores::kkv_write(&mut self.tx, row_id, top, &entries).await?;
+                    store::data_stores::kkv_write(self.db().await?, row_id, top, &entries).await?;
                 }
-                _ => store::data_stores::kkv_delete_top(&mut self.tx, row_id, top).await?,
+                _ => store::data_stores::kkv_delete_top(self.db().await?, row_id, top).await?,
             }
         }
         Ok(())

@@ -82,7 +82,9 @@ impl<'c> UnitOfWork<'c> {
         });
         let key = match key {
             Some(key) => Some(key),
-            None => store::messages::receive_key(&mut self.tx, id, receive_id).await?,
+            None => {
+                store::messages::receive_key(self.db_without_new_rows(), id, receive_id).await?
+            }
         };
         if let (true, Some(key)) = (still_waits, key) {
             self.match_buffer(id, task_guid, receive_id, name, &key)
@@ -97,7 +99,7 @@ impl<'c> UnitOfWork<'c> {
         if !self.load(id).await? || !self.takes_events(id) {
             return Ok(());
         }
-        if store::timers::take_signal_waits(&mut self.tx, id, &name).await? {
+        if store::timers::take_signal_waits(self.db().await?, id, &name).await? {
             self.signal_deliveries.push((name.clone(), id));
             self.queue
                 .push_front(Work::Step(id, Event::Signal { name, payload }));
@@ -139,7 +141,7 @@ impl<'c> UnitOfWork<'c> {
                     .await?;
             }
             Effect::CancelMessageWait { task_guid } => {
-                store::messages::cancel_receives_of_task(&mut self.tx, id, TaskGuid(task_guid))
+                store::messages::cancel_receives_of_task(self.db().await?, id, TaskGuid(task_guid))
                     .await?;
             }
             Effect::CallService { task_guid } => {
@@ -149,35 +151,36 @@ impl<'c> UnitOfWork<'c> {
                 self.write_handed_calls().await?;
                 self.handed_calls
                     .retain(|(_, job)| job.task_guid().0 != task_guid);
-                store::jobs::cancel_for_task(&mut self.tx, id, TaskGuid(task_guid)).await?;
+                store::jobs::cancel_for_task(self.db().await?, id, TaskGuid(task_guid)).await?;
             }
             Effect::StartTimer {
                 task_guid,
                 element_id,
                 due,
             } => {
-                store::timers::insert(&mut self.tx, id, TaskGuid(task_guid), &element_id, due)
+                store::timers::insert(self.db().await?, id, TaskGuid(task_guid), &element_id, due)
                     .await?;
             }
             Effect::CancelTimer { task_guid } => {
-                store::timers::delete_for_task(&mut self.tx, id, TaskGuid(task_guid)).await?;
+                store::timers::delete_for_task(self.db().await?, id, TaskGuid(task_guid)).await?;
             }
             Effect::WaitForSignal { task_guid, name } => {
-                store::timers::wait_for_signal(&mut self.tx, id, TaskGuid(task_guid), &name)
+                store::timers::wait_for_signal(self.db().await?, id, TaskGuid(task_guid), &name)
                     .await?;
             }
             Effect::CancelSignalWait { task_guid } => {
-                store::timers::cancel_signal_wait(&mut self.tx, id, TaskGuid(task_guid)).await?;
+                store::timers::cancel_signal_wait(self.db().await?, id, TaskGuid(task_guid))
+                    .await?;
             }
             Effect::ThrowSignal { name, payload, .. } => {
                 self.broadcast_signal(Some(id), &name, &payload).await?;
             }
             Effect::CloseWaitsOfInstance => {
-                store::messages::cancel_receives_of_instance(&mut self.tx, id).await?;
+                store::messages::cancel_receives_of_instance(self.db().await?, id).await?;
                 self.write_handed_calls().await?;
                 self.handed_calls.retain(|(_, job)| job.instance() != id);
-                store::jobs::cancel_for_instance(&mut self.tx, id).await?;
-                store::timers::delete_waits_of_instance(&mut self.tx, id).await?;
+                store::jobs::cancel_for_instance(self.db().await?, id).await?;
+                store::timers::delete_waits_of_instance(self.db().await?, id).await?;
             }
             Effect::WriteDataStore {
                 store, kind, value, ..
@@ -198,12 +201,12 @@ impl<'c> UnitOfWork<'c> {
         payload: &Value,
     ) -> Result<()> {
         let waiting =
-            store::timers::instances_waiting_for_signal(&mut self.tx, name, thrower).await?;
+            store::timers::instances_waiting_for_signal(self.db().await?, name, thrower).await?;
         for instance in &waiting {
             let work = Work::Signal(*instance, name.to_string(), payload.clone());
             self.queue.push_back(work);
         }
-        let starts = store::timers::signal_starts_for(&mut self.tx, name).await?;
+        let starts = store::timers::signal_starts_for(self.db().await?, name).await?;
         for (model, process_id, start_event_id) in starts {
             let id = self
                 .create_instance(
@@ -212,7 +215,7 @@ impl<'c> UnitOfWork<'c> {
                     Some(start_event_id),
                     Map::new(),
                     StartedBy::Signal(payload.clone()),
-                    None,
+                    super::starts::NewRow::default(),
                 )
                 .await?;
             self.signal_starts.push((name.to_string(), id));
@@ -245,8 +248,14 @@ impl UnitOfWork<'_> {
             }
             None => {
                 self.write_handed_calls().await?;
-                store::jobs::enqueue_connector_call(&mut self.tx, id, task_guid, None, traceparent)
-                    .await?
+                store::jobs::enqueue_connector_call(
+                    self.db().await?,
+                    id,
+                    task_guid,
+                    None,
+                    traceparent,
+                )
+                .await?
             }
         }
         Ok(())
@@ -256,6 +265,8 @@ impl UnitOfWork<'_> {
     /// each, as they were before being kept for the flush), before another statement on jobs,
     /// which must find them as if each had been written when it was recorded.
     pub(super) async fn write_handed_calls(&mut self) -> Result<()> {
+        // (their instances' rows first: a job refers to its instance)
+        self.db().await?;
         for (_, handed) in &mut self.handed_calls {
             if let HandedJob::Unwritten(call) = handed {
                 let job = store::jobs::enqueue_leased_call(

@@ -86,7 +86,7 @@ impl<'c> UnitOfWork<'c> {
             return Ok(EvaluatedCall::NotHeld);
         };
         let (spec, model) = (loaded.spec.clone(), loaded.process_model_identifier.clone());
-        let env = self.script_env(id, &model, &spec).await?;
+        let env = self.script_env(id, &model, &spec, false).await?;
         let cx = expr_context(self.cache).with_env(Arc::new(env));
         let state = &self.instances[&id].state;
         // no step: the task's parameters, evaluated inline when no Python is needed (a
@@ -139,12 +139,14 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Where an instance's scripts run, for the script functions (nothing to build when its
-    /// model runs no Python: the hot path of plain message models).
+    /// model runs no Python: the hot path of plain message models). A `new` instance (its first
+    /// step) was started by this unit's actor: its row may not be written yet.
     pub(super) async fn script_env(
         &mut self,
         id: InstanceId,
         model: &ModelId,
         spec: &ModelSpec,
+        new: bool,
     ) -> Result<ScriptEnv> {
         if !spec.needs_python {
             return Ok(ScriptEnv::default());
@@ -163,7 +165,10 @@ impl<'c> UnitOfWork<'c> {
             env.secrets = self.secret_values().await?;
         }
         if spec.uses_initiator {
-            env.initiator = self.started_by(id).await?;
+            env.initiator = match new {
+                true => self.actor.clone(),
+                false => self.started_by(id).await?,
+            };
         }
         Ok(env)
     }
@@ -250,7 +255,7 @@ impl<'c> UnitOfWork<'c> {
             .provide_callee(&model, &version, &mut callees, callee)
             .await?;
         if callees.pins != self.instances[&id].callees.pins {
-            store::instances::set_callees(&mut self.tx, id, &json!(callees.pins)).await?;
+            store::instances::set_callees(self.db().await?, id, &json!(callees.pins)).await?;
         }
         let loaded = self.instances.get_mut(&id).expect("held");
         loaded.spec = spec;
@@ -304,7 +309,7 @@ impl<'c> UnitOfWork<'c> {
             let loaded = &self.instances[&id];
             (loaded.process_model_identifier.clone(), loaded.spec.clone())
         };
-        let env = self.script_env(id, &model, &spec).await?;
+        let env = self.script_env(id, &model, &spec, false).await?;
         let stores = self.data_store_contents(&model, &spec).await?;
         Ok(step_context(self.cache, env).with_data_stores(stores))
     }

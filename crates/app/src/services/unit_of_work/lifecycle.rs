@@ -21,10 +21,10 @@ impl<'c> UnitOfWork<'c> {
             return Ok(Applied::Refused(refused));
         }
         self.mark_stepped(id)?;
-        store::messages::suspend_receives_of_instance(&mut self.tx, id).await?;
-        store::timers::hold_of_instance(&mut self.tx, id, true).await?;
+        store::messages::suspend_receives_of_instance(self.db().await?, id).await?;
+        store::timers::hold_of_instance(self.db().await?, id, true).await?;
         self.write_handed_calls().await?;
-        store::jobs::hold_of_instance(&mut self.tx, id, true).await?;
+        store::jobs::hold_of_instance(self.db().await?, id, true).await?;
         Ok(Applied::Stepped)
     }
 
@@ -36,15 +36,15 @@ impl<'c> UnitOfWork<'c> {
             return Ok(Applied::Refused(refused));
         }
         self.mark_stepped(id)?;
-        store::timers::hold_of_instance(&mut self.tx, id, false).await?;
+        store::timers::hold_of_instance(self.db().await?, id, false).await?;
         self.write_handed_calls().await?;
-        store::jobs::hold_of_instance(&mut self.tx, id, false).await?;
-        let receives = store::messages::resume_receives_of_instance(&mut self.tx, id).await?;
+        store::jobs::hold_of_instance(self.db().await?, id, false).await?;
+        let receives = store::messages::resume_receives_of_instance(self.db().await?, id).await?;
         // as a new receive does (`wait_for_message`): a send about to be buffered under one of
         // these names waits for this transaction, then finds the receive waiting
         let names: BTreeSet<&str> = receives.iter().map(|r| r.name.as_str()).collect();
         for name in names {
-            store::messages::lock_name(&mut self.tx, name, false).await?;
+            store::messages::lock_name(self.db_without_new_rows(), name, false).await?;
         }
         for receive in receives {
             self.queue.push_back(Work::MatchBuffer {
@@ -86,7 +86,8 @@ impl<'c> UnitOfWork<'c> {
         if element_id.is_empty() {
             return Ok(());
         }
-        let Some(row) = store::instances::last_failed_task(&mut self.tx, id, &element_id).await?
+        let Some(row) =
+            store::instances::last_failed_task(self.db().await?, id, &element_id).await?
         else {
             return Ok(());
         };

@@ -13,6 +13,11 @@
 //! writes in the same transaction, each by what it does), `lifecycle` (suspend, resume,
 //! terminate), `data_stores` (what the steps read and write). Nothing hands out the
 //! transaction itself.
+//!
+//! A new instance that a message starts has its row written by its first write-back (one
+//! insert, with its first step's state), not when it is created: every statement of the unit
+//! that may read or refer to it goes through [`UnitOfWork::db`], which writes such rows
+//! first; only statements that cannot see an instance's row use the transaction as it is.
 
 mod callees;
 mod data_stores;
@@ -48,6 +53,8 @@ use uuid::Uuid;
 const MAX_STEPS: usize = 1_000;
 
 pub struct UnitOfWork<'c> {
+    /// Statements go through [`UnitOfWork::db`] unless they cannot see an instance's row
+    /// (see `new_rows`).
     tx: Transaction<'static, Postgres>,
     cache: &'c ModelCache,
     instances: HashMap<InstanceId, Loaded>,
@@ -89,6 +96,15 @@ pub struct UnitOfWork<'c> {
     /// Sends routed to a receive or to a new instance, stored when the instances are written
     /// back (in the same statement): nothing of this unit reads them before its commit.
     routed_sends: Vec<store::messages::RoutedSend>,
+    /// Instances this unit created whose rows are not written yet: written by the next
+    /// write-back, or by [`UnitOfWork::db`] before a statement that may see them.
+    new_rows: Vec<InstanceId>,
+    /// Whether a receive of one of `new_rows` is stored: a correlation lookup, which finds a
+    /// receive's instance by its row, then writes them first.
+    new_rows_have_receives: bool,
+    /// The next instance id, as the last correlation lookup for a send that may start a model
+    /// drew it: the instance that send starts takes it.
+    next_instance_id: Option<InstanceId>,
 }
 
 /// The job of a connector call a unit of work hands to its replica's dispatcher: written when
@@ -146,6 +162,8 @@ impl CatalogSeen {
 }
 
 struct Loaded {
+    /// Whether its row is stored.
+    row: Row,
     process_model_identifier: ModelId,
     model_version: String,
     created_at: DateTime<Utc>,
@@ -201,6 +219,16 @@ impl Loaded {
             .map(|element| element.process.clone());
         self.changed_tasks.remember(task, process);
     }
+}
+
+/// Where an instance's row is.
+enum Row {
+    Stored,
+    /// Not written yet: the next write-back inserts it, at the model's version the message
+    /// catalog gave (checked then), started by the unit's actor.
+    New {
+        started_by: Option<String>,
+    },
 }
 
 enum Work {
@@ -352,7 +380,25 @@ impl<'c> UnitOfWork<'c> {
             done_jobs: Vec::new(),
             recorded_sends: HashMap::new(),
             routed_sends: Vec::new(),
+            new_rows: Vec::new(),
+            new_rows_have_receives: false,
+            next_instance_id: None,
         }
+    }
+
+    /// The transaction, for a statement that may read or refer to any instance of this unit:
+    /// the rows of new ones that are not written yet are written first.
+    async fn db(&mut self) -> Result<&mut sqlx::PgConnection> {
+        if !self.new_rows.is_empty() {
+            self.write_new_rows().await?;
+        }
+        Ok(&mut self.tx)
+    }
+
+    /// The transaction, for a statement that can neither read nor refer to an instance's row
+    /// (the catalog, models, secrets, receives by name): rows not written yet stay so.
+    fn db_without_new_rows(&mut self) -> &mut sqlx::PgConnection {
+        &mut self.tx
     }
 
     /// The scripts this unit runs see `subject` as the current user.
@@ -367,9 +413,9 @@ impl<'c> UnitOfWork<'c> {
             return Ok(true);
         }
         let loaded = if self.reading {
-            store::instances::read(&mut self.tx, id).await?
+            store::instances::read(self.db().await?, id).await?
         } else {
-            store::instances::lock(&mut self.tx, id).await?
+            store::instances::lock(self.db().await?, id).await?
         };
         let Some(locked) = loaded else {
             return Ok(false);
@@ -395,7 +441,7 @@ impl<'c> UnitOfWork<'c> {
             }
             return Ok(());
         }
-        for locked in store::instances::lock_all(&mut self.tx, &wanted).await? {
+        for locked in store::instances::lock_all(self.db().await?, &wanted).await? {
             self.insert_locked(locked).await?;
         }
         Ok(())
@@ -404,9 +450,10 @@ impl<'c> UnitOfWork<'c> {
     /// Takes an instance this transaction has just locked into the unit.
     async fn insert_locked(&mut self, locked: store::instances::LockedInstance) -> Result<()> {
         let callees = callees::Callees::from_stored(&locked.callees.0)?;
+        let cache = self.cache;
         let spec = callees::linked_spec(
-            &mut self.tx,
-            self.cache,
+            self.db_without_new_rows(),
+            cache,
             &locked.row.process_model_identifier,
             &locked.row.model_version,
             &callees,
@@ -418,7 +465,7 @@ impl<'c> UnitOfWork<'c> {
         for task_guid in locked.accepted_calls {
             crate::engine::accept_call(&spec, &mut state, task_guid);
         }
-        self.insert_loaded(locked.row.id, locked.row, spec, callees, state);
+        self.insert_loaded(locked.row.id, locked.row, Row::Stored, spec, callees, state);
         Ok(())
     }
 
@@ -426,14 +473,19 @@ impl<'c> UnitOfWork<'c> {
         &mut self,
         id: InstanceId,
         row: InstanceRow,
+        stored: Row,
         spec: Arc<ModelSpec>,
         callees: callees::Callees,
         state: InstanceState,
     ) {
         self.order.push(id);
+        if let Row::New { .. } = stored {
+            self.new_rows.push(id);
+        }
         self.instances.insert(
             id,
             Loaded {
+                row: stored,
                 process_model_identifier: row.process_model_identifier,
                 model_version: row.model_version,
                 created_at: row.created_at,
@@ -492,8 +544,13 @@ impl<'c> UnitOfWork<'c> {
         process_model_identifier: &ModelId,
         version_sha: &str,
     ) -> Result<Option<Arc<ModelSpec>>> {
-        self.cache
-            .version_spec(&mut self.tx, process_model_identifier, version_sha)
+        let cache = self.cache;
+        cache
+            .version_spec(
+                self.db_without_new_rows(),
+                process_model_identifier,
+                version_sha,
+            )
             .await
     }
 

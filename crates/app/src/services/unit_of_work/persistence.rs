@@ -2,7 +2,7 @@
 //! every stepped instance is written back (row and changed tasks) once, at commit.
 
 use super::super::Result;
-use super::{HandedJob, Loaded, UnitOfWork};
+use super::{HandedJob, Loaded, Row, UnitOfWork};
 use crate::engine::{InstanceState, InstanceStatus, Task, TaskState};
 use crate::ids::InstanceId;
 use crate::ids::ModelId;
@@ -33,26 +33,14 @@ impl<'c> UnitOfWork<'c> {
             }
             return Ok(());
         }
-        let mut written = Vec::new();
-        for id in &self.order {
-            let loaded = self.instances.get_mut(id).expect("ordered ids are loaded");
-            if !loaded.dirty {
-                continue;
-            }
-            let changed = loaded.changed_tasks.take();
-            let (tasks, live_tasks) = task_rows(&loaded.state, changed).await?;
-            let state = &loaded.state;
-            written.push(Written {
-                id: *id,
-                status: state.status,
-                data: Value::Object(state.data.clone()),
-                correlations: json!(state.correlations),
-                internal: json!(state.internal),
-                error: state.error.as_ref().map(|e| json!(e)),
-                tasks,
-                live_tasks,
-            });
-        }
+        // (a new instance has stepped: its first step)
+        let stepped: Vec<InstanceId> = (self.order.iter())
+            .filter(|id| self.instances[id].dirty || self.new_rows.contains(id))
+            .copied()
+            .collect();
+        self.new_rows.clear();
+        self.new_rows_have_receives = false;
+        let written = self.rows_of(&stepped).await?;
         let done_jobs = std::mem::take(&mut self.done_jobs);
         let sends = std::mem::take(&mut self.routed_sends);
         let calls: Vec<&store::jobs::LeasedCall> = (self.handed_calls.iter())
@@ -68,10 +56,10 @@ impl<'c> UnitOfWork<'c> {
             return Ok(());
         }
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
-            written.iter().map(Written::update).collect();
+            written.iter().map(|w| w.update(&self.instances)).collect();
         let updated =
-            store::instances::update_all(&mut self.tx, &updates, &done_jobs, &sends, &calls)
-                .await?;
+            store::instances::update_all(&mut self.tx, &updates, &done_jobs, &sends, &calls).await;
+        let updated = self.catalog_checked(updated)?;
         let mut job_ids = updated.job_ids.into_iter();
         for (_, handed) in &mut self.handed_calls {
             if let HandedJob::Unwritten(call) = handed {
@@ -79,15 +67,73 @@ impl<'c> UnitOfWork<'c> {
                 *handed = HandedJob::Written(call.job(id));
             }
         }
-        for (w, updated_at) in written.iter().zip(updated.updated_at) {
+        self.written(&written, updated.updated_at);
+        Ok(())
+    }
+
+    /// Writes the rows of the new instances whose rows are not stored yet (a write-back of
+    /// them alone), for a statement that may see them.
+    pub(super) async fn write_new_rows(&mut self) -> Result<()> {
+        let new = std::mem::take(&mut self.new_rows);
+        self.new_rows_have_receives = false;
+        let written = self.rows_of(&new).await?;
+        let updates: Vec<store::instances::InstanceUpdate<'_>> =
+            written.iter().map(|w| w.update(&self.instances)).collect();
+        let updated = store::instances::update_all(&mut self.tx, &updates, &[], &[], &[]).await;
+        let updated = self.catalog_checked(updated)?;
+        self.written(&written, updated.updated_at);
+        Ok(())
+    }
+
+    /// A write-back's result; one that found a new instance's model at another version than
+    /// the message catalog said fails as a lookup that found the catalog changed does: the
+    /// catalog is read afresh when the transaction runs again.
+    fn catalog_checked<T>(&self, result: sqlx::Result<T>) -> Result<T> {
+        if let Err(e) = &result {
+            if store::is_catalog_changed(e) {
+                self.cache.catalog().forget();
+            }
+        }
+        Ok(result?)
+    }
+
+    /// The rows to write of these instances (each stepped since its last write-back, or new).
+    async fn rows_of(&mut self, ids: &[InstanceId]) -> Result<Vec<Written>> {
+        let mut written = Vec::with_capacity(ids.len());
+        for id in ids {
+            let loaded = self.instances.get_mut(id).expect("ordered ids are loaded");
+            let changed = loaded.changed_tasks.take();
+            let (tasks, live_tasks) = task_rows(&loaded.state, changed).await?;
+            let state = &loaded.state;
+            written.push(Written {
+                id: *id,
+                status: state.status,
+                data: Value::Object(state.data.clone()),
+                correlations: json!(state.correlations),
+                internal: json!(state.internal),
+                error: state.error.as_ref().map(|e| json!(e)),
+                tasks,
+                live_tasks,
+            });
+        }
+        Ok(written)
+    }
+
+    /// Notes the instances as written, at `updated_at` (each in turn).
+    fn written(&mut self, written: &[Written], updated_at: Vec<DateTime<Utc>>) {
+        for (w, updated_at) in written.iter().zip(updated_at) {
             let loaded = self
                 .instances
                 .get_mut(&w.id)
                 .expect("written ids are loaded");
+            if let Row::New { .. } = loaded.row {
+                // (its row's `created_at`: the transaction's time, as `updated_at`)
+                loaded.created_at = updated_at;
+                loaded.row = Row::Stored;
+            }
             loaded.updated_at = updated_at;
             loaded.dirty = false;
         }
-        Ok(())
     }
 }
 
@@ -104,7 +150,20 @@ struct Written {
 }
 
 impl Written {
-    fn update(&self) -> store::instances::InstanceUpdate<'_> {
+    fn update<'a>(
+        &'a self,
+        instances: &'a std::collections::HashMap<InstanceId, Loaded>,
+    ) -> store::instances::InstanceUpdate<'a> {
+        let loaded = &instances[&self.id];
+        let new = match &loaded.row {
+            Row::Stored => None,
+            Row::New { started_by } => Some(store::instances::NewInstance {
+                process_model_identifier: &loaded.process_model_identifier,
+                model_version: &loaded.model_version,
+                process_id: &loaded.state.process_id,
+                started_by: started_by.as_deref(),
+            }),
+        };
         store::instances::InstanceUpdate {
             id: self.id,
             shard_key: store::shards::of_instance(self.id),
@@ -115,6 +174,7 @@ impl Written {
             error: self.error.as_ref(),
             tasks: &self.tasks,
             live_tasks: &self.live_tasks,
+            new,
         }
     }
 }

@@ -25,7 +25,10 @@ impl UnitOfWork<'_> {
         start_event_id: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<store::timers::StartTimer>> {
-        Ok(store::timers::lock_due_start(&mut self.tx, identifier, start_event_id, now).await?)
+        Ok(
+            store::timers::lock_due_start(self.db().await?, identifier, start_event_id, now)
+                .await?,
+        )
     }
 
     /// Moves a fired timer start to its next occurrence, or ends it after its last.
@@ -35,7 +38,10 @@ impl UnitOfWork<'_> {
         start_event_id: &str,
         next: Option<(DateTime<Utc>, Option<i32>)>,
     ) -> Result<()> {
-        Ok(store::timers::advance_start(&mut self.tx, identifier, start_event_id, next).await?)
+        Ok(
+            store::timers::advance_start(self.db().await?, identifier, start_event_id, next)
+                .await?,
+        )
     }
 
     /// Stores a message that carries an idempotency uuid; `None` when the uuid is taken (the
@@ -44,13 +50,13 @@ impl UnitOfWork<'_> {
         &mut self,
         message: &NewMessage<'_>,
     ) -> Result<Option<MessageId>> {
-        Ok(store::messages::insert(&mut self.tx, message).await?)
+        Ok(store::messages::insert(self.db_without_new_rows(), message).await?)
     }
 
     pub async fn message(&mut self, id: MessageId) -> Result<Option<MessageRow>> {
-        Ok(match self.recorded_sends.get(&id) {
-            Some(shard) => store::messages::find_in(&mut self.tx, id, *shard).await?,
-            None => store::messages::find(&mut self.tx, id).await?,
+        Ok(match self.recorded_sends.get(&id).copied() {
+            Some(shard) => store::messages::find_in(self.db_without_new_rows(), id, shard).await?,
+            None => store::messages::find(self.db_without_new_rows(), id).await?,
         })
     }
 
@@ -60,12 +66,12 @@ impl UnitOfWork<'_> {
         uuid: Uuid,
         payload: &Value,
     ) -> Result<Option<(MessageRow, bool)>> {
-        Ok(store::messages::find_by_uuid(&mut self.tx, uuid, payload).await?)
+        Ok(store::messages::find_by_uuid(self.db_without_new_rows(), uuid, payload).await?)
     }
 
     /// An instance's row as stored, without locking it (for answers that step nothing).
     pub async fn stored_instance(&mut self, id: InstanceId) -> Result<Option<InstanceRow>> {
-        Ok(store::instances::find(&mut self.tx, id).await?)
+        Ok(store::instances::find(self.db().await?, id).await?)
     }
 
     /// A task of an instance as stored, finished ones included (the engine holds live ones).
@@ -74,12 +80,12 @@ impl UnitOfWork<'_> {
         id: InstanceId,
         task_guid: TaskGuid,
     ) -> Result<Option<TaskRow>> {
-        Ok(store::instances::task(&mut self.tx, id, task_guid).await?)
+        Ok(store::instances::task(self.db().await?, id, task_guid).await?)
     }
 
     /// The version a model's new instances start on; `None` when the model does not exist.
     pub async fn current_version(&mut self, model: &ModelId) -> Result<Option<String>> {
-        let row = store::models::find(&mut self.tx, model).await?;
+        let row = store::models::find(self.db_without_new_rows(), model).await?;
         Ok(row.map(|row| row.version_sha))
     }
 
@@ -105,7 +111,7 @@ impl UnitOfWork<'_> {
         {
             self.done_jobs.remove(at);
             self.write_handed_calls().await?;
-            store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
+            store::jobs::cancel_for_task(self.db().await?, id, task_guid).await?;
         }
         Ok(())
     }
@@ -117,7 +123,7 @@ impl UnitOfWork<'_> {
         task_guid: TaskGuid,
     ) -> Result<()> {
         self.write_handed_calls().await?;
-        Ok(store::jobs::requeue(&mut self.tx, id, task_guid).await?)
+        Ok(store::jobs::requeue(self.db().await?, id, task_guid).await?)
     }
 
     pub async fn record_connector_logs(
@@ -126,26 +132,28 @@ impl UnitOfWork<'_> {
         task_guid: TaskGuid,
         logs: &[String],
     ) -> Result<()> {
-        Ok(store::connector_logs::insert(&mut self.tx, id, task_guid, logs).await?)
+        Ok(store::connector_logs::insert(self.db().await?, id, task_guid, logs).await?)
     }
 
     /// Every secret's value, for the steps of a model whose code calls `get_secret`.
     pub(super) async fn secret_values(
         &mut self,
     ) -> Result<std::collections::BTreeMap<String, String>> {
-        Ok(super::super::secrets::all_values(&mut self.tx)
-            .await?
-            .into_map())
+        Ok(
+            super::super::secrets::all_values(self.db_without_new_rows())
+                .await?
+                .into_map(),
+        )
     }
 
     /// Who started an instance (a token subject), for `get_process_initiator_user()`.
     pub(super) async fn started_by(&mut self, id: InstanceId) -> Result<Option<String>> {
-        Ok(store::instances::started_by(&mut self.tx, id).await?)
+        Ok(store::instances::started_by(self.db().await?, id).await?)
     }
 
     /// Attempts of a service task that have failed and were retried.
     pub async fn retries_attempted(&mut self, id: InstanceId, task_guid: TaskGuid) -> Result<i32> {
-        Ok(store::instances::retries_attempted(&mut self.tx, id, task_guid).await?)
+        Ok(store::instances::retries_attempted(self.db().await?, id, task_guid).await?)
     }
 
     /// Counts a retry of a service task, puts the task back to READY and makes its call due
@@ -157,14 +165,15 @@ impl UnitOfWork<'_> {
         delay: Duration,
     ) -> Result<DateTime<Utc>> {
         self.delete_done_job(id, task_guid).await?;
-        let retry_at = store::instances::schedule_retry(&mut self.tx, id, task_guid, delay).await?;
+        let retry_at =
+            store::instances::schedule_retry(self.db().await?, id, task_guid, delay).await?;
         // not made now, even if a step of this unit scheduled it
         self.write_handed_calls().await?;
         self.handed_calls
             .retain(|(_, job)| job.task_guid() != task_guid);
         let traceparent = crate::telemetry::traces::current_traceparent();
         store::jobs::enqueue_connector_call(
-            &mut self.tx,
+            self.db().await?,
             id,
             task_guid,
             Some(retry_at),

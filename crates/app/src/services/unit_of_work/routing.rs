@@ -53,7 +53,10 @@ impl<'c> UnitOfWork<'c> {
                     Some(trigger.start_event_id),
                     Map::new(),
                     StartedBy::Message(name.to_string(), payload.clone()),
-                    bucket,
+                    super::starts::NewRow {
+                        bucket,
+                        current_version: Some(&trigger.model_version),
+                    },
                 )
                 .await?;
             return Ok(Routed::Started { instance_id });
@@ -82,7 +85,7 @@ impl<'c> UnitOfWork<'c> {
             }
             Unmatched::Buffer => {
                 // A receive created concurrently has committed once we hold the lock.
-                store::messages::lock_name(&mut self.tx, name, true).await?;
+                store::messages::lock_name(self.db_without_new_rows(), name, true).await?;
                 if let Some(routed) = self.deliver_to_receive(name, payload, &keys).await? {
                     return Ok(routed);
                 }
@@ -99,7 +102,8 @@ impl<'c> UnitOfWork<'c> {
                 return Ok(Some(trigger));
             }
         }
-        let (version, trigger) = store::models::versioned_trigger_for(&mut self.tx, name).await?;
+        let (version, trigger) =
+            store::models::versioned_trigger_for(self.db_without_new_rows(), name).await?;
         if let Some(trigger) = &trigger {
             self.cache.catalog().keep_trigger(version, name, trigger);
         }
@@ -140,7 +144,7 @@ impl<'c> UnitOfWork<'c> {
             if !waiting {
                 // The task stopped waiting without its receive being closed: close it now.
                 store::messages::cancel_receives_of_task(
-                    &mut self.tx,
+                    self.db().await?,
                     receive.process_instance_id,
                     receive.task_guid,
                 )
@@ -207,7 +211,8 @@ impl<'c> UnitOfWork<'c> {
                 continue;
             }
             let routes =
-                store::messages::receive_routes(&mut self.tx, name, keys, excluded, shard).await?;
+                store::messages::receive_routes(self.db().await?, name, keys, excluded, shard)
+                    .await?;
             for route in routes {
                 let target = route.receive_shard_key;
                 if let Some(found) = self
@@ -217,8 +222,13 @@ impl<'c> UnitOfWork<'c> {
                     return Ok(Some(found));
                 }
                 // nothing waits there any more under these keys: the route is stale
-                store::messages::drop_receive_route(&mut self.tx, name, route.receive_id, shard)
-                    .await?;
+                store::messages::drop_receive_route(
+                    self.db().await?,
+                    name,
+                    route.receive_id,
+                    shard,
+                )
+                .await?;
             }
         }
         Ok(None)
@@ -231,15 +241,28 @@ impl<'c> UnitOfWork<'c> {
         excluded: &[MessageId],
         shard: store::shards::ShardKey,
     ) -> Result<Option<LockedReceive>> {
-        let lock_model = self.model_to_lock_for(name);
+        let start_model = self.model_started_by(name);
+        let lock_model = start_model
+            .clone()
+            .filter(|model| !self.models_locked.contains(model));
+        // an id for the instance the send may start, unless one drawn before is unused
+        let draw_id = start_model.is_some() && self.next_instance_id.is_none();
+        if self.new_rows_have_receives {
+            // the lookup finds a receive's instance by its row
+            self.write_new_rows().await?;
+        }
+        let catalog_version = self.catalog_seen.expected();
         let found = store::messages::lock_oldest_waiting_receive(
-            &mut self.tx,
+            self.db_without_new_rows(),
             name,
             keys,
             excluded,
-            self.catalog_seen.expected(),
+            catalog_version,
             shard,
-            lock_model.as_ref(),
+            store::messages::StartPrepared {
+                lock_model: lock_model.as_ref(),
+                draw_id,
+            },
         )
         .await;
         if let Err(e) = &found {
@@ -248,30 +271,30 @@ impl<'c> UnitOfWork<'c> {
                 self.cache.catalog().forget();
             }
         }
-        let found = found?;
+        let lookup = found?;
         if let Some(model) = lock_model {
             self.models_locked.insert(model);
         }
-        Ok(found)
+        if lookup.next_instance_id.is_some() {
+            self.next_instance_id = lookup.next_instance_id;
+        }
+        Ok(lookup.found)
     }
 
     /// The model a send of `name` starts when no receive takes it, as the catalog version this
-    /// unit's lookups check says, unless its instances lock is held already: the lookup takes
-    /// that lock, which the start would take in a statement of its own. (Plain PostgreSQL only:
-    /// on Citus the lookup runs on a worker, and the lock must be the coordinator's.)
-    fn model_to_lock_for(&self, name: &str) -> Option<ModelId> {
+    /// unit's lookups check says: the lookup takes its instances lock unless held already
+    /// (which the start would take in a statement of its own) and draws the new instance's id.
+    /// (Plain PostgreSQL only: on Citus the lookup runs on a worker, and the lock must be the
+    /// coordinator's.)
+    fn model_started_by(&self, name: &str) -> Option<ModelId> {
         let CatalogSeen::At(version) = self.catalog_seen else {
             return None;
         };
         if store::shards::distributed() {
             return None;
         }
-        let model = self
-            .cache
-            .catalog()
-            .trigger(version, name)?
-            .process_model_identifier;
-        (!self.models_locked.contains(&model)).then_some(model)
+        let trigger = self.cache.catalog().trigger(version, name)?;
+        Some(trigger.process_model_identifier)
     }
 
     async fn why_unmatched(
@@ -280,7 +303,7 @@ impl<'c> UnitOfWork<'c> {
         values: &CorrelationValues,
     ) -> Result<(NoMatch, String)> {
         if store::shards::distributed()
-            && store::citus::in_doubt_transactions(&mut self.tx).await? > 0
+            && store::citus::in_doubt_transactions(self.db().await?).await? > 0
         {
             // not a verdict yet: the receive may be a row of a commit a node has not finished
             return Err(Error::refused(
@@ -288,7 +311,7 @@ impl<'c> UnitOfWork<'c> {
                 "no waiting receive was found, but a node of the database is still finishing                  a commit after a failure: the message was neither taken nor refused; send it                  again shortly",
             ));
         }
-        let waiting = store::messages::count_waiting_receives(&mut self.tx, name).await?;
+        let waiting = store::messages::count_waiting_receives(self.db().await?, name).await?;
         Ok(if waiting == 0 {
             (
                 NoMatch::NoReceiver,
@@ -317,7 +340,7 @@ impl<'c> UnitOfWork<'c> {
         if values.is_empty() {
             return Ok(None);
         }
-        Ok(store::messages::instance_with_values(&mut self.tx, name, &json!(values)).await?)
+        Ok(store::messages::instance_with_values(self.db().await?, name, &json!(values)).await?)
     }
 
     /// Records a waiting receive; a buffered send that matches is delivered at once.
@@ -329,8 +352,13 @@ impl<'c> UnitOfWork<'c> {
         expected: &CorrelationValues,
     ) -> Result<()> {
         let key = canonical_key(expected);
+        // (a receive has no foreign key to its instance: a new instance's row stays unwritten,
+        // until a lookup, which finds receives' instances by their rows)
+        if self.new_rows.contains(&id) {
+            self.new_rows_have_receives = true;
+        }
         let receive_id = store::messages::insert_waiting_receive(
-            &mut self.tx,
+            self.db_without_new_rows(),
             name,
             &json!(expected),
             &key,
@@ -365,7 +393,8 @@ impl<'c> UnitOfWork<'c> {
     ) -> Result<()> {
         let buffered = self.claim_buffered_send(id, receive_id, name, key).await?;
         if let Some(send) = buffered {
-            store::messages::complete_receive(&mut self.tx, id, receive_id, send.id).await?;
+            store::messages::complete_receive(self.db_without_new_rows(), id, receive_id, send.id)
+                .await?;
             let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
             self.deliveries_in_flight.insert(task_guid);
             self.queue.push_back(Work::Step(
@@ -391,10 +420,23 @@ impl<'c> UnitOfWork<'c> {
         key: &str,
     ) -> Result<Option<store::messages::BufferedSend>> {
         let claimed = if store::shards::distributed() {
-            store::messages::claim_buffered_send_across(&mut self.tx, name, key, receive_id, id)
-                .await?
+            store::messages::claim_buffered_send_across(
+                self.db_without_new_rows(),
+                name,
+                key,
+                receive_id,
+                id,
+            )
+            .await?
         } else {
-            store::messages::claim_buffered_send(&mut self.tx, name, key, receive_id, id).await?
+            store::messages::claim_buffered_send(
+                self.db_without_new_rows(),
+                name,
+                key,
+                receive_id,
+                id,
+            )
+            .await?
         };
         Ok(claimed)
     }
@@ -434,7 +476,8 @@ impl<'c> UnitOfWork<'c> {
     /// The retrievals of message `name` read from the database (and kept), with the
     /// catalog's version.
     async fn read_retrievals(&mut self, name: &str) -> Result<(i64, Retrievals)> {
-        let (version, read) = store::models::versioned_retrievals_for(&mut self.tx, name).await?;
+        let (version, read) =
+            store::models::versioned_retrievals_for(self.db_without_new_rows(), name).await?;
         Ok((
             version,
             self.cache.catalog().keep_retrievals(version, name, read),
@@ -560,7 +603,7 @@ impl<'c> UnitOfWork<'c> {
                 .push(store::messages::RoutedSend::from(&record));
             return Ok(None);
         }
-        let id = store::messages::record_send(&mut self.tx, &record).await?;
+        let id = store::messages::record_send(self.db_without_new_rows(), &record).await?;
         self.recorded_sends.insert(id, shard_key);
         Ok(Some(id))
     }

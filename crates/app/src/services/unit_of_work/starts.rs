@@ -5,14 +5,16 @@ use super::super::clock::step_context;
 use super::super::{Error, Result};
 use super::callees::{Callees, MAX_CALLEE_LOOKUPS};
 use super::engine_runs::{too_many_callees, EngineRun, RunInput};
-use super::{UnitOfWork, Work};
+use super::{Row, UnitOfWork, Work};
 use crate::bpmn::ModelSpec;
+use crate::engine::InstanceStatus;
 use crate::engine::{Effect, EngineError, Event, InstanceState};
 use crate::ids::InstanceId;
 use crate::ids::ModelId;
 use crate::services::ErrorCode;
-use crate::store;
+use crate::store::{self, instances::InstanceRow};
 use serde_json::{json, Map, Value};
+use sqlx::types::Json;
 use std::sync::Arc;
 
 /// What starts an instance: a caller (the API, a timer), a message or a signal (with its
@@ -21,6 +23,16 @@ pub(super) enum StartedBy {
     Caller,
     Message(String, Value),
     Signal(Value),
+}
+
+/// Where a new instance's row goes and when it is written.
+#[derive(Default)]
+pub(super) struct NewRow<'a> {
+    /// The bucket of what it belongs with (the message that starts it), else one of its own.
+    pub bucket: Option<i64>,
+    /// Its model's current version as the message catalog gave it: with an id the unit's
+    /// lookup drew, the row is written by its first write-back ([`Row::New`]), not now.
+    pub current_version: Option<&'a str>,
 }
 
 /// A new instance as its first step left it, with the spec it stepped against and the
@@ -47,7 +59,7 @@ impl<'c> UnitOfWork<'c> {
                 None,
                 data,
                 StartedBy::Caller,
-                None,
+                NewRow::default(),
             )
             .await?;
         self.run_queued().await?;
@@ -70,7 +82,7 @@ impl<'c> UnitOfWork<'c> {
                 Some(start_event_id.to_string()),
                 data,
                 StartedBy::Caller,
-                None,
+                NewRow::default(),
             )
             .await?;
         self.run_queued().await?;
@@ -78,8 +90,7 @@ impl<'c> UnitOfWork<'c> {
     }
 
     /// Creates an instance (its row, and its first step) and queues the effects of that step;
-    /// the caller runs the queue. It goes in `bucket` when it belongs with something already
-    /// placed (the message that starts it), else in a bucket of its own.
+    /// the caller runs the queue. Its row is placed and written as `row` says.
     pub(super) async fn create_instance(
         &mut self,
         process_model_identifier: &ModelId,
@@ -87,27 +98,64 @@ impl<'c> UnitOfWork<'c> {
         start_event_id: Option<String>,
         data: Map<String, Value>,
         started_by: StartedBy,
-        bucket: Option<i64>,
+        row: NewRow<'_>,
     ) -> Result<InstanceId> {
+        let NewRow {
+            bucket,
+            current_version,
+        } = row;
         // held until commit: the model cannot be deleted under the new instance (taken once
         // per unit: the starts of a batch share it)
         if !self.models_locked.contains(process_model_identifier) {
-            store::models::lock_instances_of(&mut self.tx, process_model_identifier, false).await?;
+            store::models::lock_instances_of(
+                self.db_without_new_rows(),
+                process_model_identifier,
+                false,
+            )
+            .await?;
             self.models_locked.insert(process_model_identifier.clone());
         }
-        let row = store::instances::insert_of_current_version(
-            &mut self.tx,
-            process_model_identifier,
-            process_id,
-            self.actor.as_deref(),
-            store::shards::new_instance(bucket, uuid::Uuid::new_v4().as_u128() as i64),
-        )
-        .await?
-        .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;
-        let spec = self
-            .cache
+        let (row, stored) = match (current_version, process_id, self.next_instance_id.take()) {
+            (Some(version), Some(process_id), Some(id)) => {
+                let now = chrono::Utc::now();
+                let row = InstanceRow {
+                    id,
+                    process_model_identifier: process_model_identifier.clone(),
+                    process_id: process_id.to_string(),
+                    status: InstanceStatus::Running,
+                    data: Json(json!({})),
+                    correlations: Json(json!({})),
+                    internal: Json(json!({})),
+                    error: None,
+                    model_version: version.to_string(),
+                    // (until its row is written: the transaction's time then)
+                    created_at: now,
+                    updated_at: now,
+                };
+                let started_by = self.actor.clone();
+                (row, Row::New { started_by })
+            }
+            (_, _, unused) => {
+                self.next_instance_id = unused;
+                let placement =
+                    store::shards::new_instance(bucket, uuid::Uuid::new_v4().as_u128() as i64);
+                let actor = self.actor.clone();
+                let row = store::instances::insert_of_current_version(
+                    self.db_without_new_rows(),
+                    process_model_identifier,
+                    process_id,
+                    actor.as_deref(),
+                    placement,
+                )
+                .await?
+                .ok_or_else(|| super::super::models::model_not_found(process_model_identifier))?;
+                (row, Row::Stored)
+            }
+        };
+        let cache = self.cache;
+        let spec = cache
             .spec(
-                &mut self.tx,
+                self.db_without_new_rows(),
                 &row.process_model_identifier,
                 &row.model_version,
             )
@@ -134,11 +182,19 @@ impl<'c> UnitOfWork<'c> {
                 start,
             )
             .await?;
-        if !started.callees.pins.is_empty() {
-            store::instances::set_callees(&mut self.tx, id, &json!(started.callees.pins)).await?;
-        }
-        self.insert_loaded(id, row, started.spec, started.callees, started.state);
+        let pins = (!started.callees.pins.is_empty()).then(|| json!(started.callees.pins));
+        self.insert_loaded(
+            id,
+            row,
+            stored,
+            started.spec,
+            started.callees,
+            started.state,
+        );
         self.mark_stepped(id)?;
+        if let Some(pins) = pins {
+            store::instances::set_callees(self.db().await?, id, &pins).await?;
+        }
         self.queue.push_back(Work::Effects(id, started.effects));
         Ok(id)
     }
@@ -155,7 +211,7 @@ impl<'c> UnitOfWork<'c> {
         process_id: &str,
         start: Event,
     ) -> Result<Started> {
-        let env = self.script_env(id, model, &spec).await?;
+        let env = self.script_env(id, model, &spec, true).await?;
         // kept only where a run may have to be made again
         let again = spec.calls_elsewhere.then(|| start.clone());
         let mut callees = Callees::default();

@@ -71,7 +71,8 @@ impl<'c> UnitOfWork<'c> {
         version_sha: &str,
         spec: Arc<ModelSpec>,
     ) -> Result<()> {
-        let updated_at = store::instances::set_model_version(&mut self.tx, id, version_sha).await?;
+        let updated_at =
+            store::instances::set_model_version(self.db().await?, id, version_sha).await?;
         // the processes it pinned from other models stay as they were
         let spec = match self.instances.get(&id) {
             Some(loaded) if !loaded.callees.pins.is_empty() => {
@@ -79,8 +80,15 @@ impl<'c> UnitOfWork<'c> {
                     loaded.process_model_identifier.clone(),
                     loaded.callees.clone(),
                 );
-                super::callees::linked_spec(&mut self.tx, self.cache, &model, version_sha, &callees)
-                    .await?
+                let cache = self.cache;
+                super::callees::linked_spec(
+                    self.db_without_new_rows(),
+                    cache,
+                    &model,
+                    version_sha,
+                    &callees,
+                )
+                .await?
             }
             _ => spec,
         };
@@ -134,7 +142,7 @@ impl<'c> UnitOfWork<'c> {
         if !self.load(instance_id).await? || !self.takes_events(instance_id) {
             return Ok(false);
         }
-        let Some(task_guid) = store::timers::take(&mut self.tx, instance_id, timer_id).await?
+        let Some(task_guid) = store::timers::take(self.db().await?, instance_id, timer_id).await?
         else {
             return Ok(false);
         };
