@@ -365,3 +365,52 @@ async fn the_overview_reads_no_history_sequentially() {
         }
     }
 }
+
+/// Issue 35: the write-back on plain PostgreSQL (`workflow_write_instances_together`) writes
+/// each kind of row in one statement, joined to the rows given; its plans, made once per
+/// connection (here while the tables are empty, as on a new database), still probe by key once
+/// the tables are full: none of its statements scans a table.
+#[tokio::test]
+async fn the_write_back_probes_by_key_with_plans_made_on_empty_tables() {
+    let app = spawn_app().await;
+    let mut conn = app.pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let written = serde_json::json!([{
+        "id": 1, "shard_key": 0, "status": "complete", "data": {"n": 1}, "correlations": {},
+        "internal": {}, "error": null, "live_tasks": [], "tasks": []
+    }]);
+    let sends = serde_json::json!([{
+        "shard_key": 0, "name": "order placed", "message_type": "send", "status": "completed",
+        "payload": {}, "correlation_keys": {}, "correlation_key": "{}",
+        "process_instance_id": 1, "task_guid": null, "receive_id": 2, "receive_shard_key": 0,
+        "created_by": null
+    }]);
+    let write_back = || {
+        sqlx::query("SELECT count(*) FROM workflow_write_instances_together($1, $2, $3, $4, $5)")
+            .bind(sqlx::types::Json(written.clone()))
+            .bind(vec![uuid::Uuid::nil()])
+            .bind(vec![0i32])
+            .bind(sqlx::types::Json(sends.clone()))
+            .bind(sqlx::types::Json(serde_json::json!([])))
+    };
+    // planned now, on empty tables
+    write_back().execute(&mut *conn).await.unwrap();
+    fill_history(&app.pool).await;
+
+    sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
+    write_back().execute(&mut *conn).await.unwrap();
+    let scans: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT relname::text, seq_scan FROM pg_stat_xact_user_tables \
+         WHERE relname IN ('process_instances', 'message_instances', 'jobs', 'tasks') \
+         ORDER BY relname",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::query("ROLLBACK").execute(&mut *conn).await.unwrap();
+    assert!(scans.iter().all(|(_, scans)| *scans == 0), "{scans:?}");
+    assert_eq!(scans.len(), 4, "{scans:?}");
+}

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
+use std::collections::HashMap;
 use workflow_types::{task_state, InstanceId, InstanceStatus, ModelId, TaskGuid, TaskState};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -262,42 +263,54 @@ pub async fn update_all(
         .iter()
         .map(|(instance, task)| (shards::of_instance(*instance), task.0))
         .unzip();
-    let rows: Vec<(i64, Option<DateTime<Utc>>, Option<uuid::Uuid>)> = sqlx::query_as(
+    // a statement per row on Citus (each routed to its shard by its parameters), a statement
+    // per kind of row on plain PostgreSQL
+    let statement = if shards::distributed() {
         "SELECT written_id, written_at, call_task \
-         FROM workflow_write_instances($1, $2, $3, $4, $5)",
-    )
-    .bind(Json(updates))
-    .bind(done_jobs)
-    .bind(done_keys)
-    .bind(Json(sends))
-    .bind(Json(calls))
-    .fetch_all(conn)
-    .await?;
-    let (call_rows, instance_rows): (Vec<_>, Vec<_>) =
-        rows.into_iter().partition(|(_, _, task)| task.is_some());
-    let calls_written = call_rows.len() == calls.len()
-        && call_rows
-            .iter()
-            .zip(calls)
-            .all(|((_, _, task), call)| *task == Some(call.task_guid.0));
-    // new instances come first (before the jobs that refer to them), the others after
-    let (new, stored): (Vec<_>, Vec<_>) = updates.iter().partition(|u| u.new.is_some());
-    let instances_written = instance_rows.len() == updates.len()
-        && instance_rows
-            .iter()
-            .zip(new.iter().chain(&stored))
-            .all(|((id, at, _), update)| *id == update.id.0 && at.is_some());
-    if !calls_written || !instances_written {
-        return Err(sqlx::Error::RowNotFound);
+         FROM workflow_write_instances($1, $2, $3, $4, $5)"
+    } else {
+        "SELECT written_id, written_at, call_task \
+         FROM workflow_write_instances_together($1, $2, $3, $4, $5)"
+    };
+    let rows: Vec<(i64, Option<DateTime<Utc>>, Option<uuid::Uuid>)> = sqlx::query_as(statement)
+        .bind(Json(updates))
+        .bind(done_jobs)
+        .bind(done_keys)
+        .bind(Json(sends))
+        .bind(Json(calls))
+        .fetch_all(conn)
+        .await?;
+    let mut job_of_task: HashMap<uuid::Uuid, i64> = HashMap::new();
+    let mut written_at: HashMap<i64, DateTime<Utc>> = HashMap::new();
+    for (id, at, task) in rows {
+        match (task, at) {
+            (Some(task), _) => {
+                job_of_task.insert(task, id);
+            }
+            (None, Some(at)) => {
+                written_at.insert(id, at);
+            }
+            (None, None) => return Err(sqlx::Error::RowNotFound),
+        }
     }
-    let written_at: std::collections::HashMap<i64, DateTime<Utc>> = instance_rows
-        .into_iter()
-        .filter_map(|(id, at, _)| Some((id, at?)))
+    // every call's job and every instance written, each once
+    let job_ids: Option<Vec<i64>> = (calls.iter())
+        .map(|call| job_of_task.get(&call.task_guid.0).copied())
         .collect();
-    Ok(Written {
-        updated_at: updates.iter().map(|u| written_at[&u.id.0]).collect(),
-        job_ids: call_rows.into_iter().map(|(id, _, _)| id).collect(),
-    })
+    let updated_at: Option<Vec<DateTime<Utc>>> = (updates.iter())
+        .map(|u| written_at.get(&u.id.0).copied())
+        .collect();
+    match (job_ids, updated_at) {
+        (Some(job_ids), Some(updated_at))
+            if job_of_task.len() == calls.len() && written_at.len() == updates.len() =>
+        {
+            Ok(Written {
+                updated_at,
+                job_ids,
+            })
+        }
+        _ => Err(sqlx::Error::RowNotFound),
+    }
 }
 
 /// What [`update_all`] wrote: each instance's new `updated_at` (a new one's `created_at` too)

@@ -99,9 +99,9 @@ pub struct UnitOfWork<'c> {
     /// Instances this unit created whose rows are not written yet: written by the next
     /// write-back, or by [`UnitOfWork::db`] before a statement that may see them.
     new_rows: Vec<InstanceId>,
-    /// Whether a receive of one of `new_rows` is stored: a correlation lookup, which finds a
-    /// receive's instance by its row, then writes them first.
-    new_rows_have_receives: bool,
+    /// The message names that receives of `new_rows` wait for: a correlation lookup of one of
+    /// them, which finds a receive's instance by its row, writes those rows first.
+    new_rows_awaited_names: Vec<String>,
     /// The next instance id, as the last correlation lookup for a send that may start a model
     /// drew it: the instance that send starts takes it.
     next_instance_id: Option<InstanceId>,
@@ -381,7 +381,7 @@ impl<'c> UnitOfWork<'c> {
             recorded_sends: HashMap::new(),
             routed_sends: Vec::new(),
             new_rows: Vec::new(),
-            new_rows_have_receives: false,
+            new_rows_awaited_names: Vec::new(),
             next_instance_id: None,
         }
     }

@@ -39,7 +39,7 @@ impl<'c> UnitOfWork<'c> {
             .copied()
             .collect();
         self.new_rows.clear();
-        self.new_rows_have_receives = false;
+        self.new_rows_awaited_names.clear();
         let written = self.rows_of(&stepped).await?;
         let done_jobs = std::mem::take(&mut self.done_jobs);
         let sends = std::mem::take(&mut self.routed_sends);
@@ -75,7 +75,7 @@ impl<'c> UnitOfWork<'c> {
     /// them alone), for a statement that may see them.
     pub(super) async fn write_new_rows(&mut self) -> Result<()> {
         let new = std::mem::take(&mut self.new_rows);
-        self.new_rows_have_receives = false;
+        self.new_rows_awaited_names.clear();
         let written = self.rows_of(&new).await?;
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
             written.iter().map(|w| w.update(&self.instances)).collect();

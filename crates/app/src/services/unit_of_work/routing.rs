@@ -247,7 +247,11 @@ impl<'c> UnitOfWork<'c> {
             .filter(|model| !self.models_locked.contains(model));
         // an id for the instance the send may start, unless one drawn before is unused
         let draw_id = start_model.is_some() && self.next_instance_id.is_none();
-        if self.new_rows_have_receives {
+        if self
+            .new_rows_awaited_names
+            .iter()
+            .any(|awaited| awaited == name)
+        {
             // the lookup finds a receive's instance by its row
             self.write_new_rows().await?;
         }
@@ -353,9 +357,9 @@ impl<'c> UnitOfWork<'c> {
     ) -> Result<()> {
         let key = canonical_key(expected);
         // (a receive has no foreign key to its instance: a new instance's row stays unwritten,
-        // until a lookup, which finds receives' instances by their rows)
+        // until a lookup of the receive's name, which finds receives' instances by their rows)
         if self.new_rows.contains(&id) {
-            self.new_rows_have_receives = true;
+            self.new_rows_awaited_names.push(name.to_string());
         }
         let receive_id = store::messages::insert_waiting_receive(
             self.db_without_new_rows(),
