@@ -177,56 +177,6 @@ async fn a_message_start_is_written_at_its_models_current_version() {
     assert_eq!(shown["status"], "waiting", "{shown}");
 }
 
-/// A buyer that, once answered, closes the conversation; the seller (started by the request)
-/// waits for that close after it answers. Correlated by `po_number`.
-fn closing_conversation() -> String {
-    let retrieval = |message: &str| {
-        format!(
-            r#"<bpmn:correlationPropertyRetrievalExpression messageRef="{message}"><bpmn:messagePath>po_number</bpmn:messagePath></bpmn:correlationPropertyRetrievalExpression>"#
-        )
-    };
-    models::definitions(&format!(
-        r#"<bpmn:collaboration id="conv"><bpmn:participant id="p_buyer" processRef="buyer" /><bpmn:participant id="p_seller" processRef="seller" />
-    <bpmn:correlationKey name="order"><bpmn:correlationPropertyRef>po_number</bpmn:correlationPropertyRef></bpmn:correlationKey>
-  </bpmn:collaboration>
-  <bpmn:correlationProperty id="po_number" name="PO">{}{}{}</bpmn:correlationProperty>
-  <bpmn:message id="m_request" name="request" />
-  <bpmn:message id="m_reply" name="reply" />
-  <bpmn:message id="m_close" name="close" />
-  <bpmn:process id="buyer" isExecutable="true">
-    <bpmn:startEvent id="buyer_start" />
-    <bpmn:sequenceFlow id="b1" sourceRef="buyer_start" targetRef="prepare" />
-    <bpmn:userTask id="prepare" name="Prepare" />
-    <bpmn:sequenceFlow id="b2" sourceRef="prepare" targetRef="send_request" />
-    <bpmn:sendTask id="send_request" messageRef="m_request">
-      <bpmn:extensionElements><spiffworkflow:messagePayload>{{"po_number": po_number}}</spiffworkflow:messagePayload></bpmn:extensionElements>
-    </bpmn:sendTask>
-    <bpmn:sequenceFlow id="b3" sourceRef="send_request" targetRef="await_reply" />
-    <bpmn:intermediateCatchEvent id="await_reply"><bpmn:messageEventDefinition id="be" messageRef="m_reply" /></bpmn:intermediateCatchEvent>
-    <bpmn:sequenceFlow id="b4" sourceRef="await_reply" targetRef="send_close" />
-    <bpmn:sendTask id="send_close" messageRef="m_close">
-      <bpmn:extensionElements><spiffworkflow:messagePayload>{{"po_number": po_number}}</spiffworkflow:messagePayload></bpmn:extensionElements>
-    </bpmn:sendTask>
-    <bpmn:sequenceFlow id="b5" sourceRef="send_close" targetRef="buyer_end" />
-    <bpmn:endEvent id="buyer_end" />
-  </bpmn:process>
-  <bpmn:process id="seller" isExecutable="true">
-    <bpmn:startEvent id="seller_start"><bpmn:messageEventDefinition id="se" messageRef="m_request"><bpmn:extensionElements><spiffworkflow:messageVariable>order</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
-    <bpmn:sequenceFlow id="s1" sourceRef="seller_start" targetRef="send_reply" />
-    <bpmn:sendTask id="send_reply" messageRef="m_reply">
-      <bpmn:extensionElements><spiffworkflow:messagePayload>{{"po_number": order["po_number"]}}</spiffworkflow:messagePayload></bpmn:extensionElements>
-    </bpmn:sendTask>
-    <bpmn:sequenceFlow id="s2" sourceRef="send_reply" targetRef="await_close" />
-    <bpmn:intermediateCatchEvent id="await_close"><bpmn:messageEventDefinition id="sc" messageRef="m_close" /></bpmn:intermediateCatchEvent>
-    <bpmn:sequenceFlow id="s3" sourceRef="await_close" targetRef="seller_end" />
-    <bpmn:endEvent id="seller_end" />
-  </bpmn:process>"#,
-        retrieval("m_request"),
-        retrieval("m_reply"),
-        retrieval("m_close"),
-    ))
-}
-
 /// Issue 35: an instance started through the catalog, whose row is not written yet, is found
 /// by a later lookup of its unit for the message its receive waits for: the buyer's request
 /// starts the seller, whose answer resumes the buyer, whose close (the same unit's lookup of
@@ -239,7 +189,7 @@ async fn a_new_instance_is_found_by_its_units_lookup_for_its_receive() {
         &app,
         "trade/closing",
         "closing.bpmn",
-        &closing_conversation(),
+        &models::closing_conversation(),
     )
     .await;
     // the first conversation reads the catalog (the seller's start trigger); the second uses it

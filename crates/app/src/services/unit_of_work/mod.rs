@@ -473,19 +473,19 @@ impl<'c> UnitOfWork<'c> {
         &mut self,
         id: InstanceId,
         row: InstanceRow,
-        stored: Row,
+        row_state: Row,
         spec: Arc<ModelSpec>,
         callees: callees::Callees,
         state: InstanceState,
     ) {
         self.order.push(id);
-        if let Row::New { .. } = stored {
+        if let Row::New { .. } = row_state {
             self.new_rows.push(id);
         }
         self.instances.insert(
             id,
             Loaded {
-                row: stored,
+                row: row_state,
                 process_model_identifier: row.process_model_identifier,
                 model_version: row.model_version,
                 created_at: row.created_at,

@@ -115,7 +115,7 @@ impl<'c> UnitOfWork<'c> {
             .await?;
             self.models_locked.insert(process_model_identifier.clone());
         }
-        let (row, stored) = match (current_version, process_id, self.next_instance_id.take()) {
+        let (row, row_state) = match (current_version, process_id, self.next_instance_id.take()) {
             (Some(version), Some(process_id), Some(id)) => {
                 let now = chrono::Utc::now();
                 let row = InstanceRow {
@@ -186,7 +186,7 @@ impl<'c> UnitOfWork<'c> {
         self.insert_loaded(
             id,
             row,
-            stored,
+            row_state,
             started.spec,
             started.callees,
             started.state,
