@@ -316,6 +316,56 @@ async fn a_message_start_whose_model_is_deleted_while_its_lookup_waits_starts_no
     assert_eq!(instances, 1);
 }
 
+/// Issue 35: at most two batches of sends commit at once (fewer runners, larger batches). Two
+/// message starts wait for their model's lock, each in a runner of its own; a third send then
+/// finds no runner free and waits in the queue, not in Postgres, until one is. With a runner
+/// more it would run at once and wait for the lock beside them.
+#[tokio::test]
+async fn a_send_queues_while_two_batches_of_sends_wait() {
+    let app = spawn_app_without_workers().await;
+    orders(&app).await;
+    // the first start reads the catalog (the name's start trigger); the next ones use it
+    let (status, body) = send(&app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let holder = hold_model(&app, "shop/orders").await;
+    let place = |order: i64| {
+        spawn_request(
+            &app,
+            Method::POST,
+            "/v1.0/messages/placed",
+            Some(json!({"order_id": order, "amount": 1})),
+        )
+    };
+    let first = place(2);
+    until_waiting_for_locks(&app, 1, &first).await;
+    let second = place(3);
+    until_waiting_for_locks(&app, 2, &second).await;
+    let third = place(4);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while app.state.sends.queued() == 0 {
+        assert!(
+            !third.is_finished() && Instant::now() < deadline,
+            "the third send was not queued"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let waiting: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(waiting, 2, "only the two runners' starts wait for the lock");
+    holder.rollback().await.unwrap();
+
+    for started in [first, second, third] {
+        let (status, body) = started.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    assert_eq!(app.state.sends.queued(), 0);
+}
+
 /// An instance whose version is gone anyway (stored before the fix, or by hand) is refused
 /// with a code on every endpoint that steps it, never a 500.
 #[tokio::test]

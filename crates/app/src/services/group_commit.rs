@@ -68,8 +68,12 @@ pub trait Batchable: Send + Sync + 'static {
 /// each of it runs alone (`lock_not_available`).
 pub const BEGIN_BATCH: &str = "BEGIN; SET LOCAL lock_timeout = '200ms'";
 
-/// Batches committing at once.
-pub const RUNNERS: usize = 4;
+/// Batches of a kind committing at once. Fewer runners make larger batches, and since the
+/// write-back writes a batch's rows a statement per kind of row, a larger batch costs Postgres
+/// less per unit of work: with two instead of four, Postgres's CPU per message fell by a fifth
+/// on every front door (docs/perf, tenth round). Work that finds a runner free still runs at
+/// once; a step's scripts are bounded by the script workers, as many as the cores, anyway.
+pub const RUNNERS: usize = 2;
 
 /// The most units of work one transaction commits: a larger batch holds its instances' locks longer
 /// and makes its members wait for each other's steps.
