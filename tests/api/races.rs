@@ -41,13 +41,7 @@ async fn until_waiting_for_locks(
 ) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+        let waiting = sessions_waiting_for_locks(app).await;
         if waiting >= count || done.is_finished() {
             return;
         }
@@ -57,6 +51,17 @@ async fn until_waiting_for_locks(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Sessions of the test's database waiting for a lock.
+async fn sessions_waiting_for_locks(app: &TestApp) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
 }
 
 /// A transaction of the test holding the row lock of instance `id`.
@@ -349,14 +354,11 @@ async fn a_send_queues_while_two_batches_of_sends_wait() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let waiting: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!(waiting, 2, "only the two runners' starts wait for the lock");
+    assert_eq!(
+        sessions_waiting_for_locks(&app).await,
+        2,
+        "only the two runners' starts wait for the lock"
+    );
     holder.rollback().await.unwrap();
 
     for started in [first, second, third] {
