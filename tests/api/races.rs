@@ -215,6 +215,24 @@ async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres
     tx
 }
 
+/// The order model, with its start message's trigger read into the message catalog by a
+/// first start (order 1): the next starts take the model's lock in their receive lookup.
+async fn orders_in_the_catalog(app: &TestApp) {
+    orders(app).await;
+    let (status, body) = send(app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// The start of order `order`, sent on a task of its own.
+fn place(app: &TestApp, order: i64) -> JoinHandle<(StatusCode, Value)> {
+    spawn_request(
+        app,
+        Method::POST,
+        "/v1.0/messages/placed",
+        Some(json!({"order_id": order, "amount": 1})),
+    )
+}
+
 /// Issue 35: a message that starts a model when no receive takes it has the model's
 /// instances lock taken by its receive lookup (a statement fewer) once the message catalog
 /// knows the model: with the lock held (as a deletion holds it), that lookup is the statement
@@ -222,17 +240,9 @@ async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres
 #[tokio::test]
 async fn a_message_start_takes_its_models_lock_in_its_receive_lookup() {
     let app = spawn_app_without_workers().await;
-    orders(&app).await;
-    // the first start reads the catalog (the name's start trigger); the next one uses it
-    let (status, body) = send(&app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    orders_in_the_catalog(&app).await;
     let holder = hold_model(&app, "shop/orders").await;
-    let started = spawn_request(
-        &app,
-        Method::POST,
-        "/v1.0/messages/placed",
-        Some(json!({"order_id": 2, "amount": 1})),
-    );
+    let started = place(&app, 2);
     until_waiting_for_locks(&app, 1, &started).await;
     let waiting = lock_waiter(&app).await.map(|(_, _, statement)| statement);
     holder.rollback().await.unwrap();
@@ -292,17 +302,9 @@ async fn a_start_whose_model_is_deleted_while_it_waits_for_the_models_lock_is_no
 #[tokio::test]
 async fn a_message_start_whose_model_is_deleted_while_its_lookup_waits_starts_nothing() {
     let app = spawn_app_without_workers().await;
-    orders(&app).await;
-    // the first start reads the catalog (the name's start trigger); the next one uses it
-    let (status, body) = send(&app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    orders_in_the_catalog(&app).await;
     let mut holder = hold_model(&app, "shop/orders").await;
-    let started = spawn_request(
-        &app,
-        Method::POST,
-        "/v1.0/messages/placed",
-        Some(json!({"order_id": 2, "amount": 1})),
-    );
+    let started = place(&app, 2);
     until_waiting_for_locks(&app, 1, &started).await;
     // (as a deletion does, without moving the catalog: the lookup's check cannot see it)
     sqlx::query("DELETE FROM process_models WHERE identifier = 'shop/orders'")
@@ -328,24 +330,13 @@ async fn a_message_start_whose_model_is_deleted_while_its_lookup_waits_starts_no
 #[tokio::test]
 async fn a_send_queues_while_two_batches_of_sends_wait() {
     let app = spawn_app_without_workers().await;
-    orders(&app).await;
-    // the first start reads the catalog (the name's start trigger); the next ones use it
-    let (status, body) = send(&app, "placed", &json!({"order_id": 1, "amount": 1}), &[]).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    orders_in_the_catalog(&app).await;
     let holder = hold_model(&app, "shop/orders").await;
-    let place = |order: i64| {
-        spawn_request(
-            &app,
-            Method::POST,
-            "/v1.0/messages/placed",
-            Some(json!({"order_id": order, "amount": 1})),
-        )
-    };
-    let first = place(2);
+    let first = place(&app, 2);
     until_waiting_for_locks(&app, 1, &first).await;
-    let second = place(3);
+    let second = place(&app, 3);
     until_waiting_for_locks(&app, 2, &second).await;
-    let third = place(4);
+    let third = place(&app, 4);
     let deadline = Instant::now() + Duration::from_secs(20);
     while app.state.sends.queued() == 0 {
         assert!(
