@@ -26,7 +26,8 @@
 //! With LOADGEN_DATABASE_URL (the server's database) and LOADGEN_SERVER_PID set, each line
 //! also says what one message cost: WAL bytes written, CPU of every `postgres` process and CPU
 //! of the server process, from `pg_current_wal_lsn()` and /proc before and after the case
-//! (machine-wide for Postgres: run it on a quiet machine).
+//! (machine-wide for Postgres: run it on a quiet machine), and the share of the machine's time
+//! the hypervisor stole during the case (`steal`: a case with much of it was disturbed).
 //!
 //! URL may list several servers of one database (`http://a:7100,http://b:7102`): requests go to
 //! each in turn.
@@ -209,6 +210,42 @@ struct Cost {
     wal_lsn: String,
     postgres_ticks: u64,
     server_ticks: u64,
+    machine: MachineTicks,
+}
+
+/// The machine's CPU ticks since boot, all of them and those stolen by the hypervisor (the
+/// time its virtual cores wanted to run and did not): a case with much steal was disturbed.
+#[derive(Default, Clone, Copy)]
+struct MachineTicks {
+    all: u64,
+    stolen: u64,
+}
+
+impl MachineTicks {
+    /// The first line of /proc/stat: `cpu user nice system idle iowait irq softirq steal ...`
+    /// (guest time is counted within user time, so it is not added again).
+    fn now() -> MachineTicks {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        MachineTicks {
+            all: ticks.iter().sum(),
+            stolen: ticks.get(7).copied().unwrap_or(0),
+        }
+    }
+
+    /// The share of the machine's time stolen since `before`, in percent.
+    fn stolen_since(self, before: MachineTicks) -> f64 {
+        let all = self.all.saturating_sub(before.all).max(1);
+        100.0 * self.stolen.saturating_sub(before.stolen) as f64 / all as f64
+    }
 }
 
 impl Cost {
@@ -227,6 +264,7 @@ impl Cost {
             wal_lsn,
             postgres_ticks: postgres_ticks(),
             server_ticks: process_ticks(server).unwrap_or(0),
+            machine: MachineTicks::now(),
         })
     }
 
@@ -268,10 +306,11 @@ impl Cost {
             String::new()
         };
         format!(
-            "  wal={:>6.0}B/msg  pg_cpu={:>5.3}ms/msg  server_cpu={:>5.3}ms/msg{statements}",
+            "  wal={:>6.0}B/msg  pg_cpu={:>5.3}ms/msg  server_cpu={:>5.3}ms/msg  steal={:>4.1}%{statements}",
             wal_bytes / messages as f64,
             ms(now.postgres_ticks.saturating_sub(self.postgres_ticks)),
             ms(now.server_ticks.saturating_sub(self.server_ticks)),
+            now.machine.stolen_since(self.machine),
         )
     }
 }
