@@ -76,6 +76,32 @@ async fn ready(app: &TestApp) -> StatusCode {
     app.get("/v1.0/health/ready").await.status()
 }
 
+/// Ends every session of database `db` (from `admin`, a session of another database) and
+/// waits until they are gone: `pg_terminate_backend` only signals them.
+async fn end_sessions(admin: &sqlx::PgPool, db: &str) {
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(db)
+        .execute(admin)
+        .await
+        .unwrap();
+    for round in 0.. {
+        assert!(
+            round < 10_000,
+            "the terminated sessions of {db} did not end"
+        );
+        let left: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = $1")
+                .bind(db)
+                .fetch_one(admin)
+                .await
+                .unwrap();
+        if left == 0 {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
 async fn check(app: &TestApp) -> Check {
     let primary = app.state.database_primary.clone().expect("several hosts");
     primary.check_once(&app.state.pool).await
@@ -179,13 +205,7 @@ async fn while_no_host_takes_writes_requests_and_readiness_get_503_and_then_reco
                 .await
                 .unwrap();
             // sessions take the setting when they start: end the open ones
-            sqlx::query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
-            )
-            .bind(&db)
-            .execute(&admin)
-            .await
-            .unwrap();
+            end_sessions(&admin, &db).await;
             admin.close().await;
         }
     };
@@ -229,11 +249,7 @@ async fn sessions_run_without_a_statement_timeout_whatever_the_database_says() {
         .await
         .unwrap();
     // the pool's sessions end: the next ones start under the database's setting
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
-        .bind(db)
-        .execute(&admin)
-        .await
-        .unwrap();
+    end_sessions(&admin, db).await;
     let mut shown = None;
     for _ in 0..3 {
         // a pooled session that was terminated fails once, then the pool opens a new one
@@ -284,25 +300,7 @@ async fn a_message_after_the_pools_sessions_were_ended_is_answered_on_new_ones()
         .await
         .unwrap();
     assert!(app.state.pool.num_idle() > 0, "the pool holds connections");
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
-        .bind(&app.db_name)
-        .execute(&admin)
-        .await
-        .unwrap();
-    // pg_terminate_backend only signals: wait until the sessions are gone
-    for round in 0.. {
-        assert!(round < 10_000, "the terminated sessions did not end");
-        let left: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = $1")
-                .bind(&app.db_name)
-                .fetch_one(&admin)
-                .await
-                .unwrap();
-        if left == 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    end_sessions(&admin, &app.db_name).await;
     admin.close().await;
 
     let (status, body) = send(&app, "ha ended", &json!({}), &[]).await;
