@@ -260,6 +260,10 @@ pub struct WaitingReceive {
 /// the instance is always one primary-key probe.
 macro_rules! oldest_waiting_receive {
     () => {
+        oldest_waiting_receive!("$1", "unnest($2::text[]) AS k(key)", "true")
+    };
+    // `$name` the name's expression, `$keys` the keys' rows (`k.key`), `$of_it` which of them
+    ($name:literal, $keys:literal, $of_it:literal) => {
         concat!(
             "SELECT r.id AS receive_id, r.task_guid AS receive_task_guid, \
                      pi.id, pi.process_model_identifier, pi.process_id, pi.status, pi.data, \
@@ -267,17 +271,22 @@ macro_rules! oldest_waiting_receive {
                      pi.updated_at, pi.live_tasks, pi.callees, ",
             accepted_calls_of!("pi", "$5"),
             " FROM (SELECT m.id, m.process_instance_id, m.task_guid \
-                     FROM unnest($2::text[]) AS k(key) \
-                     CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
+                     FROM ",
+            $keys,
+            " CROSS JOIN LATERAL (SELECT id, process_instance_id, task_guid \
                          FROM message_instances \
-                         WHERE name = $1 AND message_type = '",
+                         WHERE name = ",
+            $name,
+            " AND message_type = '",
             message_type!(Receive),
             "' AND status = '",
             message_status!(Ready),
             "' \
                            AND correlation_key = k.key AND id <> ALL($3) AND shard_key = $5 \
                          ORDER BY id LIMIT 1) m \
-                     ORDER BY m.id LIMIT 1) r \
+                     WHERE ",
+            $of_it,
+            " ORDER BY m.id LIMIT 1) r \
                  CROSS JOIN LATERAL (SELECT * FROM process_instances \
                      WHERE id = r.process_instance_id AND shard_key = $5 FOR NO KEY UPDATE) pi"
         )
@@ -323,11 +332,107 @@ pub const LOCK_OLDEST_WAITING_RECEIVE_WITH_NEXT_ID: &str = concat!(
     lookup_checks!()
 );
 
+/// The lookups of several sends in one statement ([`lock_oldest_waiting_receives`]): for each
+/// send (`q.i`, its name `q.name`, whether it draws an instance id `q.draws`), its keys
+/// (`$2` the send of each, `$7` the key), `$3` excluded ids, `$4` and `$5` as in
+/// [`LOCK_OLDEST_WAITING_RECEIVE`], and `$6` the models whose instances lock it takes shared
+/// first (sorted, so that every statement takes them in one order). One row per send, in order;
+/// the instances are locked in that order.
+const LOCK_OLDEST_WAITING_RECEIVES: &str = concat!(
+    // (the id drawn in the select list, once per send: drawn in a lateral subquery of the
+    // send's row, a plan could memoize it for sends alike, one id for all)
+    "SELECT q.i, CASE WHEN q.draws THEN nextval('process_instances_id_seq') END \
+                 AS next_instance_id, f.* \
+     FROM unnest($1::text[], $8::bool[]) WITH ORDINALITY AS q(name, draws, i) \
+     LEFT JOIN LATERAL (",
+    oldest_waiting_receive!(
+        "q.name",
+        "unnest($2::bigint[], $7::text[]) AS k(i, key)",
+        "k.i = q.i"
+    ),
+    ") f ON true \
+     WHERE ($4::bigint IS NULL \
+            OR workflow_catalog_is($4, (SELECT version FROM message_catalog_version))) \
+       AND (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(",
+    model_instances_lock!("l.model"),
+    ") FROM unnest($6::text[]) AS l(model)) l) >= 0 \
+     ORDER BY q.i"
+);
+
+/// One send's lookup among several ([`lock_oldest_waiting_receives`]).
+pub struct SendLookup<'a> {
+    pub name: &'a str,
+    pub keys: &'a [String],
+    /// Whether it draws the id of the instance the send may start.
+    pub draw_id: bool,
+}
+
+/// [`lock_oldest_waiting_receive`] for several sends in one statement (plain PostgreSQL: one
+/// bucket, `shard`), each as if it were looked up alone: a receive two of them would both take
+/// is found for each (the caller looks again for the second). `lock_models` (the models those
+/// that may start one start) are locked shared first.
+pub async fn lock_oldest_waiting_receives(
+    conn: &mut PgConnection,
+    sends: &[SendLookup<'_>],
+    excluded: &[MessageId],
+    catalog_version: Option<i64>,
+    shard: ShardKey,
+    lock_models: &[&ModelId],
+) -> sqlx::Result<Vec<Lookup>> {
+    let names: Vec<&str> = sends.iter().map(|s| s.name).collect();
+    let draws: Vec<bool> = sends.iter().map(|s| s.draw_id).collect();
+    let (of_send, keys): (Vec<i64>, Vec<&str>) = (sends.iter().zip(1..))
+        .flat_map(|(s, i)| s.keys.iter().map(move |key| (i, key.as_str())))
+        .unzip();
+    let mut models: Vec<&str> = lock_models.iter().map(|m| m.as_str()).collect();
+    models.sort_unstable();
+    models.dedup();
+    let rows = sqlx::query(LOCK_OLDEST_WAITING_RECEIVES)
+        .bind(names)
+        .bind(of_send)
+        .bind(excluded)
+        .bind(catalog_version)
+        .bind(shard)
+        .bind(models)
+        .bind(keys)
+        .bind(draws)
+        .fetch_all(conn)
+        .await?;
+    rows.iter().map(|row| Lookup::from_row(row, true)).collect()
+}
+
 /// What a lookup found: the oldest waiting receive with its instance locked, if any, and the
 /// next instance id when the lookup was for a send that may start a model.
 pub struct Lookup {
     pub found: Option<(WaitingReceive, LockedInstance)>,
     pub next_instance_id: Option<InstanceId>,
+}
+
+impl Lookup {
+    /// A lookup's row (`drew`: whether it has the `next_instance_id` column).
+    fn from_row(row: &sqlx::postgres::PgRow, drew: bool) -> sqlx::Result<Lookup> {
+        let next_instance_id: Option<InstanceId> = match drew {
+            true => row.try_get("next_instance_id")?,
+            false => None,
+        };
+        let receive_id: Option<MessageId> = row.try_get("receive_id")?;
+        let found = match receive_id {
+            Some(id) => {
+                let instance = LockedInstance::from_row(row)?;
+                let receive = WaitingReceive {
+                    id,
+                    process_instance_id: instance.row.id,
+                    task_guid: row.try_get("receive_task_guid")?,
+                };
+                Some((receive, instance))
+            }
+            None => None,
+        };
+        Ok(Lookup {
+            found,
+            next_instance_id,
+        })
+    }
 }
 
 /// What a lookup prepares for the start its send makes when no receive takes it.
@@ -372,33 +477,13 @@ pub async fn lock_oldest_waiting_receive(
         .bind(lock_model)
         .fetch_optional(conn)
         .await?;
-    let Some(row) = row else {
-        return Ok(Lookup {
+    match row {
+        Some(row) => Lookup::from_row(&row, draw_id),
+        None => Ok(Lookup {
             found: None,
             next_instance_id: None,
-        });
-    };
-    let next_instance_id: Option<InstanceId> = match draw_id {
-        true => row.try_get("next_instance_id")?,
-        false => None,
-    };
-    let receive_id: Option<MessageId> = row.try_get("receive_id")?;
-    let found = match receive_id {
-        Some(id) => {
-            let instance = LockedInstance::from_row(&row)?;
-            let receive = WaitingReceive {
-                id,
-                process_instance_id: instance.row.id,
-                task_guid: row.try_get("receive_task_guid")?,
-            };
-            Some((receive, instance))
-        }
-        None => None,
-    };
-    Ok(Lookup {
-        found,
-        next_instance_id,
-    })
+        }),
+    }
 }
 
 /// A route to a waiting receive in another bucket (Citus): the receive and its bucket's key.

@@ -62,6 +62,15 @@ pub trait Batchable: Send + Sync + 'static {
     /// Whether the first thing it does is to lock and load [`Batchable::instance`]: a batch of
     /// it then locks all their instances in one statement before running any of it.
     const LOCKS_ITS_INSTANCE_FIRST: bool = false;
+
+    /// What a batch of it asks of the database before any of it runs, in one statement where
+    /// each would ask in its own (none by default).
+    fn ahead<'a, 'c: 'a>(
+        _batch: Vec<&'a Self>,
+        _uow: &'a mut UnitOfWork<'c>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A batch's `BEGIN`, sent with the longest its transaction waits for a lock (200 ms) before
@@ -258,6 +267,7 @@ async fn together<W: Batchable>(
             let ids: Vec<InstanceId> = batch.iter().filter_map(|q| q.work.instance()).collect();
             uow.load_all(&ids).await?;
         }
+        W::ahead(batch.iter().map(|q| &q.work).collect(), &mut uow).await?;
         let mut parts: Vec<W::Part> = Vec::with_capacity(batch.len());
         for queued in batch {
             let part = queued.work.within(&mut uow);

@@ -139,6 +139,19 @@ impl Batchable for SendRequest {
     fn answer(sent: Sent, committed: &Committed) -> Result<SendAnswer> {
         sent.answer(committed)
     }
+
+    /// The batch's correlation lookups, in one statement.
+    fn ahead<'a, 'c: 'a>(
+        batch: Vec<&'a SendRequest>,
+        uow: &'a mut UnitOfWork<'c>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let sends: Vec<(&str, &Value)> = (batch.iter())
+                .map(|request| (request.name.as_str(), &request.payload))
+                .collect();
+            uow.look_up_ahead(&sends).await
+        })
+    }
 }
 
 async fn send_once(pool: &PgPool, cache: &ModelCache, request: &SendRequest) -> Result<SendAnswer> {

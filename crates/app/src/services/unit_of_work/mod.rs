@@ -9,10 +9,10 @@
 //! instances), `effects` (the work queue, what each effect does), `engine_runs` (the engine
 //! run where its scripts may run, and what a run came to), `callees` (processes and decisions
 //! of other models), `routing` (messages to receives, start events or the buffer),
-//! `persistence` (rows in, rows out at commit), `records` (the other rows a use case reads or
-//! writes in the same transaction, each by what it does), `lifecycle` (suspend, resume,
-//! terminate), `data_stores` (what the steps read and write). Nothing hands out the
-//! transaction itself.
+//! `look_ahead` (a batch's correlation lookups in one statement), `persistence` (rows in, rows
+//! out at commit), `records` (the other rows a use case reads or writes in the same
+//! transaction, each by what it does), `lifecycle` (suspend, resume, terminate),
+//! `data_stores` (what the steps read and write). Nothing hands out the transaction itself.
 //!
 //! A new instance that a message starts has its row written by its first write-back (one
 //! insert, with its first step's state), not when it is created: every statement of the unit
@@ -24,6 +24,7 @@ mod data_stores;
 mod effects;
 mod engine_runs;
 mod lifecycle;
+mod look_ahead;
 mod persistence;
 mod records;
 mod routing;
@@ -105,6 +106,12 @@ pub struct UnitOfWork<'c> {
     /// The next instance id, as the last correlation lookup for a send that may start a model
     /// drew it: the instance that send starts takes it.
     next_instance_id: Option<InstanceId>,
+    /// The lookups of a batch's sends made ahead, each taken when its send is routed.
+    looked_ahead: Vec<look_ahead::LookedAhead>,
+    /// The names of the receives this unit added since its lookups ahead.
+    names_waited_since_ahead: Vec<String>,
+    /// The correlation values of a batch's sends computed for their lookups ahead.
+    computed_ahead: Vec<look_ahead::ComputedAhead>,
 }
 
 /// The job of a connector call a unit of work hands to its replica's dispatcher: written when
@@ -383,6 +390,9 @@ impl<'c> UnitOfWork<'c> {
             new_rows: Vec::new(),
             new_rows_awaited_names: Vec::new(),
             next_instance_id: None,
+            looked_ahead: Vec::new(),
+            names_waited_since_ahead: Vec::new(),
+            computed_ahead: Vec::new(),
         }
     }
 

@@ -85,10 +85,10 @@ impl<'c> UnitOfWork<'c> {
         Ok(())
     }
 
-    /// A write-back's result; one that found a new instance's model at another version than
-    /// the message catalog said fails as a lookup that found the catalog changed does: the
-    /// catalog is read afresh when the transaction runs again.
-    fn catalog_checked<T>(&self, result: sqlx::Result<T>) -> Result<T> {
+    /// A lookup's or a write-back's result; one that found the message catalog changed (a
+    /// new instance's model at another version than the catalog said, for a write-back) fails,
+    /// and the catalog is read afresh when the transaction runs again.
+    pub(super) fn catalog_checked<T>(&self, result: sqlx::Result<T>) -> Result<T> {
         if let Err(e) = &result {
             if store::is_catalog_changed(e) {
                 self.cache.catalog().forget();

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// A waiting receive with its instance locked (the lock every writer of a receive holds).
-type LockedReceive = (
+pub(super) type LockedReceive = (
     store::messages::WaitingReceive,
     store::instances::LockedInstance,
 );
@@ -241,6 +241,9 @@ impl<'c> UnitOfWork<'c> {
         excluded: &[MessageId],
         shard: store::shards::ShardKey,
     ) -> Result<Option<LockedReceive>> {
+        if let Some(found) = self.take_looked_ahead(name, keys, excluded, shard) {
+            return Ok(found);
+        }
         let start_model = self.model_started_by(name);
         let lock_model = start_model
             .clone()
@@ -269,13 +272,7 @@ impl<'c> UnitOfWork<'c> {
             },
         )
         .await;
-        if let Err(e) = &found {
-            if store::is_catalog_changed(e) {
-                // another replica changed the catalog: read it afresh when run again
-                self.cache.catalog().forget();
-            }
-        }
-        let lookup = found?;
+        let lookup = self.catalog_checked(found)?;
         if let Some(model) = lock_model {
             self.models_locked.insert(model);
         }
@@ -290,7 +287,7 @@ impl<'c> UnitOfWork<'c> {
     /// (which the start would take in a statement of its own) and draws the new instance's id.
     /// (Plain PostgreSQL only: on Citus the lookup runs on a worker, and the lock must be the
     /// coordinator's.)
-    fn model_started_by(&self, name: &str) -> Option<ModelId> {
+    pub(super) fn model_started_by(&self, name: &str) -> Option<ModelId> {
         let CatalogSeen::At(version) = self.catalog_seen else {
             return None;
         };
@@ -361,6 +358,7 @@ impl<'c> UnitOfWork<'c> {
         if self.new_rows.contains(&id) {
             self.new_rows_awaited_names.push(name.to_string());
         }
+        self.note_receive_added(name);
         let receive_id = store::messages::insert_waiting_receive(
             self.db_without_new_rows(),
             name,
@@ -459,6 +457,9 @@ impl<'c> UnitOfWork<'c> {
         name: &str,
         payload: &Value,
     ) -> Result<(CorrelationValues, Vec<RetrievalFailure>)> {
+        if let Some(computed) = self.take_computed_ahead(name, payload) {
+            return Ok(computed);
+        }
         let kept = self.cache.catalog().retrievals(name);
         let from_catalog = kept.is_some();
         let (mut version, mut retrievals) = match kept {
