@@ -45,10 +45,21 @@ async fn until_waiting_for_locks(
         if waiting >= count || done.is_finished() {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{waiting} of {count} sessions wait"
-        );
+        if Instant::now() >= deadline {
+            // what each session was doing, for the failure's message
+            let sessions: Option<String> = sqlx::query_scalar(
+                "SELECT string_agg(format('%s/%s %s: %s', wait_event_type, wait_event, state, \
+                     left(query, 120)), E'\\n') \
+                 FROM pg_stat_activity WHERE datname = current_database()",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+            panic!(
+                "{waiting} of {count} sessions wait:\n{}",
+                sessions.unwrap_or_default()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -397,4 +408,44 @@ async fn an_instance_whose_version_is_gone_is_refused_with_a_code() {
         );
     }
     assert_eq!(show(&app, id).await["status"], "user_input_required");
+}
+
+/// A send buffered while a new receive of its name waits for the name's lock is delivered to
+/// that receive once the lock is granted. The test holds the lock exclusively; a payment that
+/// finds no receive waits for it (to buffer itself), then the order that waits for that payment
+/// queues behind it (to write its receive). Let go, the payment is buffered and committed
+/// first; the receive then looks in the buffer after its lock was granted, and finds it. (A
+/// look in the snapshot taken before that wait would miss it, and neither would ever find the
+/// other.)
+#[tokio::test]
+async fn a_send_buffered_while_a_receive_waits_for_the_names_lock_is_delivered_to_it() {
+    let app = spawn_app_without_workers().await;
+    orders(&app).await;
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))")
+        .bind("paid")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let paid = spawn_request(
+        &app,
+        Method::POST,
+        "/v1.0/messages/paid?time_to_live_in_seconds=300\
+         &message_instance_uuid=6f1c2a9e-3b4d-4c5e-8f60-718293a4b5c6",
+        Some(json!({"order_id": 5})),
+    );
+    until_waiting_for_locks(&app, 1, &paid).await;
+    let placed = place(&app, 5);
+    until_waiting_for_locks(&app, 2, &placed).await;
+    holder.rollback().await.unwrap();
+
+    let (status, buffered) = paid.await.unwrap();
+    assert_eq!(status, StatusCode::ACCEPTED, "{buffered}");
+    assert_eq!(
+        buffered["message_instance"]["state"], "buffered",
+        "{buffered}"
+    );
+    let (status, body) = placed.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["process_instance"]["status"], "complete", "{body}");
 }
