@@ -533,34 +533,6 @@ pub async fn drop_receive_route(
     Ok(())
 }
 
-/// [`insert_waiting_receive`], then [`claim_buffered_send`] for it (and the receive completed
-/// by the send claimed, if one was), in one round trip: `workflow_wait_for_message`, whose
-/// statements each read in a snapshot of their own, so the claim reads after the name's lock
-/// was granted, as it does a statement later. Plain PostgreSQL only (one bucket).
-pub async fn insert_waiting_receive_and_claim(
-    conn: &mut PgConnection,
-    name: &str,
-    expected: &Value,
-    key: &str,
-    instance: InstanceId,
-    task: TaskGuid,
-) -> sqlx::Result<(MessageId, Option<BufferedSend>)> {
-    let (receive_id, send_id, payload): (MessageId, Option<MessageId>, Option<Json<Value>>) =
-        sqlx::query_as(
-            "SELECT new_receive, claimed_send, claimed_payload \
-             FROM workflow_wait_for_message($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(name)
-        .bind(Json(expected))
-        .bind(key)
-        .bind(instance)
-        .bind(task)
-        .bind(shards::of_instance(instance))
-        .fetch_one(conn)
-        .await?;
-    Ok((receive_id, send_id.map(|id| BufferedSend { id, payload })))
-}
-
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct BufferedSend {
     pub id: MessageId,

@@ -359,23 +359,6 @@ impl<'c> UnitOfWork<'c> {
             self.new_rows_awaited_names.push(name.to_string());
         }
         self.note_receive_added(name);
-        let in_flight = self.deliveries_in_flight.contains(&task_guid);
-        if !in_flight && !store::shards::distributed() {
-            // written and matched in one round trip
-            let (_, buffered) = store::messages::insert_waiting_receive_and_claim(
-                self.db_without_new_rows(),
-                name,
-                &json!(expected),
-                &key,
-                id,
-                TaskGuid(task_guid),
-            )
-            .await?;
-            if let Some(send) = buffered {
-                self.deliver_buffered(id, task_guid, name, send);
-            }
-            return Ok(());
-        }
         let receive_id = store::messages::insert_waiting_receive(
             self.db_without_new_rows(),
             name,
@@ -385,7 +368,7 @@ impl<'c> UnitOfWork<'c> {
             TaskGuid(task_guid),
         )
         .await?;
-        if in_flight {
+        if self.deliveries_in_flight.contains(&task_guid) {
             // another of the task's messages is on its way: whether it still waits for this
             // one is known once that has stepped
             self.queue.push_back(Work::MatchBuffer {
@@ -414,29 +397,18 @@ impl<'c> UnitOfWork<'c> {
         if let Some(send) = buffered {
             store::messages::complete_receive(self.db_without_new_rows(), id, receive_id, send.id)
                 .await?;
-            self.deliver_buffered(id, task_guid, name, send);
+            let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
+            self.deliveries_in_flight.insert(task_guid);
+            self.queue.push_back(Work::Step(
+                id,
+                Event::MessageDelivered {
+                    task_guid,
+                    name: name.to_string(),
+                    payload,
+                },
+            ));
         }
         Ok(())
-    }
-
-    /// Queues the delivery of a buffered send claimed for a receive of task `task_guid`.
-    fn deliver_buffered(
-        &mut self,
-        id: InstanceId,
-        task_guid: Uuid,
-        name: &str,
-        send: store::messages::BufferedSend,
-    ) {
-        let payload = send.payload.map(|p| p.0).unwrap_or(Value::Null);
-        self.deliveries_in_flight.insert(task_guid);
-        self.queue.push_back(Work::Step(
-            id,
-            Event::MessageDelivered {
-                task_guid,
-                name: name.to_string(),
-                payload,
-            },
-        ));
     }
 
     /// Claims the oldest buffered send of `name` that matches `key`, for a receive of instance
