@@ -175,12 +175,7 @@ async fn a_delete_racing_a_start_waits_for_it_and_is_refused() {
     )
     .await;
     // a receive about to wait takes the name's lock shared (store::messages::lock_name)
-    let mut holder = app.pool.begin().await.unwrap();
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))")
-        .bind("late ping")
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let holder = hold_message_name(&app, "late ping").await;
     let started = spawn_request(
         &app,
         Method::POST,
@@ -214,16 +209,32 @@ async fn a_delete_racing_a_start_waits_for_it_and_is_refused() {
     assert_eq!(response.status(), StatusCode::OK);
 }
 
-/// A transaction of the test holding the instances lock of `model` exclusively, as a model's
-/// deletion does (`store::models::lock_instances_of`).
-async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres> {
+/// A transaction of the test holding the lock of message name `name` exclusively, as a send
+/// about to be buffered does (`store::messages::lock_name`).
+async fn hold_message_name(app: &TestApp, name: &str) -> Transaction<'static, Postgres> {
+    hold_advisory_lock(app, "message:", name).await
+}
+
+/// A transaction of the test holding the advisory lock the service names `{kind}{name}`.
+async fn hold_advisory_lock(
+    app: &TestApp,
+    kind: &str,
+    name: &str,
+) -> Transaction<'static, Postgres> {
     let mut tx = app.pool.begin().await.unwrap();
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('model instances:' || $1, 0))")
-        .bind(model)
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || $2, 0))")
+        .bind(kind)
+        .bind(name)
         .execute(&mut *tx)
         .await
         .unwrap();
     tx
+}
+
+/// A transaction of the test holding the instances lock of `model` exclusively, as a model's
+/// deletion does (`store::models::lock_instances_of`).
+async fn hold_model(app: &TestApp, model: &str) -> Transaction<'static, Postgres> {
+    hold_advisory_lock(app, "model instances:", model).await
 }
 
 /// The order model, with its start message's trigger read into the message catalog by a
@@ -421,12 +432,7 @@ async fn an_instance_whose_version_is_gone_is_refused_with_a_code() {
 async fn a_send_buffered_while_a_receive_waits_for_the_names_lock_is_delivered_to_it() {
     let app = spawn_app_without_workers().await;
     orders(&app).await;
-    let mut holder = app.pool.begin().await.unwrap();
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('message:' || $1, 0))")
-        .bind("paid")
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let holder = hold_message_name(&app, "paid").await;
     let paid = spawn_request(
         &app,
         Method::POST,
