@@ -4,7 +4,8 @@
 //! its payment), correlation to those waiting instances (`correlate`) and the service-task round
 //! trip (`service`, below); and for message start of a one-step process (`start`) and of one
 //! with a script task (`script`). With LOADGEN_CASES=doors only the three doors run; with
-//! LOADGEN_CASES=service only the service-task round trip (for profiling it alone).
+//! LOADGEN_CASES=service only the service-task round trip (for profiling it alone). With
+//! LOADGEN_CLIENTS=16 (or 1) each case runs at that many clients only.
 //!
 //! With LOADGEN_PGBENCH_TPS (pgbench's 16-client rate, `bench/pgbench/run`, measured in the same
 //! invocation) it ends with each door's share of it against its target, and with
@@ -53,13 +54,15 @@ struct Measured {
 /// Every measured case of this run, in order.
 static MEASURED: std::sync::Mutex<Vec<Measured>> = std::sync::Mutex::new(Vec::new());
 
+// (each model's process id is its first message's name: process ids are unique across models,
+// and a database may hold the models of several runs)
 const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:spiffworkflow="http://spiffworkflow.org/bpmn/schema/1.0/core" id="d" targetNamespace="http://bpmn.io/schema/bpmn">"#;
 
 fn one_step(name: &str) -> String {
     format!(
         r#"{HEADER}<bpmn:message id="m" name="{name}" />
-<bpmn:process id="bench_start" isExecutable="true">
+<bpmn:process id="process_{name}" isExecutable="true">
   <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
   <bpmn:sequenceFlow id="f" sourceRef="start" targetRef="done" /><bpmn:endEvent id="done" />
 </bpmn:process></bpmn:definitions>"#
@@ -70,7 +73,7 @@ fn one_step(name: &str) -> String {
 fn with_script(name: &str) -> String {
     format!(
         r#"{HEADER}<bpmn:message id="m" name="{name}" />
-<bpmn:process id="bench_script" isExecutable="true">
+<bpmn:process id="process_{name}" isExecutable="true">
   <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
   <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="script" />
   <bpmn:scriptTask id="script"><bpmn:script>total = payload["n"] * 2</bpmn:script></bpmn:scriptTask>
@@ -87,7 +90,7 @@ fn order(placed: &str, paid: &str) -> String {
   <bpmn:correlationPropertyRetrievalExpression messageRef="mq"><bpmn:formalExpression>order_id</bpmn:formalExpression></bpmn:correlationPropertyRetrievalExpression>
 </bpmn:correlationProperty>
 <bpmn:message id="mp" name="{placed}" /><bpmn:message id="mq" name="{paid}" />
-<bpmn:process id="bench_order" isExecutable="true">
+<bpmn:process id="process_{placed}" isExecutable="true">
   <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e1" messageRef="mp"><bpmn:extensionElements><spiffworkflow:messageVariable>order</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
   <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait" />
   <bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition id="e2" messageRef="mq"><bpmn:extensionElements><spiffworkflow:messageVariable>payment</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:intermediateCatchEvent>
@@ -427,9 +430,17 @@ async fn main() {
     print_shares();
 }
 
+/// The client counts each case runs at: 1 and 16, or the one LOADGEN_CLIENTS names.
+fn client_counts() -> Vec<usize> {
+    match std::env::var("LOADGEN_CLIENTS").ok().as_deref() {
+        None | Some("") => vec![1, 16],
+        Some(n) => vec![n.parse().expect("LOADGEN_CLIENTS is a number of clients")],
+    }
+}
+
 /// `total` message starts of `name`, whose process ends in its first step, at 1 and 16 clients.
 async fn one_step_starts(target: &Arc<Target>, label: &str, name: &str, total: usize) {
-    for clients in [1, 16] {
+    for clients in client_counts() {
         let (t, name) = (target.clone(), name.to_string());
         run_case(label, clients, total, move |i| {
             let (t, name) = (t.clone(), name.clone());
@@ -451,7 +462,7 @@ async fn start_to_wait_then_correlate(target: &Arc<Target>, run: &str, total: us
     target
         .upload(&format!("bench:doors_{run}"), order(&placed, &paid))
         .await;
-    for clients in [1, 16] {
+    for clients in client_counts() {
         let prefix = format!("w{clients}_");
         keyed_messages(
             target.clone(),
@@ -464,7 +475,7 @@ async fn start_to_wait_then_correlate(target: &Arc<Target>, run: &str, total: us
         )
         .await;
     }
-    for clients in [1, 16] {
+    for clients in client_counts() {
         let prefix = format!("w{clients}_");
         keyed_messages(
             target.clone(),
@@ -545,7 +556,7 @@ fn print_shares() {
 fn service_task(name: &str) -> String {
     format!(
         r#"{HEADER}<bpmn:message id="m" name="{name}" />
-<bpmn:process id="bench_service" isExecutable="true">
+<bpmn:process id="process_{name}" isExecutable="true">
   <bpmn:startEvent id="start"><bpmn:messageEventDefinition id="e" messageRef="m"><bpmn:extensionElements><spiffworkflow:messageVariable>payload</spiffworkflow:messageVariable></bpmn:extensionElements></bpmn:messageEventDefinition></bpmn:startEvent>
   <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="call" />
   <bpmn:serviceTask id="call"><bpmn:extensionElements><spiffworkflow:serviceTaskOperator id="bench/Echo" resultVariable="result"><spiffworkflow:parameters><spiffworkflow:parameter id="key" type="str" value="payload[&quot;key&quot;]" /></spiffworkflow:parameters></spiffworkflow:serviceTaskOperator></bpmn:extensionElements></bpmn:serviceTask>
@@ -653,7 +664,7 @@ async fn service_task_round_trips(target: &Arc<Target>, run: &str, total: usize)
     target
         .upload(&format!("bench:service_{run}"), service_task(&name))
         .await;
-    for clients in [1, 16] {
+    for clients in client_counts() {
         service_case(target, &name, run, &pending, clients, total).await;
     }
     proxy.stop(true).await;
@@ -694,7 +705,7 @@ async fn start_then_correlate(
     total: usize,
     label: &str,
 ) {
-    for clients in [1, 16] {
+    for clients in client_counts() {
         let prefix = format!("{label}{clients}_");
         let start = format!("start/{label}");
         keyed_messages(
