@@ -673,8 +673,8 @@ async fn service_task_round_trips(target: &Arc<Target>, run: &str, total: usize)
 /// Start (of a model whose instances then wait) and correlation, first with an empty buffer,
 /// then with `buffered` unmatched messages of the awaited name in it.
 async fn full_buffer(target: &Arc<Target>, run: &str, total: usize, buffered: usize) {
-    let placed = format!("bench_placed_{run}");
-    let paid = format!("bench_paid_{run}");
+    let placed = format!("bench_buffer_placed_{run}");
+    let paid = format!("bench_buffer_paid_{run}");
     target
         .upload(&format!("bench:order_{run}"), order(&placed, &paid))
         .await;
