@@ -49,7 +49,14 @@ struct Measured {
     rate: f64,
     mean_ms: f64,
     p99_ms: f64,
+    /// The share of the machine's time the hypervisor stole during the case, in percent
+    /// (`None` for a figure taken from another case's messages).
+    stolen: Option<f64>,
 }
+
+/// Steal from which a case that missed a target is called disturbed: on the development
+/// machine every case that missed its share by much had 8–30% stolen (docs/performance.md).
+const DISTURBED_PERCENT: f64 = 5.0;
 
 /// Every measured case of this run, in order.
 static MEASURED: std::sync::Mutex<Vec<Measured>> = std::sync::Mutex::new(Vec::new());
@@ -158,6 +165,7 @@ where
     let make = Arc::new(make);
     let next = Arc::new(AtomicUsize::new(0));
     let meter = Cost::start().await;
+    let machine = MachineTicks::now();
     let started = Instant::now();
     let workers: Vec<_> = (0..clients)
         .map(|_| {
@@ -180,6 +188,7 @@ where
         latencies.extend(worker.await.expect("worker"));
     }
     let elapsed = started.elapsed();
+    let stolen = MachineTicks::now().stolen_since(machine);
     let cost = match meter {
         Some(before) => before.per_message(total).await,
         None => String::new(),
@@ -205,6 +214,7 @@ where
         rate,
         mean_ms,
         p99_ms: pct(0.99),
+        stolen: Some(stolen),
     });
 }
 
@@ -505,7 +515,14 @@ fn print_shares() {
             .iter()
             .find(|m| m.label == label && m.clients == clients)
     };
-    let verdict = |met: bool| if met { "met" } else { "MISSED" };
+    // a miss in a case the hypervisor disturbed says so
+    let verdict = |met: bool, case: &Measured| match (met, case.stolen) {
+        (true, _) => "met".to_string(),
+        (false, Some(stolen)) if stolen >= DISTURBED_PERCENT => {
+            format!("MISSED, disturbed: {stolen:.0}% stolen")
+        }
+        (false, _) => "MISSED".to_string(),
+    };
     println!("front doors against pgbench ({tps:.0} tps at 16 clients):");
     // (door, share target, p99 target at 16 clients, 1-client latency target as pgbench multiple)
     let doors = [
@@ -520,13 +537,13 @@ fn print_shares() {
         let share = at16.rate / tps;
         let mut line = format!(
             "  {door:<11} share={share:.2} (>= {share_target}: {})",
-            verdict(share >= share_target)
+            verdict(share >= share_target, at16)
         );
         if let Some(target) = p99_target {
             line += &format!(
                 "  p99={:.1}ms (< {target}: {})",
                 at16.p99_ms,
-                verdict(at16.p99_ms < target)
+                verdict(at16.p99_ms < target, at16)
             );
         }
         if let (Some(target), Some(at1), Some(base)) =
@@ -536,7 +553,7 @@ fn print_shares() {
             line += &format!(
                 "  1-client mean={:.2}ms = {multiple:.1}x pgbench's {base:.2}ms (<= {target}: {})",
                 at1.mean_ms,
-                verdict(multiple <= target)
+                verdict(multiple <= target, at1)
             );
         }
         if door == "service" {
@@ -544,7 +561,7 @@ fn print_shares() {
                 line += &format!(
                     "  1-client dispatch p99={:.2}ms (<= 5: {})",
                     dispatch.p99_ms,
-                    verdict(dispatch.p99_ms <= 5.0)
+                    verdict(dispatch.p99_ms <= 5.0, dispatch)
                 );
             }
         }
@@ -827,5 +844,6 @@ async fn service_case(
         mean_ms: dispatch.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3
             / dispatch.len() as f64,
         p99_ms: pct(0.99),
+        stolen: None,
     });
 }
