@@ -15,7 +15,8 @@ stolen_since() {
 
 # start_server BINARY PORT DATABASE LOG: a release server on 127.0.0.1:PORT for DATABASE (which
 # it creates and migrates), its connector proxy the load generator's (PROXY_PORT), its output
-# appended to LOG; returns once it answers, with its pid in `server_pid`.
+# appended to LOG; returns once it answers, with its pid in `server_pid`; fails (and stops it)
+# if it exits or does not answer within 10 s.
 start_server() {
   WORKFLOW_BACKEND_JWT_SECRET=$SECRET WORKFLOW_BACKEND_BIND=127.0.0.1:$2 RUST_LOG=warn \
     WORKFLOW_BACKEND_CONNECTOR_PROXY_URL=http://127.0.0.1:$PROXY_PORT \
@@ -27,6 +28,10 @@ start_server() {
     kill -0 "$server_pid" 2>/dev/null || { cat "$4"; return 1; }
     sleep 0.1
   done
+  echo "the server on port $2 did not answer within 10 s" >&2
+  kill "$server_pid" 2>/dev/null
+  cat "$4"
+  return 1
 }
 
 # preload DATABASE N: N finished order instances with their messages and tasks
