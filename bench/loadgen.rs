@@ -190,7 +190,7 @@ where
     let elapsed = started.elapsed();
     let stolen = MachineTicks::now().stolen_since(machine);
     let cost = match meter {
-        Some(before) => before.per_message(total).await,
+        Some(before) => before.per_message(total, stolen).await,
         None => String::new(),
     };
     latencies.sort();
@@ -223,7 +223,6 @@ struct Cost {
     wal_lsn: String,
     postgres_ticks: u64,
     server_ticks: u64,
-    machine: MachineTicks,
 }
 
 /// The machine's CPU ticks since boot, all of them and those stolen by the hypervisor (the
@@ -277,7 +276,6 @@ impl Cost {
             wal_lsn,
             postgres_ticks: postgres_ticks(),
             server_ticks: process_ticks(server).unwrap_or(0),
-            machine: MachineTicks::now(),
         })
     }
 
@@ -295,8 +293,9 @@ impl Cost {
         Cost::sample().await
     }
 
-    /// `  wal=… B/msg  pg_cpu=… ms/msg  server_cpu=… ms/msg` since this sample.
-    async fn per_message(self, messages: usize) -> String {
+    /// `  wal=… B/msg  pg_cpu=… ms/msg  server_cpu=… ms/msg  steal=…%` since this sample, with
+    /// the case's `stolen` share.
+    async fn per_message(self, messages: usize, stolen: f64) -> String {
         let Some(now) = Cost::sample().await else {
             return String::new();
         };
@@ -323,7 +322,7 @@ impl Cost {
             wal_bytes / messages as f64,
             ms(now.postgres_ticks.saturating_sub(self.postgres_ticks)),
             ms(now.server_ticks.saturating_sub(self.server_ticks)),
-            now.machine.stolen_since(self.machine),
+            stolen,
         )
     }
 }
