@@ -48,8 +48,6 @@ pub const INSTANCE_TABLES: &[&str] = &[
 /// a lookup by id alone still finds its index). Plain PostgreSQL keeps the narrower keys of
 /// the migrations; the constraints keep their names, which the upserts name.
 const KEYS_WITH_SHARD: &str = "
-ALTER TABLE tasks DROP CONSTRAINT tasks_process_instance_id_fkey;
-ALTER TABLE jobs DROP CONSTRAINT jobs_process_instance_id_fkey;
 ALTER TABLE timers DROP CONSTRAINT timers_process_instance_id_fkey;
 ALTER TABLE connector_logs DROP CONSTRAINT connector_logs_process_instance_id_fkey;
 ALTER TABLE signal_waits DROP CONSTRAINT signal_waits_process_instance_id_fkey;
@@ -75,12 +73,6 @@ ALTER TABLE connector_logs DROP CONSTRAINT connector_logs_pkey,
     ADD CONSTRAINT connector_logs_pkey PRIMARY KEY (id, shard_key);
 ALTER TABLE signal_waits DROP CONSTRAINT signal_waits_pkey,
     ADD CONSTRAINT signal_waits_pkey PRIMARY KEY (task_guid, shard_key);
-ALTER TABLE tasks ADD CONSTRAINT tasks_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
-ALTER TABLE jobs ADD CONSTRAINT jobs_process_instance_id_fkey
-    FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
-    ON DELETE CASCADE;
 ALTER TABLE timers ADD CONSTRAINT timers_process_instance_id_fkey
     FOREIGN KEY (process_instance_id, shard_key) REFERENCES process_instances (id, shard_key)
     ON DELETE CASCADE;

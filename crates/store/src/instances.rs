@@ -155,9 +155,8 @@ pub async fn set_callees(
 }
 
 /// `SELECT ... FOR NO KEY UPDATE`: every step of an instance holds its row lock. (Not `FOR
-/// UPDATE`: rows that only reference the instance, a task's or a proxy's log line, are
-/// written meanwhile without waiting for the step, as their foreign keys need only a key
-/// share.)
+/// UPDATE`: rows that only reference the instance, a proxy's log line, are written meanwhile
+/// without waiting for the step, as their foreign keys need only a key share.)
 pub async fn lock(conn: &mut PgConnection, id: InstanceId) -> sqlx::Result<Option<LockedInstance>> {
     sqlx::query_as(concat!(instance_by_id!(), " FOR NO KEY UPDATE"))
         .bind(id)
