@@ -33,6 +33,11 @@
 //! URL may list several servers of one database (`http://a:7100,http://b:7102`): requests go to
 //! each in turn.
 //!
+//! With LOADGEN_CASES=interleaved, URL lists servers of separate databases (the builds to
+//! compare, `bench/interleave`): one client sends each start and each correlation of the first
+//! two doors to every server in turn, and each server's mean latency is printed. Both see the
+//! same moments of the machine, so a difference of 1% shows, where separate runs differ by 10%.
+//!
 //! cargo run --release --example loadgen -- URL SECRET [MESSAGES_PER_CASE] [BUFFERED]
 
 use reqwest::Client;
@@ -116,11 +121,14 @@ struct Target {
 
 impl Target {
     async fn upload(&self, model: &str, xml: String) {
+        self.upload_to(&self.bases[0], model, xml).await
+    }
+
+    async fn upload_to(&self, base: &str, model: &str, xml: String) {
         let response = self
             .client
             .put(format!(
-                "{}/v1.0/process-models/{model}/files/model.bpmn",
-                self.bases[0]
+                "{base}/v1.0/process-models/{model}/files/model.bpmn"
             ))
             .bearer_auth(&self.token)
             .header("Content-Type", "application/xml")
@@ -140,10 +148,20 @@ impl Target {
     }
 
     async fn post(&self, path: &str, body: serde_json::Value, expected: u16) -> Duration {
+        self.post_to(self.base(), path, body, expected).await
+    }
+
+    async fn post_to(
+        &self,
+        base: &str,
+        path: &str,
+        body: serde_json::Value,
+        expected: u16,
+    ) -> Duration {
         let started = Instant::now();
         let response = self
             .client
-            .post(format!("{}{path}", self.base()))
+            .post(format!("{base}{path}"))
             .bearer_auth(&self.token)
             .json(&body)
             .send()
@@ -416,6 +434,10 @@ async fn main() {
     });
     // the three front doors first, each on tables only the doors before it filled
     let cases = std::env::var("LOADGEN_CASES").unwrap_or_default();
+    if cases == "interleaved" {
+        interleaved_doors(&target, &run, total).await;
+        return;
+    }
     if cases != "service" {
         start_to_wait_then_correlate(&target, &run, total).await;
     }
@@ -496,6 +518,51 @@ async fn start_to_wait_then_correlate(target: &Arc<Target>, run: &str, total: us
             &prefix,
         )
         .await;
+    }
+}
+
+/// The first two doors from one client, each message sent to every server (of its own
+/// database) in turn, the first of them alternating: `total` starts that leave an instance
+/// waiting, then as many correlations to them; each server's mean and median latency.
+async fn interleaved_doors(target: &Target, run: &str, total: usize) {
+    let placed = format!("bench_placed_{run}");
+    let paid = format!("bench_paid_{run}");
+    for base in &target.bases {
+        let model = format!("bench:doors_{run}");
+        target.upload_to(base, &model, order(&placed, &paid)).await;
+    }
+    for (label, name) in [("wait-start", &placed), ("correlate", &paid)] {
+        let mut latencies = vec![Vec::with_capacity(total); target.bases.len()];
+        for i in 0..total {
+            let mut order: Vec<usize> = (0..target.bases.len()).collect();
+            if i % 2 == 1 {
+                order.reverse();
+            }
+            for server in order {
+                let body = json!({ "order_id": format!("i{i}") });
+                let path = format!("/v1.0/messages/{name}");
+                let took = target
+                    .post_to(&target.bases[server], &path, body, 200)
+                    .await;
+                latencies[server].push(took);
+            }
+        }
+        let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+        let mut line = format!("{label:<12} clients=1   messages={total:<6}");
+        let mut first_mean = None;
+        for (base, mut taken) in target.bases.iter().zip(latencies) {
+            taken.sort();
+            let mean = taken.iter().map(ms).sum::<f64>() / taken.len() as f64;
+            let against = first_mean.map_or(String::new(), |first: f64| {
+                format!(" ({:+.1}%)", 100.0 * (mean - first) / first)
+            });
+            first_mean.get_or_insert(mean);
+            line += &format!(
+                "  {base}: mean={mean:.3}ms{against} p50={:.3}ms",
+                ms(&taken[taken.len() / 2])
+            );
+        }
+        println!("{line}");
     }
 }
 
