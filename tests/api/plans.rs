@@ -417,8 +417,8 @@ async fn the_write_back_probes_by_key_with_plans_made_on_empty_tables() {
 
 /// Issue 35: every step writes task rows, and every connector call a job row. A trigger on
 /// either table runs once for each row written, in the step's transaction: the foreign keys'
-/// checks against the instance (a statement and a lock of the instance's row each) were 5–10%
-/// of Postgres's time per message. The write-back writes an instance's row before its tasks
+/// checks against the instance (a statement and a lock of the instance's row each) were up to
+/// a tenth of Postgres's time per message. The write-back writes an instance's row before its tasks
 /// and jobs, or holds the instance's lock while it writes them.
 #[tokio::test]
 async fn the_rows_every_step_writes_fire_no_trigger() {
