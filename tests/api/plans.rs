@@ -432,3 +432,99 @@ async fn the_rows_every_step_writes_fire_no_trigger() {
     .unwrap();
     assert!(triggers.is_empty(), "{triggers:?}");
 }
+
+/// `workflow_wait_for_messages(receives)`: the receives that may have a buffered send.
+async fn wait_for_messages(conn: &mut sqlx::PgConnection, receives: &Value) -> Vec<(i64, i32)> {
+    sqlx::query_as("SELECT receive_id, receive_n FROM workflow_wait_for_messages($1)")
+        .bind(sqlx::types::Json(receives))
+        .fetch_all(conn)
+        .await
+        .unwrap()
+}
+
+/// Issue 35: the receives a unit of work leaves waiting are written by its write-back's
+/// statement (`workflow_wait_for_messages`), which looks in the buffer for each: it gives
+/// back, by their place among those given, exactly the receives that a buffered send may
+/// match (by key, or any send of the name for a receive that expects nothing), with their
+/// ids drawn in that order; and its plans, made while the tables were empty, probe by key once
+/// they are full.
+#[tokio::test]
+async fn the_receives_a_write_back_leaves_waiting_look_in_the_buffer_by_key() {
+    let app = spawn_app().await;
+    let mut conn = app.pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let receive = |name: &str, key: &str| {
+        serde_json::json!({
+            "name": name, "correlation_keys": serde_json::from_str::<Value>(key).unwrap(),
+            "correlation_key": key, "process_instance_id": 7,
+            "task_guid": uuid::Uuid::new_v4(), "shard_key": 0
+        })
+    };
+    let receives = serde_json::json!([
+        receive("paid", r#"{"order_id":3}"#),
+        receive("paid", r#"{"order_id":2}"#),
+        receive("shipped", "{}"),
+        receive("order placed", "{}"),
+    ]);
+    // planned now, on empty tables (and nothing buffered: nothing comes back)
+    sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
+    assert_eq!(wait_for_messages(&mut conn, &receives).await, []);
+    sqlx::query("ROLLBACK").execute(&mut *conn).await.unwrap();
+    fill_history(&app.pool).await;
+    // buffered: a send of `paid` under the key {"order_id":2}, and a send of `shipped`
+    sqlx::query(
+        "WITH sent AS (INSERT INTO message_instances (name, message_type, status, payload, \
+             correlation_keys, correlation_key) \
+         VALUES ('paid', 'send', 'ready', '{\"order_id\": 2}', '{\"order_id\": 2}', \
+                 '{\"order_id\":2}'), \
+                ('shipped', 'send', 'ready', '{}', '{}', '{}') RETURNING id, name) \
+         INSERT INTO buffered_send_keys (name, correlation_key, send_id) \
+         SELECT name, '{\"order_id\":2}', id FROM sent WHERE name = 'paid'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
+    let maybe_buffered = wait_for_messages(&mut conn, &receives).await;
+    let written: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT id, name, correlation_key FROM message_instances \
+         WHERE message_type = 'receive' AND status = 'ready' AND process_instance_id = 7 \
+         ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let scans: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT relname::text, seq_scan FROM pg_stat_xact_user_tables \
+         WHERE relname IN ('message_instances', 'buffered_send_keys') ORDER BY relname",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::query("ROLLBACK").execute(&mut *conn).await.unwrap();
+
+    let in_order: Vec<(&str, &str)> = (written.iter())
+        .map(|(_, name, key)| (name.as_str(), key.as_str()))
+        .collect();
+    assert_eq!(
+        in_order,
+        [
+            ("paid", r#"{"order_id":3}"#),
+            ("paid", r#"{"order_id":2}"#),
+            ("shipped", "{}"),
+            ("order placed", "{}"),
+        ]
+    );
+    assert_eq!(maybe_buffered, [(written[1].0, 2), (written[2].0, 3)]);
+    assert_eq!(
+        scans,
+        [
+            ("buffered_send_keys".to_string(), 0),
+            ("message_instances".to_string(), 0)
+        ],
+    );
+}

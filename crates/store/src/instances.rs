@@ -6,7 +6,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection};
 use std::collections::HashMap;
-use workflow_types::{task_state, InstanceId, InstanceStatus, ModelId, TaskGuid, TaskState};
+use workflow_types::{
+    task_state, InstanceId, InstanceStatus, MessageId, ModelId, TaskGuid, TaskState,
+};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct InstanceRow {
@@ -257,6 +259,7 @@ pub async fn update_all(
     done_jobs: &[(InstanceId, TaskGuid)],
     sends: &[crate::messages::RoutedSend],
     calls: &[&crate::jobs::LeasedCall],
+    receives: &[crate::messages::NewReceive],
 ) -> sqlx::Result<Written> {
     let (done_keys, done_jobs): (Vec<shards::ShardKey>, Vec<uuid::Uuid>) = done_jobs
         .iter()
@@ -265,31 +268,49 @@ pub async fn update_all(
     // a statement per row on Citus (each routed to its shard by its parameters), a statement
     // per kind of row on plain PostgreSQL
     let statement = if shards::distributed() {
-        "SELECT written_id, written_at, call_task \
-         FROM workflow_write_instances($1, $2, $3, $4, $5)"
+        if !receives.is_empty() {
+            // (a unit of work on Citus writes each receive as it comes)
+            return Err(sqlx::Error::Protocol(
+                "receives written with instances on Citus".into(),
+            ));
+        }
+        WRITE_INSTANCES_BY_ROW
+    } else if receives.is_empty() {
+        WRITE_INSTANCES_TOGETHER
     } else {
-        "SELECT written_id, written_at, call_task \
-         FROM workflow_write_instances_together($1, $2, $3, $4, $5)"
+        WRITE_INSTANCES_TOGETHER_AND_WAIT
     };
-    let rows: Vec<(i64, Option<DateTime<Utc>>, Option<uuid::Uuid>)> = sqlx::query_as(statement)
+    let mut query = sqlx::query_as(statement)
         .bind(Json(updates))
         .bind(done_jobs)
         .bind(done_keys)
         .bind(Json(sends))
-        .bind(Json(calls))
-        .fetch_all(conn)
-        .await?;
+        .bind(Json(calls));
+    if !receives.is_empty() {
+        query = query.bind(Json(receives));
+    }
+    let rows: Vec<WrittenRow> = query.fetch_all(conn).await?;
     let mut job_of_task: HashMap<uuid::Uuid, i64> = HashMap::new();
     let mut written_at: HashMap<i64, DateTime<Utc>> = HashMap::new();
-    for (id, at, task) in rows {
-        match (task, at) {
-            (Some(task), _) => {
+    let mut maybe_buffered = Vec::new();
+    for WrittenRow {
+        written_id: id,
+        written_at: at,
+        call_task: task,
+        receive_n,
+    } in rows
+    {
+        match (task, at, receive_n) {
+            (Some(task), _, _) => {
                 job_of_task.insert(task, id);
             }
-            (None, Some(at)) => {
+            (None, Some(at), _) => {
                 written_at.insert(id, at);
             }
-            (None, None) => return Err(sqlx::Error::RowNotFound),
+            (None, None, Some(n)) if n >= 1 && (n as usize) <= receives.len() => {
+                maybe_buffered.push((n as usize - 1, MessageId(id)));
+            }
+            (None, None, _) => return Err(sqlx::Error::RowNotFound),
         }
     }
     // every call's job and every instance written, each once
@@ -306,6 +327,7 @@ pub async fn update_all(
             Ok(Written {
                 updated_at,
                 job_ids,
+                maybe_buffered,
             })
         }
         _ => Err(sqlx::Error::RowNotFound),
@@ -313,11 +335,45 @@ pub async fn update_all(
 }
 
 /// What [`update_all`] wrote: each instance's new `updated_at` (a new one's `created_at` too)
-/// and each leased call's job id, in the order given.
+/// and each leased call's job id, in the order given; and the receives written that may have a
+/// buffered send to claim (their place among those given, and their id).
 pub struct Written {
     pub updated_at: Vec<DateTime<Utc>>,
     pub job_ids: Vec<i64>,
+    pub maybe_buffered: Vec<(usize, MessageId)>,
 }
+
+/// A row of the write-back's statements: an instance written (its id and time), a call's job
+/// (its id and task), or a receive written that may have a buffered send (its id and place).
+#[derive(sqlx::FromRow)]
+struct WrittenRow {
+    written_id: i64,
+    written_at: Option<DateTime<Utc>>,
+    call_task: Option<uuid::Uuid>,
+    receive_n: Option<i32>,
+}
+
+/// The write-back's statements: [`update_all`]'s parameters, its rows (an instance written, a
+/// call's job, or a receive written that may have a buffered send: `receive_n`, its place in
+/// `$6`). On Citus a statement per row, each routed to its shard by its parameters; on plain
+/// PostgreSQL a statement per kind of row, and the new receives with their look in the buffer
+/// (`workflow_wait_for_messages`) when there are any. Those come first (the branches of a
+/// `UNION ALL` run in order): their names' locks are taken before the instances' writes, and
+/// their ids are drawn before the sends', as when each receive was written as it came (the
+/// messages list by id). They need no other order: a receive has no foreign key to its
+/// instance.
+const WRITE_INSTANCES_BY_ROW: &str =
+    "SELECT written_id, written_at, call_task, NULL::integer AS receive_n \
+     FROM workflow_write_instances($1, $2, $3, $4, $5)";
+const WRITE_INSTANCES_TOGETHER: &str =
+    "SELECT written_id, written_at, call_task, NULL::integer AS receive_n \
+     FROM workflow_write_instances_together($1, $2, $3, $4, $5)";
+const WRITE_INSTANCES_TOGETHER_AND_WAIT: &str =
+    "SELECT receive_id AS written_id, NULL::timestamptz AS written_at, NULL::uuid AS call_task, \
+         receive_n FROM workflow_wait_for_messages($6) \
+     UNION ALL \
+     SELECT written_id, written_at, call_task, NULL \
+     FROM workflow_write_instances_together($1, $2, $3, $4, $5)";
 
 pub async fn all_tasks(
     conn: &mut PgConnection,

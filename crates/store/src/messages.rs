@@ -170,6 +170,21 @@ impl From<&SendRecord<'_>> for RoutedSend {
     }
 }
 
+/// A receive a unit of work leaves waiting, written with its instances
+/// ([`crate::instances::update_all`], plain PostgreSQL): the names' locks, its row and the
+/// look in the buffer in that one statement, as [`insert_waiting_receive`] and the claim's
+/// probe would write and look in two.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NewReceive {
+    pub name: String,
+    pub correlation_keys: Value,
+    /// The canonical text of `correlation_keys`: the buffer is probed by it.
+    pub correlation_key: String,
+    pub process_instance_id: InstanceId,
+    pub task_guid: TaskGuid,
+    pub shard_key: ShardKey,
+}
+
 /// Stores a routed send, and completes the receive it went to (each pointing at the
 /// other), in one statement. Returns its id.
 pub async fn record_send(conn: &mut PgConnection, r: &SendRecord<'_>) -> sqlx::Result<MessageId> {

@@ -141,8 +141,12 @@ impl<'c> UnitOfWork<'c> {
                     .await?;
             }
             Effect::CancelMessageWait { task_guid } => {
-                store::messages::cancel_receives_of_task(self.db().await?, id, TaskGuid(task_guid))
-                    .await?;
+                store::messages::cancel_receives_of_task(
+                    self.db_with_receives().await?,
+                    id,
+                    TaskGuid(task_guid),
+                )
+                .await?;
             }
             Effect::CallService { task_guid } => {
                 self.schedule_call(id, TaskGuid(task_guid)).await?;
@@ -176,7 +180,8 @@ impl<'c> UnitOfWork<'c> {
                 self.broadcast_signal(Some(id), &name, &payload).await?;
             }
             Effect::CloseWaitsOfInstance => {
-                store::messages::cancel_receives_of_instance(self.db().await?, id).await?;
+                store::messages::cancel_receives_of_instance(self.db_with_receives().await?, id)
+                    .await?;
                 self.write_handed_calls().await?;
                 self.handed_calls.retain(|(_, job)| job.instance() != id);
                 store::jobs::cancel_for_instance(self.db().await?, id).await?;

@@ -21,7 +21,7 @@ impl<'c> UnitOfWork<'c> {
             return Ok(Applied::Refused(refused));
         }
         self.mark_stepped(id)?;
-        store::messages::suspend_receives_of_instance(self.db().await?, id).await?;
+        store::messages::suspend_receives_of_instance(self.db_with_receives().await?, id).await?;
         store::timers::hold_of_instance(self.db().await?, id, true).await?;
         self.write_handed_calls().await?;
         store::jobs::hold_of_instance(self.db().await?, id, true).await?;
@@ -39,7 +39,9 @@ impl<'c> UnitOfWork<'c> {
         store::timers::hold_of_instance(self.db().await?, id, false).await?;
         self.write_handed_calls().await?;
         store::jobs::hold_of_instance(self.db().await?, id, false).await?;
-        let receives = store::messages::resume_receives_of_instance(self.db().await?, id).await?;
+        let receives =
+            store::messages::resume_receives_of_instance(self.db_with_receives().await?, id)
+                .await?;
         // as a new receive does (`wait_for_message`): a send about to be buffered under one of
         // these names waits for this transaction, then finds the receive waiting
         let names: BTreeSet<&str> = receives.iter().map(|r| r.name.as_str()).collect();

@@ -79,6 +79,10 @@ impl<'c> UnitOfWork<'c> {
                 draw_id: start.is_some(),
             })
             .collect();
+        if (self.unwritten_receives.iter()).any(|r| looked.iter().any(|(name, _)| *name == r.name))
+        {
+            self.write_unwritten_receives().await?;
+        }
         let catalog_version = self.catalog_seen.expected();
         let found = store::messages::lock_oldest_waiting_receives(
             &mut self.tx,

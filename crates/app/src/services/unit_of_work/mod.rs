@@ -97,6 +97,10 @@ pub struct UnitOfWork<'c> {
     /// Sends routed to a receive or to a new instance, stored when the instances are written
     /// back (in the same statement): nothing of this unit reads them before its commit.
     routed_sends: Vec<store::messages::RoutedSend>,
+    /// Receives this unit left waiting whose rows are not written yet (plain PostgreSQL):
+    /// written by the next write-back, which also looks in the buffer for them, or before a
+    /// statement that may see them ([`UnitOfWork::db_with_receives`], a lookup of their name).
+    unwritten_receives: Vec<store::messages::NewReceive>,
     /// Instances this unit created whose rows are not written yet: written by the next
     /// write-back, or by [`UnitOfWork::db`] before a statement that may see them.
     new_rows: Vec<InstanceId>,
@@ -387,6 +391,7 @@ impl<'c> UnitOfWork<'c> {
             done_jobs: Vec::new(),
             recorded_sends: HashMap::new(),
             routed_sends: Vec::new(),
+            unwritten_receives: Vec::new(),
             new_rows: Vec::new(),
             new_rows_awaited_names: Vec::new(),
             next_instance_id: None,
@@ -583,10 +588,18 @@ impl<'c> UnitOfWork<'c> {
                 KeyValue::new("workflow.instances", self.order.len() as i64),
             ]
         });
-        let calls = self.evaluate_handed_calls().await;
         // the tasks whose jobs this unit ends: their 202s, if not recorded yet, never need to be
-        let jobs_done: Vec<TaskGuid> = self.done_jobs.iter().map(|(_, task)| *task).collect();
-        span.record(self.flush().await)?;
+        let mut jobs_done: Vec<TaskGuid> = Vec::new();
+        let calls = loop {
+            let calls = self.evaluate_handed_calls().await;
+            jobs_done.extend(self.done_jobs.iter().map(|(_, task)| *task));
+            // a receive the write-back wrote took a buffered send: its delivery runs, and is
+            // written, before the commit
+            if !span.record(self.flush().await)? {
+                break calls;
+            }
+            span.record(self.run_queued().await)?;
+        };
         span.record(self.tx.commit().await)?;
         if !jobs_done.is_empty() {
             self.cache.accepted_calls().jobs_done(jobs_done);

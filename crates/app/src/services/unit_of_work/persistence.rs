@@ -15,9 +15,12 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 impl<'c> UnitOfWork<'c> {
-    /// Writes every stepped instance and its changed tasks, the sends routed meanwhile and the
-    /// jobs of the calls handed meanwhile, in one round trip (the transaction stays open).
-    pub(super) async fn flush(&mut self) -> Result<()> {
+    /// Writes every stepped instance and its changed tasks, the sends routed meanwhile, the
+    /// jobs of the calls handed meanwhile and the receives left waiting, in one round trip (the
+    /// transaction stays open). A receive written that may have a buffered send claims it
+    /// now, as a receive written in a statement of its own does: `true` when one did, and its
+    /// delivery is queued (to run, and be written, before the commit).
+    pub(super) async fn flush(&mut self) -> Result<bool> {
         if self.reading {
             if let Some(id) = self.order.iter().find(|id| self.instances[id].dirty) {
                 return Err(anyhow!("a reading unit of work stepped instance {id}").into());
@@ -31,7 +34,10 @@ impl<'c> UnitOfWork<'c> {
             if !self.handed_calls.is_empty() {
                 return Err(anyhow!("a reading unit of work recorded connector calls").into());
             }
-            return Ok(());
+            if !self.unwritten_receives.is_empty() {
+                return Err(anyhow!("a reading unit of work left receives waiting").into());
+            }
+            return Ok(false);
         }
         // (a new instance has stepped: its first step)
         let stepped: Vec<InstanceId> = (self.order.iter())
@@ -49,16 +55,24 @@ impl<'c> UnitOfWork<'c> {
                 HandedJob::Written(_) => None,
             })
             .collect();
-        if written.is_empty() && sends.is_empty() && calls.is_empty() {
+        let receives = std::mem::take(&mut self.unwritten_receives);
+        if written.is_empty() && sends.is_empty() && calls.is_empty() && receives.is_empty() {
             for (id, task_guid) in done_jobs {
                 store::jobs::cancel_for_task(&mut self.tx, id, task_guid).await?;
             }
-            return Ok(());
+            return Ok(false);
         }
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
             written.iter().map(|w| w.update(&self.instances)).collect();
-        let updated =
-            store::instances::update_all(&mut self.tx, &updates, &done_jobs, &sends, &calls).await;
+        let updated = store::instances::update_all(
+            &mut self.tx,
+            &updates,
+            &done_jobs,
+            &sends,
+            &calls,
+            &receives,
+        )
+        .await;
         let updated = self.catalog_checked(updated)?;
         let mut job_ids = updated.job_ids.into_iter();
         for (_, handed) in &mut self.handed_calls {
@@ -68,7 +82,19 @@ impl<'c> UnitOfWork<'c> {
             }
         }
         self.written(&written, updated.updated_at);
-        Ok(())
+        let queued = self.queue.len();
+        for (n, receive_id) in updated.maybe_buffered {
+            let receive = &receives[n];
+            self.match_new_receive(
+                receive.process_instance_id,
+                receive.task_guid.0,
+                receive_id,
+                receive.name.clone(),
+                receive.correlation_key.clone(),
+            )
+            .await?;
+        }
+        Ok(self.queue.len() > queued)
     }
 
     /// Writes the rows of the new instances whose rows are not stored yet (a write-back of
@@ -79,7 +105,8 @@ impl<'c> UnitOfWork<'c> {
         let written = self.rows_of(&new).await?;
         let updates: Vec<store::instances::InstanceUpdate<'_>> =
             written.iter().map(|w| w.update(&self.instances)).collect();
-        let updated = store::instances::update_all(&mut self.tx, &updates, &[], &[], &[]).await;
+        let updated =
+            store::instances::update_all(&mut self.tx, &updates, &[], &[], &[], &[]).await;
         let updated = self.catalog_checked(updated)?;
         self.written(&written, updated.updated_at);
         Ok(())

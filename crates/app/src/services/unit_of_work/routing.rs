@@ -144,7 +144,7 @@ impl<'c> UnitOfWork<'c> {
             if !waiting {
                 // The task stopped waiting without its receive being closed: close it now.
                 store::messages::cancel_receives_of_task(
-                    self.db().await?,
+                    self.db_with_receives().await?,
                     receive.process_instance_id,
                     receive.task_guid,
                 )
@@ -250,6 +250,9 @@ impl<'c> UnitOfWork<'c> {
             .filter(|model| !self.models_locked.contains(model));
         // an id for the instance the send may start, unless one drawn before is unused
         let draw_id = start_model.is_some() && self.next_instance_id.is_none();
+        if self.unwritten_receives.iter().any(|r| r.name == name) {
+            self.write_unwritten_receives().await?;
+        }
         if self
             .new_rows_awaited_names
             .iter()
@@ -312,7 +315,8 @@ impl<'c> UnitOfWork<'c> {
                 "no waiting receive was found, but a node of the database is still finishing                  a commit after a failure: the message was neither taken nor refused; send it                  again shortly",
             ));
         }
-        let waiting = store::messages::count_waiting_receives(self.db().await?, name).await?;
+        let waiting =
+            store::messages::count_waiting_receives(self.db_with_receives().await?, name).await?;
         Ok(if waiting == 0 {
             (
                 NoMatch::NoReceiver,
@@ -344,7 +348,8 @@ impl<'c> UnitOfWork<'c> {
         Ok(store::messages::instance_with_values(self.db().await?, name, &json!(values)).await?)
     }
 
-    /// Records a waiting receive; a buffered send that matches is delivered at once.
+    /// Records a waiting receive; a buffered send that matches is delivered: at once, or, for a
+    /// receive written with the instances, when they are written.
     pub(super) async fn wait_for_message(
         &mut self,
         id: InstanceId,
@@ -352,22 +357,79 @@ impl<'c> UnitOfWork<'c> {
         name: &str,
         expected: &CorrelationValues,
     ) -> Result<()> {
-        let key = canonical_key(expected);
         // (a receive has no foreign key to its instance: a new instance's row stays unwritten,
         // until a lookup of the receive's name, which finds receives' instances by their rows)
         if self.new_rows.contains(&id) {
             self.new_rows_awaited_names.push(name.to_string());
         }
         self.note_receive_added(name);
+        let receive = store::messages::NewReceive {
+            name: name.to_string(),
+            correlation_keys: json!(expected),
+            correlation_key: canonical_key(expected),
+            process_instance_id: id,
+            task_guid: TaskGuid(task_guid),
+            shard_key: store::shards::of_instance(id),
+        };
+        if store::shards::distributed() || self.deliveries_in_flight.contains(&task_guid) {
+            return self.write_receive(receive).await;
+        }
+        // written, and the buffer looked at for it, in the write-back's statement (or before a
+        // statement that may see it): two statements fewer for a start that leaves its
+        // instance waiting
+        self.unwritten_receives.push(receive);
+        Ok(())
+    }
+
+    /// Writes the receives this unit left waiting that are not written yet, each as it would
+    /// have been written when it came, for a statement that may see them.
+    pub(super) async fn write_unwritten_receives(&mut self) -> Result<()> {
+        for receive in std::mem::take(&mut self.unwritten_receives) {
+            self.write_receive(receive).await?;
+        }
+        Ok(())
+    }
+
+    /// The transaction, for a statement on receives by instance, task or name: the receives
+    /// not written yet (and the new instances' rows) are written first.
+    pub(super) async fn db_with_receives(&mut self) -> Result<&mut sqlx::PgConnection> {
+        self.write_unwritten_receives().await?;
+        self.db().await
+    }
+
+    /// Inserts a waiting receive in a statement of its own, and looks in the buffer for it.
+    async fn write_receive(&mut self, receive: store::messages::NewReceive) -> Result<()> {
+        let store::messages::NewReceive {
+            name,
+            correlation_keys,
+            correlation_key: key,
+            process_instance_id: id,
+            task_guid: TaskGuid(task_guid),
+            ..
+        } = receive;
         let receive_id = store::messages::insert_waiting_receive(
             self.db_without_new_rows(),
-            name,
-            &json!(expected),
+            &name,
+            &correlation_keys,
             &key,
             id,
             TaskGuid(task_guid),
         )
         .await?;
+        self.match_new_receive(id, task_guid, receive_id, name, key)
+            .await
+    }
+
+    /// Delivers a buffered send that matches a receive just written, if one is buffered and
+    /// no other message is on its way to the task.
+    pub(super) async fn match_new_receive(
+        &mut self,
+        id: InstanceId,
+        task_guid: Uuid,
+        receive_id: MessageId,
+        name: String,
+        key: String,
+    ) -> Result<()> {
         if self.deliveries_in_flight.contains(&task_guid) {
             // another of the task's messages is on its way: whether it still waits for this
             // one is known once that has stepped
@@ -375,12 +437,12 @@ impl<'c> UnitOfWork<'c> {
                 id,
                 task_guid,
                 receive_id,
-                name: name.to_string(),
+                name,
                 key: Some(key),
             });
             return Ok(());
         }
-        self.match_buffer(id, task_guid, receive_id, name, &key)
+        self.match_buffer(id, task_guid, receive_id, &name, &key)
             .await
     }
 
