@@ -18,6 +18,9 @@
 //! insert, with its first step's state), not when it is created: every statement of the unit
 //! that may read or refer to it goes through [`UnitOfWork::db`], which writes such rows
 //! first; only statements that cannot see an instance's row use the transaction as it is.
+//! Likewise a receive a step leaves waiting (plain PostgreSQL): the write-back writes it and
+//! looks in the buffer for it, in its one statement; a statement that may see it first
+//! ([`UnitOfWork::db_with_receives`], a lookup of its name) writes it before, as it came.
 
 mod callees;
 mod data_stores;
