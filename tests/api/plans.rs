@@ -366,6 +366,17 @@ async fn the_overview_reads_no_history_sequentially() {
     }
 }
 
+/// A connection whose statements are planned once, generically, as a pooled connection's
+/// prepared statements and PL/pgSQL functions' are once Postgres stops replanning them.
+async fn planning_generically(pool: &sqlx::PgPool) -> sqlx::pool::PoolConnection<sqlx::Postgres> {
+    let mut conn = pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    conn
+}
+
 /// Issue 35: the write-back on plain PostgreSQL (`workflow_write_instances_together`) writes
 /// each kind of row in one statement, joined to the rows given; its plans, made once per
 /// connection (here while the tables are empty, as on a new database), still probe by key once
@@ -373,11 +384,7 @@ async fn the_overview_reads_no_history_sequentially() {
 #[tokio::test]
 async fn the_write_back_probes_by_key_with_plans_made_on_empty_tables() {
     let app = spawn_app().await;
-    let mut conn = app.pool.acquire().await.unwrap();
-    sqlx::query("SET plan_cache_mode = force_generic_plan")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
+    let mut conn = planning_generically(&app.pool).await;
     let written = serde_json::json!([{
         "id": 1, "shard_key": 0, "status": "complete", "data": {"n": 1}, "correlations": {},
         "internal": {}, "error": null, "live_tasks": [], "tasks": []
@@ -451,11 +458,7 @@ async fn wait_for_messages(conn: &mut sqlx::PgConnection, receives: &Value) -> V
 #[tokio::test]
 async fn the_receives_a_write_back_leaves_waiting_look_in_the_buffer_by_key() {
     let app = spawn_app().await;
-    let mut conn = app.pool.acquire().await.unwrap();
-    sqlx::query("SET plan_cache_mode = force_generic_plan")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
+    let mut conn = planning_generically(&app.pool).await;
     let receive = |name: &str, key: &str| {
         serde_json::json!({
             "name": name, "correlation_keys": serde_json::from_str::<Value>(key).unwrap(),
