@@ -251,7 +251,8 @@ pub struct NewInstance<'a> {
 /// Writes back instances and their changed tasks (inserting the rows of new ones, before
 /// anything that refers to them), writes the jobs of the leased `calls`, deletes the connector
 /// jobs of `done_jobs` (tasks, with their instances, whose calls are no longer due) and stores
-/// the `sends` routed meanwhile, all in one round trip (`workflow_write_instances`). An
+/// the `sends` routed meanwhile, and, on plain PostgreSQL, inserts the `receives` left waiting
+/// and looks in the buffer for them, all in one round trip (the statements below). An
 /// instance that is not there is an error.
 pub async fn update_all(
     conn: &mut PgConnection,
@@ -265,8 +266,6 @@ pub async fn update_all(
         .iter()
         .map(|(instance, task)| (shards::of_instance(*instance), task.0))
         .unzip();
-    // a statement per row on Citus (each routed to its shard by its parameters), a statement
-    // per kind of row on plain PostgreSQL
     let statement = if shards::distributed() {
         if !receives.is_empty() {
             // (a unit of work on Citus writes each receive as it comes)
