@@ -5,8 +5,12 @@
 //!   files beside the checkout (`../shared`, `DESIGN.md`), except CI's own scripts (`.ci/`),
 //!   which are where the conformance corpus is found;
 //! - every relative link of a Markdown file leads to a file or folder of the repository;
-//! - the README stays a front page (at most ~10 KB); the rest is the book in `docs/`.
+//! - the README stays a front page (at most ~10 KB); the rest is the book in `docs/`;
+//! - every migration keeps the text its checksum was recorded for
+//!   (`tests/fixtures/migration-checksums.txt`).
 
+use sha2::{Digest, Sha384};
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
@@ -150,5 +154,48 @@ fn links_are_found_and_resolved() {
     assert_eq!(
         resolve(Path::new("examples/a"), "../../../shared/x.md"),
         None
+    );
+}
+
+/// A database refuses to start the service (sqlx) once a migration it applied has changed
+/// its text, comments included: each migration's checksum is recorded when it is written, and
+/// a change to its text fails here until the record changes too, in the same diff.
+#[test]
+fn migrations_keep_their_text() {
+    let recorded: BTreeMap<String, String> =
+        fs::read_to_string(root().join("tests/fixtures/migration-checksums.txt"))
+            .unwrap()
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+            .map(|line| {
+                let (name, checksum) = line.split_once(' ').expect("`name checksum`");
+                (name.to_string(), checksum.to_string())
+            })
+            .collect();
+    let mut current = BTreeMap::new();
+    for entry in fs::read_dir(root().join("migrations")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|extension| extension == "sql") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let checksum = format!("{:x}", Sha384::digest(fs::read(&path).unwrap()));
+            current.insert(name, checksum);
+        }
+    }
+    let changed: Vec<String> = (current.iter())
+        .filter(|(name, checksum)| recorded.get(*name) != Some(*checksum))
+        .map(|(name, checksum)| {
+            format!("{name}: now {checksum}, recorded {:?}", recorded.get(name))
+        })
+        .chain(
+            (recorded.keys())
+                .filter(|name| !current.contains_key(*name))
+                .map(|name| format!("{name}: recorded, no such migration")),
+        )
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "migrations whose text is not the one recorded (a released migration's text never \
+         changes; see the file's header):\n{}",
+        changed.join("\n")
     );
 }
